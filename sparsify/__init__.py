@@ -1,0 +1,37 @@
+"""sparsify: sparse kernel machines by design.
+
+The direct sparse method of Wu, Schölkopf & Bakır (JMLR 2006) for any convex
+kernel learning algorithm declared as a cvxpy problem: fix the number of
+expansion vectors (XVs) Nz, and optimise their places with L-BFGS using the
+gradient of the marginal function W(Z) from the dual solution (Lemma 1).
+"""
+
+from sparsify.estimators import SparseSVC
+from sparsify.expansion import expansion_coefficients
+from sparsify.formulation import Declaration, Formulation, Outputs
+from sparsify.hookspecs import hookimpl
+from sparsify.kernels import RBF, Kernel, Linear, Polynomial, SumKernel
+from sparsify.marginal import CvxpyMarginal, Evaluation, Marginal, NonDifferentiableWarning
+from sparsify.solvers import SolverError
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "RBF",
+    "CvxpyMarginal",
+    "Declaration",
+    "Evaluation",
+    "Formulation",
+    "Kernel",
+    "Linear",
+    "Marginal",
+    "NonDifferentiableWarning",
+    "Outputs",
+    "Polynomial",
+    "SolverError",
+    "SparseSVC",
+    "SumKernel",
+    "__version__",
+    "expansion_coefficients",
+    "hookimpl",
+]

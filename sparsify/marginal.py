@@ -1,0 +1,310 @@
+"""The marginal function W(Z) and its gradient by Lemma 1, for any formulation.
+
+For fixed XVs Z the sparse problem is the formulation's convex problem plus two
+linking constraints that the core owns::
+
+    f == K_XZ @ β        (dual ν)
+    u == R @ β           (dual η),   ‖w‖² := ‖u‖²,  RᵀR = K_ZZ
+
+``K_XZ`` and ``R`` are cvxpy Parameters, so the problem is DPP: it is compiled
+once per fit and re-solved with new parameter values at each evaluation. Z
+enters the Lagrangian only through ``K_XZ`` and ``K_ZZ``; with cvxpy's sign
+convention (Lagrangian = objective + ν·(f − K_XZ β) + η·(u − R β))::
+
+    ∂W/∂K_XZ = −ν βᵀ        ∂W/∂K_ZZ = Σ_k c_k β_k β_kᵀ,  c_k = −η_k·u_k / (2‖u_k‖²)
+
+where c_k = ∂L/∂‖w_k‖² follows from stationarity in u. The kernel's
+vector-Jacobian products turn these into ∂W/∂Z in O(N·Nz·d).
+"""
+
+from __future__ import annotations
+
+import warnings
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+from typing import Any
+
+import cvxpy as cp
+import numpy as np
+from numpy.typing import NDArray
+
+from sparsify.formulation import Declaration, Formulation, Outputs
+from sparsify.kernels import Kernel
+from sparsify.plugins import get_registry
+from sparsify.solvers import AUTO_CHAIN, SolverBackend, SolverError
+
+__all__ = [
+    "CvxpyMarginal",
+    "Evaluation",
+    "Marginal",
+    "NonDifferentiableWarning",
+    "expansion_factor",
+]
+
+Array = NDArray[np.float64]
+
+
+class NonDifferentiableWarning(UserWarning):
+    """W(Z) is not differentiable at the current XVs (the gradient is one of many)."""
+
+
+@dataclass(frozen=True)
+class Evaluation:
+    """W(Z), ∇W(Z) and the solution at one set of XVs.
+
+    Attributes
+    ----------
+    value : float
+        W(Z), the optimal value at fixed Z.
+    grad : ndarray of shape (Nz, d) or None
+        ∇W(Z); None when not requested.
+    coef : ndarray of shape (Nz,) or (Nz, K)
+        Expansion coefficients β.
+    intercept : float or ndarray of shape (K,)
+        Bias b.
+    solver : str
+        Backend that produced the solution.
+    """
+
+    value: float
+    grad: Array | None
+    coef: Array
+    intercept: float | Array
+    solver: str
+
+
+class Marginal(ABC):
+    """Anything that returns W(Z) and ∇W(Z): the generic cvxpy path or a formulation's own."""
+
+    #: Formulation name, for messages.
+    formulation_name: str = ""
+
+    @abstractmethod
+    def evaluate(self, Z: Array, grad: bool = True) -> Evaluation:
+        """Solve at fixed XVs ``Z`` (Nz, d) and return W, ∇W and the solution."""
+
+
+def expansion_factor(K_zz: Array) -> Array:
+    """Return R with ``RᵀR = K_ZZ`` (eigenvalues clipped at 0), shape (Nz, Nz).
+
+    The caller adds jitter to ``K_ZZ`` first; clipping only removes round-off
+    negatives, so the factor stays exact for a positive definite kernel matrix.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> K = np.array([[2.0, 1.0], [1.0, 2.0]])
+    >>> R = expansion_factor(K)
+    >>> bool(np.allclose(R.T @ R, K))
+    True
+    """
+    lam, V = np.linalg.eigh(K_zz)
+    return np.sqrt(np.clip(lam, 0.0, None))[:, None] * V.T
+
+
+def _resolve_backends(solver: str) -> list[SolverBackend]:
+    registry = get_registry()
+    if solver == "auto":
+        chain = [registry.get("solver", name) for name in AUTO_CHAIN]
+        chain = [b for b in chain if b.available()]
+        if not chain:
+            raise SolverError(f"None of the default solvers {AUTO_CHAIN} is installed.")
+        return chain
+    backend: SolverBackend = registry.get("solver", solver)
+    if not backend.available():
+        raise SolverError(f"The solver {solver!r} is registered but cvxpy cannot find it "
+                          "installed; install it or choose another solver.")
+    return [backend]
+
+
+class CvxpyMarginal(Marginal):
+    """W(Z) and ∇W(Z) of a formulation through its cvxpy declaration (the generic path).
+
+    Parameters
+    ----------
+    formulation : Formulation
+        The convex kernel learning algorithm.
+    X : ndarray of shape (N, d)
+        Training inputs.
+    y : ndarray of shape (N,) or None
+        Targets as the formulation expects them.
+    kernel : Kernel
+        Kernel with vector-Jacobian products.
+    n_expansion : int
+        Number of XVs Nz.
+    solver : str, default="auto"
+        A registered backend name, or "auto" (Clarabel, falling back to ECOS
+        when Clarabel does not return an optimal status).
+    tol : float, default=1e-9
+        Solver accuracy (gap and feasibility).
+    jitter : float, default=1e-10
+        Added to the diagonal of K_ZZ, relative to the mean kernel diagonal on
+        X, so that XVs that come close keep K_ZZ positive definite.
+
+    Examples
+    --------
+    >>> import numpy as np, cvxpy as cp
+    >>> from sparsify import Formulation, Declaration, RBF
+    >>> class Ridge(Formulation):
+    ...     name = "ridge"
+    ...     def declare(self, out):
+    ...         return Declaration(cp.Minimize(cp.sum_squares(out.f - out.y) + out.norm_w2))
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.normal(size=(20, 2)); y = np.sin(X[:, 0])
+    >>> W = CvxpyMarginal(Ridge(), X, y, RBF(0.5), n_expansion=3)
+    >>> ev = W.evaluate(X[:3])
+    >>> ev.grad.shape, ev.coef.shape
+    ((3, 2), (3,))
+    """
+
+    def __init__(
+        self,
+        formulation: Formulation,
+        X: Array,
+        y: NDArray[Any] | None,
+        kernel: Kernel,
+        n_expansion: int,
+        solver: str = "auto",
+        tol: float = 1e-9,
+        jitter: float = 1e-10,
+    ) -> None:
+        self.formulation = formulation
+        self.formulation_name = formulation.name or type(formulation).__name__
+        self.X = np.asarray(X, dtype=float)
+        self.y = y
+        self.kernel = kernel
+        self.n_expansion = int(n_expansion)
+        self.tol = tol
+        self.jitter = jitter * max(float(np.mean(kernel.diag(self.X))), 1e-300)
+        self.backends = _resolve_backends(solver)
+        self._warned = False
+        self._build()
+
+    # -- construction -------------------------------------------------------------------------
+
+    def _fail(self, what: str) -> ValueError:
+        return ValueError(f"The {self.formulation_name!r} formulation {what}")
+
+    def _build(self) -> None:
+        N, Nz = len(self.X), self.n_expansion
+        K = int(self.formulation.n_outputs(self.y))
+        shape_f = (N,) if K == 1 else (N, K)
+        shape_b = (Nz,) if K == 1 else (Nz, K)
+        self.n_outputs = K
+        self.K_xz = cp.Parameter((N, Nz), name="K_XZ")
+        self.R = cp.Parameter((Nz, Nz), name="R")
+        self.beta = cp.Variable(shape_b, name="beta")
+        self.f = cp.Variable(shape_f, name="f")
+        self.u = cp.Variable(shape_b, name="u")
+        norms = (
+            (cp.sum_squares(self.u),)
+            if K == 1
+            else tuple(cp.sum_squares(self.u[:, k]) for k in range(K))
+        )
+        outputs = Outputs(
+            f=self.f,
+            norm_w2=cp.sum_squares(self.u),
+            norms_w2=norms,
+            y=self.y,
+            n_samples=N,
+            n_outputs=K,
+        )
+        decl = self.formulation.declare(outputs)
+        self._check(decl)
+        self.link_f = self.f == self.K_xz @ self.beta
+        self.link_u = self.u == self.R @ self.beta
+        self.declaration = decl
+        self.problem = cp.Problem(decl.objective, [self.link_f, self.link_u, *decl.constraints])
+        if not self.problem.is_dcp():
+            raise self._fail("is not DCP (disciplined convex): check the curvature of its "
+                             "objective and constraints.")
+        if not self.problem.is_dpp():
+            raise self._fail("is not DPP: it must not multiply the framework's objects in a "
+                             "way that puts a Parameter times a Parameter (for example "
+                             "quad_form with a Parameter matrix).")
+        if self.backends[0].quadratic_only and not self.problem.is_qp():
+            raise ValueError(
+                f"The solver {self.backends[0].name!r} handles quadratic programs only and the "
+                f"{self.formulation_name!r} formulation is not one; use solver='clarabel' "
+                "or solver='ecos'."
+            )
+
+    def _check(self, decl: Any) -> None:
+        if not isinstance(decl, Declaration):
+            raise self._fail(f"must return a sparsify.Declaration from declare(); got "
+                             f"{type(decl).__name__}.")
+        if not isinstance(decl.objective, cp.Minimize):
+            raise self._fail("must declare a cp.Minimize objective (negate a Maximize one).")
+        parts = [decl.objective, *decl.constraints]
+        if isinstance(decl.intercept, cp.Expression):
+            parts.append(decl.intercept)
+        own = {p.id for part in parts for p in part.parameters()}
+        if own:
+            raise self._fail("creates cvxpy Parameters of its own; pass hyperparameters as "
+                             "plain numbers (the core owns every Parameter).")
+        used = {v.id for part in (decl.objective, *decl.constraints) for v in part.variables()}
+        if self.f.id not in used:
+            raise self._fail("ignores the outputs f: declare the loss or constraints over "
+                             "out.f so that the data enter the problem.")
+
+    # -- evaluation ---------------------------------------------------------------------------
+
+    def _solve(self) -> SolverBackend:
+        statuses = []
+        for backend in self.backends:
+            try:
+                self.problem.solve(
+                    solver=backend.cvxpy_name,
+                    warm_start=backend.warm_start,
+                    **backend.options(self.tol),
+                )
+                status = self.problem.status
+            except cp.error.SolverError as exc:
+                status = f"error ({exc})"
+            accepted = status == cp.OPTIMAL or (
+                status == cp.OPTIMAL_INACCURATE and backend.accepts_inaccurate
+            )
+            if accepted and self.link_f.dual_value is not None:
+                return backend
+            statuses.append(f"{backend.name}: {status}")
+        raise SolverError(
+            f"The {' then '.join(b.name for b in self.backends)} solver did not solve the "
+            f"{self.formulation_name!r} formulation (N={len(self.X)}, Nz={self.n_expansion}): "
+            f"{'; '.join(statuses)}. Try another solver=, a looser tol, or rescale the data."
+        )
+
+    def evaluate(self, Z: Array, grad: bool = True) -> Evaluation:
+        Z = np.asarray(Z, dtype=float)
+        K_xz = self.kernel(self.X, Z)
+        K_zz = self.kernel(Z, Z)
+        self.K_xz.value = K_xz
+        self.R.value = expansion_factor(K_zz + self.jitter * np.eye(len(Z)))
+        backend = self._solve()
+        beta = np.asarray(self.beta.value, dtype=float)
+        intercept = self.declaration.intercept
+        b = np.asarray(intercept.value if isinstance(intercept, cp.Expression) else intercept,
+                       dtype=float)
+        b = float(b) if b.ndim == 0 else b
+        value = float(self.problem.value)
+        if not grad:
+            return Evaluation(value, None, beta, b, backend.name)
+        nu = np.asarray(self.link_f.dual_value, dtype=float)
+        eta = np.asarray(self.link_u.dual_value, dtype=float).reshape(len(Z), -1)
+        u = np.asarray(self.u.value, dtype=float).reshape(len(Z), -1)
+        B = beta.reshape(len(Z), -1)
+        G_xz = -nu.reshape(len(self.X), -1) @ B.T
+        uu = (u * u).sum(0)
+        c = np.where(uu > 0, -(eta * u).sum(0) / (2 * np.where(uu > 0, uu, 1.0)), 0.0)
+        G_zz = (B * c) @ B.T
+        gradient = self.kernel.vjp_z(self.X, Z, G_xz, K_xz) + self.kernel.vjp_zz(Z, G_zz, K_zz)
+        if not self._warned:
+            reason = self.formulation.nondifferentiable(self.y, nu)
+            if reason:
+                self._warned = True
+                warnings.warn(
+                    f"W(Z) of the {self.formulation_name!r} formulation is not differentiable "
+                    f"here: {reason}. The returned gradient is one subgradient.",
+                    NonDifferentiableWarning,
+                    stacklevel=2,
+                )
+        return Evaluation(value, gradient, beta, b, backend.name)

@@ -1,0 +1,210 @@
+"""Minimise W(Z) over the XVs with L-BFGS, from a random or k-means start.
+
+Duplicate training points are removed before the initial XVs are chosen (paper
+§5.6): two equal XVs make K_ZZ singular.
+"""
+
+from __future__ import annotations
+
+import time
+import warnings
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+from numpy.typing import NDArray
+from scipy.optimize import minimize
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.utils import check_random_state
+
+from sparsify.marginal import Evaluation, Marginal
+from sparsify.solvers import SolverError
+
+__all__ = ["IterationInfo", "OptimizeResult", "initial_expansion_vectors", "minimize_marginal"]
+
+Array = NDArray[np.float64]
+INIT_METHODS = ("random", "kmeans")
+
+
+def initial_expansion_vectors(
+    X: Array, n_expansion: int, init: str = "random", random_state: int | None = None
+) -> Array:
+    """Choose Nz distinct initial XVs from the training inputs.
+
+    Parameters
+    ----------
+    X : ndarray of shape (N, d)
+        Training inputs; duplicate rows are removed first.
+    n_expansion : int
+        Number of XVs Nz, between 1 and the number of distinct rows.
+    init : {"random", "kmeans"}
+        A random subset of the distinct rows (paper Table 1), or the k-means
+        centres (paper Table 2).
+    random_state : int, RandomState instance or None
+        Seed of the choice.
+
+    Returns
+    -------
+    Z : ndarray of shape (Nz, d)
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> X = np.array([[0.0, 0.0], [0.0, 0.0], [1.0, 1.0], [2.0, 0.0]])
+    >>> initial_expansion_vectors(X, 3, random_state=0).shape
+    (3, 2)
+    """
+    distinct = np.unique(np.asarray(X, dtype=float), axis=0)
+    if not 1 <= n_expansion <= len(distinct):
+        raise ValueError(
+            f"The number of expansion vectors must be between 1 and the number of distinct "
+            f"training points ({len(distinct)}); got {n_expansion}."
+        )
+    rng = check_random_state(random_state)
+    if init == "random":
+        return distinct[np.sort(rng.choice(len(distinct), n_expansion, replace=False))].copy()
+    if init == "kmeans":
+        from sklearn.cluster import KMeans
+
+        km = KMeans(n_clusters=n_expansion, n_init=3, random_state=rng.randint(2**31 - 1))
+        return km.fit(distinct).cluster_centers_.astype(float)
+    raise ValueError(f"init must be one of {INIT_METHODS}; got {init!r}.")
+
+
+@dataclass(frozen=True)
+class IterationInfo:
+    """What a callback sees after each L-BFGS iteration."""
+
+    iteration: int
+    value: float
+    grad_norm: float
+    Z: Array
+    seconds: float
+
+
+@dataclass
+class OptimizeResult:
+    """Outcome of :func:`minimize_marginal`.
+
+    Attributes
+    ----------
+    Z : ndarray of shape (Nz, d)
+        The XVs with the lowest W found.
+    evaluation : Evaluation
+        W, ∇W, β and b at ``Z``.
+    history : ndarray
+        W at the start and after each iteration.
+    n_iter, n_evaluations : int
+        L-BFGS iterations and W(Z) evaluations.
+    message : str
+        Why the optimisation stopped.
+    """
+
+    Z: Array
+    evaluation: Evaluation
+    history: Array
+    n_iter: int
+    n_evaluations: int
+    message: str
+    seconds: float = field(default=0.0)
+
+
+def minimize_marginal(
+    marginal: Marginal,
+    Z0: Array,
+    max_iter: int = 200,
+    tol: float = 1e-6,
+    callback: Callable[[IterationInfo], bool | None] | None = None,
+    verbose: int = 0,
+) -> OptimizeResult:
+    """Minimise W(Z) with L-BFGS (scipy) from ``Z0``.
+
+    Parameters
+    ----------
+    marginal : Marginal
+        Gives W(Z) and ∇W(Z).
+    Z0 : ndarray of shape (Nz, d)
+        Initial XVs.
+    max_iter : int, default=200
+        Maximum L-BFGS iterations (W(Z) evaluations are capped at 4× this + 20).
+    tol : float, default=1e-6
+        Stop when the relative decrease of W in an iteration falls below ``tol``
+        (L-BFGS-B's ``ftol``).
+    callback : callable, optional
+        Called with an :class:`IterationInfo` after each iteration; returning
+        True stops the optimisation.
+    verbose : int, default=0
+        Print one line per iteration when > 0.
+
+    Returns
+    -------
+    OptimizeResult
+
+    Notes
+    -----
+    If the solver fails after the first evaluation (for example an inaccurate
+    solve where two XVs collide), the optimisation stops, keeps the best XVs
+    found so far and warns with a :class:`~sklearn.exceptions.ConvergenceWarning`
+    naming the solver and the formulation. A failure at the first evaluation is
+    a :class:`SolverError`.
+    """
+    shape = np.shape(Z0)
+    start = time.perf_counter()
+    best: list[tuple[Array, Evaluation]] = []
+    last: dict = {}
+    history: list[float] = []
+    n_eval = 0
+
+    def fun(z: Array) -> tuple[float, Array]:
+        nonlocal n_eval
+        if "z" in last and np.array_equal(z, last["z"]):  # scipy re-asks for x0
+            ev = last["ev"]
+        else:
+            ev = marginal.evaluate(z.reshape(shape))
+            n_eval += 1
+            last.update(z=z.copy(), ev=ev)
+            if not best or ev.value < best[0][1].value:
+                best[:] = [(z.reshape(shape).copy(), ev)]
+        return ev.value, ev.grad.ravel()
+
+    def on_iteration(intermediate_result: object) -> None:
+        z = intermediate_result.x  # type: ignore[attr-defined]
+        value = float(intermediate_result.fun)  # type: ignore[attr-defined]
+        history.append(value)
+        grad = last["ev"].grad
+        info = IterationInfo(len(history) - 1, value, float(np.linalg.norm(grad)),
+                             z.reshape(shape), time.perf_counter() - start)
+        if verbose:
+            print(f"[sparsify] iter {info.iteration:4d}  W = {value:.8g}  "
+                  f"|grad| = {info.grad_norm:.3g}  {info.seconds:.2f}s", flush=True)
+        if callback is not None and callback(info):
+            raise StopIteration
+
+    z0 = np.asarray(Z0, dtype=float).ravel()
+    first, _ = fun(z0)
+    history.append(first)
+    message = ""
+    n_iter = 0
+    try:
+        res = minimize(
+            fun,
+            z0,
+            jac=True,
+            method="L-BFGS-B",
+            callback=on_iteration,
+            options={"maxiter": max_iter, "maxfun": 4 * max_iter + 20, "ftol": tol,
+                     "gtol": 1e-10},
+        )
+        n_iter, message = int(res.nit), str(res.message)
+    except SolverError as exc:
+        n_iter = len(history) - 1
+        message = f"stopped early: {exc}"
+        warnings.warn(
+            f"L-BFGS stopped after {n_iter} iterations because the solver failed; keeping the "
+            f"best XVs found. {exc}",
+            ConvergenceWarning,
+            stacklevel=2,
+        )
+    Z_best, ev_best = best[0]
+    return OptimizeResult(Z_best, ev_best, np.asarray(history), n_iter, n_eval, message,
+                          time.perf_counter() - start)

@@ -1,0 +1,103 @@
+"""Solver backends: which cvxpy solver, its capabilities, and common tolerances.
+
+Each backend is a small immutable object that says which cones it handles and
+how a common tolerance maps to the solver's own options. The default
+(``solver="auto"``) is Clarabel with ECOS as its documented fallback; it was
+chosen by measurement (accuracy of the duals and speed, see
+``benchmarks/solver_choice.py`` and ``docs/solvers.md``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import cvxpy as cp
+
+from sparsify.hookspecs import hookimpl
+
+__all__ = ["AUTO_CHAIN", "SolverBackend", "SolverError"]
+
+#: ``solver="auto"`` tries these backends in order: the next one is used only
+#: when the previous one did not return an optimal status.
+AUTO_CHAIN = ("clarabel", "ecos")
+
+
+class SolverError(RuntimeError):
+    """A solver did not return an optimal solution for a formulation."""
+
+
+@dataclass(frozen=True)
+class SolverBackend:
+    """A cvxpy solver and how sparsify drives it.
+
+    Parameters
+    ----------
+    name : str
+        Name users pass (``solver="osqp"``).
+    cvxpy_name : str
+        The solver's name in cvxpy.
+    quadratic_only : bool
+        True when the solver handles quadratic programs only (no cones beyond
+        the nonnegative orthant), like OSQP.
+    warm_start : bool
+        Whether re-solves with new parameter values start from the last solution.
+    """
+
+    name: str
+    cvxpy_name: str
+    quadratic_only: bool = False
+    warm_start: bool = False
+
+    def options(self, tol: float) -> dict[str, Any]:
+        """Solver keyword options that guarantee accuracy ``tol`` (gap and feasibility).
+
+        The interior-point backends aim 100× below ``tol`` and take ``tol`` as
+        their "reduced accuracy" threshold, so their inaccurate status still
+        meets ``tol`` (see :attr:`accepts_inaccurate`): their duals, and so the
+        gradients, are then as accurate as the primal values.
+        """
+        aim = max(tol * 1e-2, 1e-15)
+        if self.cvxpy_name == cp.CLARABEL:
+            return {
+                "tol_gap_abs": aim,
+                "tol_gap_rel": aim,
+                "tol_feas": tol,
+                "tol_ktratio": tol,
+                "reduced_tol_gap_abs": tol,
+                "reduced_tol_gap_rel": tol,
+                "reduced_tol_feas": tol,
+                "reduced_tol_ktratio": tol,
+                "max_iter": 500,
+            }
+        if self.cvxpy_name == cp.ECOS:
+            return {
+                "abstol": aim,
+                "reltol": aim,
+                "feastol": tol,
+                "abstol_inacc": tol,
+                "reltol_inacc": tol,
+                "feastol_inacc": tol,
+                "max_iters": 500,
+            }
+        if self.cvxpy_name == cp.OSQP:
+            # First-order duals are noisy: tight tolerances plus polishing (an
+            # active-set refinement) give exact duals when polishing succeeds.
+            return {"eps_abs": tol, "eps_rel": tol, "polish": True, "max_iter": 200_000}
+        return {}
+
+    @property
+    def accepts_inaccurate(self) -> bool:
+        """Whether cvxpy's 'optimal_inaccurate' still meets ``tol`` with :meth:`options`."""
+        return self.cvxpy_name in (cp.CLARABEL, cp.ECOS)
+
+    def available(self) -> bool:
+        """Whether cvxpy can find this solver in the current environment."""
+        return self.cvxpy_name in cp.installed_solvers()
+
+
+@hookimpl
+def register_solvers(register) -> None:  # type: ignore[no-untyped-def]
+    register(SolverBackend("clarabel", cp.CLARABEL))
+    register(SolverBackend("ecos", cp.ECOS))
+    register(SolverBackend("osqp", cp.OSQP, quadratic_only=True, warm_start=True))
