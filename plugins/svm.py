@@ -12,7 +12,7 @@ import cvxpy as cp
 import numpy as np
 from numpy.typing import NDArray
 
-from sparsify import Declaration, Formulation, Outputs, hookimpl
+from sparsify import Declaration, Formulation, Outputs, SparseSVC, hookimpl
 
 
 class SVM(Formulation):
@@ -35,6 +35,7 @@ class SVM(Formulation):
     """
 
     name = "svm"
+    estimator = SparseSVC
 
     def __init__(self, C: float = 1.0) -> None:
         self.C = C

@@ -101,6 +101,10 @@ class Formulation(ABC):
     #: Name users pass (``formulation="svm"``).
     name: ClassVar[str] = ""
 
+    #: The scikit-learn estimator class that serves this formulation (used by
+    #: the command line's ``--formulation``); None if it has none.
+    estimator: ClassVar[type | None] = None
+
     def n_outputs(self, y: NDArray[Any] | None) -> int:
         """Number of outputs K (columns of β and f); 1 unless overridden."""
         return 1
