@@ -255,16 +255,13 @@ def make_kernel(
         return kernel
     from sparsify.plugins import get_registry
 
+    registry = get_registry()
+    classes = [registry.get("kernel", name.strip()) for name in kernel.split("+")]
     if isinstance(gamma, str):
         if X is None:
             raise ValueError(f"gamma={gamma!r} needs the training inputs X.")
         gamma = resolve_gamma(gamma, X)
-    registry = get_registry()
-    names = kernel.split("+") if isinstance(kernel, str) else [kernel]
-    parts = [
-        registry.get("kernel", name.strip())().with_params(gamma=gamma, degree=degree, coef0=coef0)
-        for name in names
-    ]
+    parts = [cls().with_params(gamma=gamma, degree=degree, coef0=coef0) for cls in classes]
     return parts[0] if len(parts) == 1 else SumKernel(tuple(parts))
 
 

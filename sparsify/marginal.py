@@ -210,11 +210,18 @@ class CvxpyMarginal(Marginal):
             n_outputs=K,
         )
         decl = self.formulation.declare(outputs)
-        self._check(decl)
+        if not isinstance(decl, Declaration):
+            raise self._fail(f"must return a sparsify.Declaration from declare(); got "
+                             f"{type(decl).__name__}.")
+        if not isinstance(decl.objective, cp.Minimize):
+            raise self._fail("must declare a cp.Minimize objective (negate a Maximize one).")
         self.link_f = self.f == self.K_xz @ self.beta
         self.link_u = self.u == self.R @ self.beta
         self.declaration = decl
         self.problem = cp.Problem(decl.objective, [self.link_f, self.link_u, *decl.constraints])
+        self._check(decl)
+
+    def _check(self, decl: Declaration) -> None:
         if not self.problem.is_dcp():
             raise self._fail("is not DCP (disciplined convex): check the curvature of its "
                              "objective and constraints.")
@@ -222,6 +229,16 @@ class CvxpyMarginal(Marginal):
             raise self._fail("is not DPP: it must not multiply the framework's objects in a "
                              "way that puts a Parameter times a Parameter (for example "
                              "quad_form with a Parameter matrix).")
+        parts = [decl.objective, *decl.constraints]
+        if isinstance(decl.intercept, cp.Expression):
+            parts.append(decl.intercept)
+        if any(part.parameters() for part in parts):
+            raise self._fail("creates cvxpy Parameters of its own; pass hyperparameters as "
+                             "plain numbers (the core owns every Parameter).")
+        used = {v.id for part in (decl.objective, *decl.constraints) for v in part.variables()}
+        if self.f.id not in used:
+            raise self._fail("ignores the outputs f: declare the loss or constraints over "
+                             "out.f so that the data enter the problem.")
         if self.backends[0].quadratic_only and not self.problem.is_qp():
             raise ValueError(
                 f"The solver {self.backends[0].name!r} handles quadratic programs only and the "
@@ -229,35 +246,20 @@ class CvxpyMarginal(Marginal):
                 "or solver='ecos'."
             )
 
-    def _check(self, decl: Any) -> None:
-        if not isinstance(decl, Declaration):
-            raise self._fail(f"must return a sparsify.Declaration from declare(); got "
-                             f"{type(decl).__name__}.")
-        if not isinstance(decl.objective, cp.Minimize):
-            raise self._fail("must declare a cp.Minimize objective (negate a Maximize one).")
-        parts = [decl.objective, *decl.constraints]
-        if isinstance(decl.intercept, cp.Expression):
-            parts.append(decl.intercept)
-        own = {p.id for part in parts for p in part.parameters()}
-        if own:
-            raise self._fail("creates cvxpy Parameters of its own; pass hyperparameters as "
-                             "plain numbers (the core owns every Parameter).")
-        used = {v.id for part in (decl.objective, *decl.constraints) for v in part.variables()}
-        if self.f.id not in used:
-            raise self._fail("ignores the outputs f: declare the loss or constraints over "
-                             "out.f so that the data enter the problem.")
-
     # -- evaluation ---------------------------------------------------------------------------
 
     def _solve(self) -> SolverBackend:
         statuses = []
         for backend in self.backends:
             try:
-                self.problem.solve(
-                    solver=backend.cvxpy_name,
-                    warm_start=backend.warm_start,
-                    **backend.options(self.tol),
-                )
+                with warnings.catch_warnings():
+                    # An inaccurate status is judged below, by the backend's own rule.
+                    warnings.filterwarnings("ignore", "Solution may be inaccurate")
+                    self.problem.solve(
+                        solver=backend.cvxpy_name,
+                        warm_start=backend.warm_start,
+                        **backend.options(self.tol),
+                    )
                 status = self.problem.status
             except cp.error.SolverError as exc:
                 status = f"error ({exc})"

@@ -10,6 +10,7 @@ chosen by measurement (accuracy of the duals and speed, see
 from __future__ import annotations
 
 from dataclasses import dataclass
+from importlib.metadata import version
 from typing import Any
 
 import cvxpy as cp
@@ -17,6 +18,9 @@ import cvxpy as cp
 from sparsify.hookspecs import hookimpl
 
 __all__ = ["AUTO_CHAIN", "SolverBackend", "SolverError"]
+
+# OSQP 1.0 renamed "polish" to "polishing".
+_OSQP_POLISH = "polishing" if version("osqp").split(".")[0] not in ("0",) else "polish"
 
 #: ``solver="auto"`` tries these backends in order: the next one is used only
 #: when the previous one did not return an optimal status.
@@ -83,7 +87,7 @@ class SolverBackend:
         if self.cvxpy_name == cp.OSQP:
             # First-order duals are noisy: tight tolerances plus polishing (an
             # active-set refinement) give exact duals when polishing succeeds.
-            return {"eps_abs": tol, "eps_rel": tol, "polish": True, "max_iter": 200_000}
+            return {"eps_abs": tol, "eps_rel": tol, _OSQP_POLISH: True, "max_iter": 200_000}
         return {}
 
     @property
