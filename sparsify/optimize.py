@@ -126,7 +126,8 @@ def minimize_marginal(
     Z0 : ndarray of shape (Nz, d)
         Initial XVs.
     max_iter : int, default=200
-        Maximum L-BFGS iterations (W(Z) evaluations are capped at 4× this + 20).
+        Maximum L-BFGS iterations (W(Z) evaluations are capped at 4× this + 20);
+        0 evaluates W at ``Z0`` and keeps it (β and b for fixed XVs).
     tol : float, default=1e-6
         Stop when the relative decrease of W in an iteration falls below ``tol``
         (L-BFGS-B's ``ftol``).
@@ -181,21 +182,20 @@ def minimize_marginal(
             raise StopIteration
 
     z0 = np.asarray(Z0, dtype=float).ravel()
-    first, _ = fun(z0)
-    history.append(first)
-    message = ""
-    n_iter = 0
+    history.append(fun(z0)[0])
+    message, n_iter = "max_iter=0: the initial XVs are kept", 0
     try:
-        res = minimize(
-            fun,
-            z0,
-            jac=True,
-            method="L-BFGS-B",
-            callback=on_iteration,
-            options={"maxiter": max_iter, "maxfun": 4 * max_iter + 20, "ftol": tol,
-                     "gtol": 1e-10},
-        )
-        n_iter, message = int(res.nit), str(res.message)
+        if max_iter > 0:
+            res = minimize(
+                fun,
+                z0,
+                jac=True,
+                method="L-BFGS-B",
+                callback=on_iteration,
+                options={"maxiter": max_iter, "maxfun": 4 * max_iter + 20, "ftol": tol,
+                         "gtol": 1e-10},
+            )
+            n_iter, message = int(res.nit), str(res.message)
     except SolverError as exc:
         n_iter = len(history) - 1
         message = f"stopped early: {exc}"
