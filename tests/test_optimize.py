@@ -1,0 +1,78 @@
+"""The optimiser: initial XVs, L-BFGS stopping and the fallback on solver failure."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from sklearn.exceptions import ConvergenceWarning
+
+from sparsify import RBF, CvxpyMarginal, SolverError
+from sparsify.formulation import make_formulation
+from sparsify.gradcheck import random_problem
+from sparsify.marginal import Evaluation, Marginal
+from sparsify.optimize import initial_expansion_vectors, minimize_marginal
+
+
+def test_initial_xvs_are_distinct_training_points() -> None:
+    X = np.array([[0.0, 0.0]] * 5 + [[1.0, 0.0], [0.0, 1.0]])
+    Z = initial_expansion_vectors(X, 3, "random", 0)
+    assert len(np.unique(Z, axis=0)) == 3
+    assert all(any(np.array_equal(z, x) for x in X) for z in Z)
+    with pytest.raises(ValueError, match="between 1 and the number of distinct training "
+                                         r"points \(3\); got 4"):
+        initial_expansion_vectors(X, 4)
+    with pytest.raises(ValueError, match="init must be one of"):
+        initial_expansion_vectors(X, 2, "grid")
+
+
+def test_kmeans_init_gives_cluster_centres() -> None:
+    rng = np.random.default_rng(0)
+    X = np.vstack([rng.normal(c, 0.05, size=(20, 2)) for c in (0.0, 5.0)])
+    Z = initial_expansion_vectors(X, 2, "kmeans", 0)
+    np.testing.assert_allclose(np.sort(Z[:, 0]), [0.0, 5.0], atol=0.1)
+
+
+class _FailsLater(Marginal):
+    """Delegates to a real marginal and fails from the n-th evaluation on."""
+
+    formulation_name = "svm"
+
+    def __init__(self, inner: Marginal, fail_at: int) -> None:
+        self.inner, self.fail_at, self.calls = inner, fail_at, 0
+
+    def evaluate(self, Z, grad=True) -> Evaluation:
+        self.calls += 1
+        if self.calls >= self.fail_at:
+            raise SolverError("The clarabel solver did not solve the 'svm' formulation")
+        return self.inner.evaluate(Z, grad)
+
+
+def _marginal() -> tuple[CvxpyMarginal, np.ndarray]:
+    X, y = random_problem(40, 2)
+    return CvxpyMarginal(make_formulation("svm", C=5.0), X, y, RBF(1.0), 4), X[:4]
+
+
+def test_solver_failure_mid_run_keeps_the_best_xvs_and_warns() -> None:
+    inner, Z0 = _marginal()
+    with pytest.warns(ConvergenceWarning, match="solver failed.*'svm' formulation"):
+        res = minimize_marginal(_FailsLater(inner, fail_at=5), Z0)
+    assert res.message.startswith("stopped early")
+    assert res.evaluation.value <= res.history[0]
+    assert res.evaluation.value == pytest.approx(inner.evaluate(res.Z).value, rel=1e-6)
+
+
+def test_solver_failure_at_the_start_is_an_error() -> None:
+    inner, Z0 = _marginal()
+    with pytest.raises(SolverError, match="'svm' formulation"):
+        minimize_marginal(_FailsLater(inner, fail_at=1), Z0)
+
+
+def test_history_is_monotone_and_evaluations_counted() -> None:
+    marginal, Z0 = _marginal()
+    res = minimize_marginal(marginal, Z0, max_iter=30)
+    assert res.n_iter >= 1 and res.n_evaluations >= res.n_iter
+    assert len(res.history) == res.n_iter + 1
+    assert np.all(np.diff(res.history) <= 1e-9 * abs(res.history[0]))
+    # the best W may come from a line-search point after the last accepted iterate
+    assert res.evaluation.value <= res.history.min()
+    assert res.evaluation.value == pytest.approx(marginal.evaluate(res.Z).value, rel=1e-7)
