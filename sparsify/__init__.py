@@ -12,6 +12,7 @@ from sparsify.formulation import Declaration, Formulation, Outputs
 from sparsify.hookspecs import hookimpl
 from sparsify.kernels import RBF, Kernel, Linear, Polynomial, SumKernel
 from sparsify.marginal import CvxpyMarginal, Evaluation, Marginal, NonDifferentiableWarning
+from sparsify.plugins import register_plugin
 from sparsify.solvers import SolverError
 
 __version__ = "0.1.0"
@@ -34,4 +35,5 @@ __all__ = [
     "__version__",
     "expansion_coefficients",
     "hookimpl",
+    "register_plugin",
 ]

@@ -28,6 +28,7 @@ __all__ = [
     "PluginWarning",
     "Registry",
     "get_registry",
+    "register_plugin",
 ]
 
 ENTRY_POINT_GROUP = "sparsify"
@@ -119,6 +120,15 @@ class Registry:
             _problem(f"sparsify plugin {plugin!r} from {dist!r} failed in {kind} registration: "
                      f"{exc!r}")
 
+    def add(self, plugin: Any, name: str, distribution: str = "(registered at run time)") -> None:
+        """Register one more plugin object now and collect what its hooks register."""
+        self.manager.register(plugin, name=name)
+        self._sources[name] = distribution
+        for kind, hook_name in _KINDS.items():
+            for impl in getattr(self.manager.hook, hook_name).get_hookimpls():
+                if impl.plugin_name == name:
+                    self._call(kind, impl)
+
     def names(self, kind: str) -> list[str]:
         """Sorted names registered for ``kind`` ('formulation', 'kernel' or 'solver')."""
         return sorted(self.entries[kind])
@@ -146,3 +156,33 @@ def get_registry() -> Registry:
     registry = Registry()
     registry._load()
     return registry
+
+
+def register_plugin(plugin: Any, name: str | None = None) -> None:
+    """Register a plugin in this process without packaging it (a notebook, a script, a test).
+
+    Parameters
+    ----------
+    plugin : module or object
+        Anything with ``@hookimpl`` functions, like an entry point's target.
+    name : str, optional
+        The plugin's name; defaults to the module's ``__name__``.
+
+    Examples
+    --------
+    >>> import types, cvxpy as cp
+    >>> from sparsify import Declaration, Formulation, hookimpl
+    >>> class Ridge(Formulation):
+    ...     name = "doc_ridge"
+    ...     def declare(self, out):
+    ...         return Declaration(cp.Minimize(cp.sum_squares(out.f - out.y) + out.norm_w2))
+    >>> hook = hookimpl(lambda register: register(Ridge))
+    >>> plugin = types.SimpleNamespace(register_formulations=hook)
+    >>> register_plugin(plugin, "doc_ridge_plugin")
+    >>> "doc_ridge" in get_registry().names("formulation")
+    True
+    """
+    label = name or getattr(plugin, "__name__", None)
+    if not label:
+        raise ValueError("Pass name= for a plugin object that has no __name__.")
+    get_registry().add(plugin, label)
