@@ -58,7 +58,7 @@ def _fit_binary(
     formulation: Formulation,
     kernel: Kernel,
     n_expansion: int | float,
-    full_C: float | None,
+    full_C: float,
     init: str,
     solver: str,
     solver_tol: float,
@@ -72,8 +72,7 @@ def _fit_binary(
     n_distinct = len(np.unique(X, axis=0))
     full_nsv = None
     if isinstance(n_expansion, float):
-        full_nsv = int(full_svm(kernel, full_C if full_C is not None else 1.0)
-                       .fit(X, y).n_support_.sum())
+        full_nsv = int(full_svm(kernel, full_C).fit(X, y).n_support_.sum())
         nz = min(max(1, round(n_expansion * full_nsv)), n_distinct)
     else:
         nz = n_expansion
@@ -102,7 +101,8 @@ class SparseKernelClassifier(ClassifierMixin, BaseEstimator):
     """Shared machinery of the sparse kernel classifiers (binary or one-vs-rest).
 
     Subclasses set :attr:`formulation_name` and implement
-    :meth:`_formulation_params`. Not for direct use.
+    :meth:`_formulation_params`; a ratio ``n_expansion`` refers to the full SVM
+    with the estimator's ``C`` (1.0 if it has none). Not for direct use.
     """
 
     formulation_name: ClassVar[str] = ""
@@ -129,10 +129,6 @@ class SparseKernelClassifier(ClassifierMixin, BaseEstimator):
 
     def _formulation_params(self) -> dict[str, Any]:
         raise NotImplementedError
-
-    def _full_C(self) -> float | None:
-        """C of the full SVM that a ratio ``n_expansion`` refers to."""
-        return None
 
     def fit(self, X: ArrayLike, y: ArrayLike) -> SparseKernelClassifier:
         """Fit the sparse kernel machine.
@@ -176,7 +172,7 @@ class SparseKernelClassifier(ClassifierMixin, BaseEstimator):
             self.n_expansion)
         fits = Parallel(n_jobs=self.n_jobs if len(targets) > 1 else None)(
             delayed(_fit_binary)(
-                X, t, formulation, kernel, n_exp, self._full_C(), self.init, self.solver,
+                X, t, formulation, kernel, n_exp, getattr(self, "C", 1.0), self.init, self.solver,
                 self.solver_tol, self.max_iter, self.tol, int(s), self.callback, self.verbose,
             )
             for t, s in zip(targets, seeds, strict=True)
@@ -226,11 +222,6 @@ class SparseKernelClassifier(ClassifierMixin, BaseEstimator):
         scores = self.decision_function(X)
         idx = (scores > 0).astype(int) if scores.ndim == 1 else scores.argmax(1)
         return self.classes_[idx]
-
-    def __sklearn_tags__(self):  # type: ignore[no-untyped-def]
-        tags = super().__sklearn_tags__()
-        tags.non_deterministic = False
-        return tags
 
 
 class SparseSVC(SparseKernelClassifier):
@@ -351,6 +342,3 @@ class SparseSVC(SparseKernelClassifier):
 
     def _formulation_params(self) -> dict[str, Any]:
         return {"C": self.C}
-
-    def _full_C(self) -> float | None:
-        return self.C
