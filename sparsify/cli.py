@@ -321,7 +321,7 @@ class _Data:
 
 
 def _read(path: Path, split: int) -> tuple[Any, Any, Any, Any]:
-    """``load_file`` with the low-level read errors of a corrupt file turned into ValueError."""
+    """``load_file`` with the low-level errors of a damaged file turned into ValueError."""
     from sparsify.datasets import load_file
 
     try:

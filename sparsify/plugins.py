@@ -138,7 +138,7 @@ class Registry:
         if not isinstance(name, str) or name not in self.entries[kind]:
             raise ValueError(
                 f"Unknown {kind} {name!r}. Use one of {self.names(kind)}"
-                + (" (or a Kernel instance)." if kind == "kernel" else ".")
+                + "."
             )
         return self.entries[kind][name].obj
 

@@ -67,8 +67,9 @@ def test_duplicate_name_warns_and_keeps_the_first(monkeypatch) -> None:
     import sys
     import types
 
-    from sparsify import hookimpl
     from sparsify_plugins.svm import SVM
+
+    from sparsify import hookimpl
 
     module = types.ModuleType("sparsify_test_twin")
 

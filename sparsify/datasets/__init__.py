@@ -7,6 +7,7 @@ needs no network and no data directory.
 
 from __future__ import annotations
 
+import zipfile
 from importlib.resources import as_file, files
 from pathlib import Path
 
@@ -61,6 +62,9 @@ def load_file(
         raise FileNotFoundError(f"No data file at {str(path)!r}; check the path.")
     suffix = path.suffix.lower()
     if suffix == ".npz":
+        # numpy calls a non-zip file "pickled data", which misleads.
+        if not zipfile.is_zipfile(path):
+            raise ValueError(f"{path} is not a valid .npz file (not a zip archive).")
         with np.load(path, allow_pickle=False) as z:
             if "X" not in z or "y" not in z:
                 raise ValueError(f"{path} lacks the arrays 'X' and 'y' of the benchmark format.")

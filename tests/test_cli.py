@@ -1,0 +1,465 @@
+"""Tests of the ``sparsify`` command line (in-process through ``main``, plus one subprocess)."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import pickle
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+import sparsify
+from sparsify import SolverError, SparseSVC
+from sparsify.cli import _write_atomically, build_parser, load_model, main
+from sparsify.datasets import load_banana
+from sparsify.gradcheck import check_gradient
+
+FAST = ["--n-expansion", "5", "--max-iter", "15"]
+FIT_KEYS = {"test_error", "train_error", "n_expansion", "fit_seconds", "full_svm_n_support",
+            "full_svm_test_error"}
+
+
+def _blobs(n_per_class: int = 20, n_features: int = 2, n_classes: int = 2,
+           seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """Well separated Gaussian blobs, labels 0..n_classes-1."""
+    rng = np.random.default_rng(seed)
+    centres = 4.0 * np.eye(max(n_classes, n_features))[:n_classes, :n_features]
+    X = np.vstack([c + 0.5 * rng.normal(size=(n_per_class, n_features)) for c in centres])
+    y = np.repeat(np.arange(n_classes), n_per_class)
+    return X, y
+
+
+def _write_csv(path: Path, X: np.ndarray, y: np.ndarray | None, header: bool = True) -> Path:
+    data = X if y is None else np.column_stack([X, y])
+    names = [f"x{j}" for j in range(X.shape[1])] + ([] if y is None else ["label"])
+    np.savetxt(path, data, delimiter=",", header=",".join(names) if header else "",
+               comments="")
+    return path
+
+
+def _run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    code = main([str(a) for a in argv])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def _files(directory: Path) -> set[str]:
+    return {p.name for p in directory.iterdir()}
+
+
+@pytest.fixture(scope="module")
+def banana_model(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, Any]]:
+    """One fast fit on the default data, saved: (model path, JSON report)."""
+    path = tmp_path_factory.mktemp("model") / "banana.model"
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        code = main(["fit", *FAST, "--json", "--out", str(path)])
+    assert code == 0
+    return path, json.loads(out.getvalue())
+
+
+@pytest.fixture(scope="module")
+def banana_test_csv(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    _, _, X_test, y_test = load_banana()
+    return _write_csv(tmp_path_factory.mktemp("data") / "banana_test.csv", X_test, y_test)
+
+
+# --------------------------------------------------------------------------- fit
+
+
+def test_fit_json_on_default_data(banana_model: tuple[Path, dict[str, Any]]) -> None:
+    _, r = banana_model
+    assert FIT_KEYS <= r.keys()
+    assert r["n_expansion"] == 5
+    assert r["n_train"] == 400 and r["n_test"] == 4900 and r["n_features"] == 2
+    for key in ("test_error", "train_error", "full_svm_test_error"):
+        assert 0.0 <= r[key] <= 1.0
+    # Five XVs on Banana are far better than chance but not better than the full SVM by much.
+    assert r["test_error"] < 0.3
+    assert r["full_svm_test_error"] < 0.2
+    assert r["full_svm_n_support"] > r["n_expansion"]
+    assert r["fit_seconds"] > 0
+    X, _, _, _ = load_banana()
+    assert r["gamma"] == pytest.approx(1.0 / (2 * X.var()))  # "scale", resolved
+    assert r["formulation"] == "svm" and r["C"] == 1.0 and r["n_iter"] == [15]
+
+
+def test_fit_human_report(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = _run(capsys, "fit", "--n-expansion", "3", "--max-iter", "2")
+    assert code == 0
+    assert "Nz = 3 expansion vectors" in out
+    assert "test error" in out and "train error" in out and "NSV =" in out
+
+
+def test_fit_json_verbose_keeps_stdout_clean(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = _run(capsys, "fit", "--n-expansion", "3", "--max-iter", "2", "--json", "-v")
+    assert code == 0
+    json.loads(out)  # exactly one JSON object: progress lines did not leak into stdout
+    assert "[sparsify] iter" in err
+
+
+def test_fit_passes_parameters_to_the_estimator(tmp_path: Path,
+                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    X, y = _blobs(15, seed=3)
+    path = _write_csv(tmp_path / "train.csv", X, y)
+    model = tmp_path / "m.pkl"
+    code, out, _ = _run(capsys, "fit", "--data", path, "--n-expansion", "2", "--max-iter", "4",
+                        "--C", "3.5", "--gamma", "0.7", "--init", "kmeans", "--solver", "ecos",
+                        "--seed", "4", "--json", "--out", model)
+    assert code == 0
+    r = json.loads(out)
+    assert r["gamma"] == 0.7 and r["C"] == 3.5 and r["solver"] == "ecos"
+    assert r["test_error"] is None and r["full_svm_test_error"] is None
+    params = load_model(model)["estimator"].get_params()
+    assert (params["C"], params["gamma"], params["init"], params["solver"],
+            params["random_state"], params["max_iter"], params["n_expansion"]) == \
+        (3.5, 0.7, "kmeans", "ecos", 4, 4, 2)
+
+
+def test_fit_expansion_ratio(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = _run(capsys, "fit", "--expansion-ratio", "0.02", "--max-iter", "2", "--json")
+    assert code == 0
+    r = json.loads(out)
+    # Nz is the ratio of the full SVM's NSV (both on the same kernel and C).
+    assert r["n_expansion"] == max(1, round(0.02 * r["full_svm_n_support"]))
+
+
+def test_fit_csv_with_labels_and_multiclass(tmp_path: Path,
+                                           capsys: pytest.CaptureFixture[str]) -> None:
+    X, y = _blobs(15, n_classes=3, seed=1)
+    path = _write_csv(tmp_path / "three.csv", X, y)
+    code, out, _ = _run(capsys, "fit", "--data", path, "--n-expansion", "2", "--max-iter", "5",
+                        "--json")
+    assert code == 0
+    r = json.loads(out)
+    assert r["n_train"] == 45 and r["classes"] == [0, 1, 2]
+    assert r["n_expansion"] == 6  # 2 XVs for each one-vs-rest problem
+    assert r["train_error"] < 0.1
+
+
+def test_fit_libsvm_with_test_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from sklearn.datasets import dump_svmlight_file
+
+    X, y = _blobs(20, n_features=3, seed=2)
+    y = 2 * y - 1
+    rng = np.random.default_rng(0)
+    idx = rng.permutation(len(X))
+    # LIBSVM omits zeros: with the last feature all zero the test file reads as 2 columns.
+    X[idx[30:], 2] = 0.0
+    dump_svmlight_file(X[idx[:30]], y[idx[:30]], str(tmp_path / "train.libsvm"), zero_based=False)
+    dump_svmlight_file(X[idx[30:]], y[idx[30:]], str(tmp_path / "test.txt"), zero_based=False)
+    code, out, _ = _run(capsys, "fit", "--data", tmp_path / "train.libsvm", "--test",
+                        tmp_path / "test.txt", "--n-expansion", "3", "--max-iter", "5", "--json")
+    assert code == 0
+    r = json.loads(out)
+    assert (r["n_train"], r["n_test"], r["n_features"]) == (30, 10, 3)
+    assert r["test_error"] <= 0.2 and r["full_svm_test_error"] <= 0.2
+
+
+def test_fit_npz_split(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    X, y = _blobs(10, seed=5)
+    order = np.random.default_rng(1).permutation(20)
+    np.savez(tmp_path / "bench.npz", X=X, y=y, train_idx=np.vstack([order[:14], order[6:]]),
+             test_idx=np.vstack([order[14:], order[:6]]))
+    code, out, _ = _run(capsys, "fit", "--data", tmp_path / "bench.npz", "--split", "2",
+                        "--n-expansion", "2", "--max-iter", "3", "--json", "--out",
+                        tmp_path / "m.pkl")
+    assert code == 0
+    r = json.loads(out)
+    assert (r["n_train"], r["n_test"]) == (14, 6) and "split 2" in r["data"]
+    # predict takes the held-out part of the same split
+    code, out, _ = _run(capsys, "predict", "--model", tmp_path / "m.pkl", "--data",
+                        tmp_path / "bench.npz", "--split", "2", "--json")
+    assert code == 0
+    p = json.loads(out)
+    assert p["n_samples"] == 6 and p["error"] == r["test_error"]
+
+
+def test_fit_plot_writes_png(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    pytest.importorskip("matplotlib")
+    png = tmp_path / "boundary.png"
+    code, out, _ = _run(capsys, "fit", "--n-expansion", "3", "--max-iter", "3", "--plot", png)
+    assert code == 0
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert f"plot saved to {png}" in out
+    assert _files(tmp_path) == {"boundary.png"}  # no temporary left behind
+
+
+# --------------------------------------------------------------------------- predict
+
+
+def test_predict_roundtrip(banana_model: tuple[Path, dict[str, Any]], banana_test_csv: Path,
+                           tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    model, report = banana_model
+    code, out, _ = _run(capsys, "predict", "--model", model, "--data", banana_test_csv,
+                        "--json")
+    assert code == 0
+    r = json.loads(out)
+    _, _, X_test, _ = load_banana()
+    # The loaded model scores exactly as the fitted one did in `fit`...
+    assert r["n_samples"] == 4900 and r["error"] == report["test_error"]
+    # ...and a fresh estimator with the same settings predicts identically.
+    direct = SparseSVC(n_expansion=5, max_iter=15, random_state=0).fit(*load_banana()[:2])
+    assert r["predictions"] == direct.predict(X_test).tolist()
+
+    csv_out = tmp_path / "pred.csv"
+    code, out, _ = _run(capsys, "predict", "--model", model, "--data", banana_test_csv,
+                        "--out", csv_out)
+    assert code == 0 and "written to" in out
+    lines = csv_out.read_text().splitlines()
+    assert lines[0] == "prediction"
+    assert [int(v) for v in lines[1:]] == r["predictions"]
+
+
+def test_predict_plain_output_and_unlabelled_csv(banana_model: tuple[Path, dict[str, Any]],
+                                                 tmp_path: Path,
+                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    model, _ = banana_model
+    _, _, X_test, _ = load_banana()
+    path = _write_csv(tmp_path / "features.csv", X_test[:7], None)
+    code, out, err = _run(capsys, "predict", "--model", model, "--data", path)
+    assert code == 0
+    expected = load_model(model)["estimator"].predict(X_test[:7])
+    assert out.split() == [str(v) for v in expected]  # one per line, nothing else on stdout
+    assert "7 predictions" in err and "error" not in err  # no labels, so no error
+
+    code, out, _ = _run(capsys, "predict", "--model", model, "--data", path, "--json")
+    assert code == 0 and json.loads(out)["error"] is None
+
+
+# --------------------------------------------------------------------------- gradient, plugins
+
+
+def test_check_gradient_json(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = _run(capsys, "check-gradient", "--formulation", "svm", "--kernel", "rbf",
+                        "--json")
+    assert code == 0
+    r = json.loads(out)
+    assert r["rel_error"] <= 1e-6 and r["passed"] is True
+    assert r["formulation"] == "svm" and r["kernel"] == "rbf"
+
+
+def test_check_gradient_threshold_sets_exit_code(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = _run(capsys, "check-gradient", "--formulation", "svm", "--threshold",
+                        "1e-300")
+    assert code == 1 and "FAILED" in out
+
+
+def test_check_gradient_on_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    X, y, _, _ = load_banana()
+    # Labels 0/1 in the file; the command maps them to the -1/+1 the SVM formulation takes.
+    path = _write_csv(tmp_path / "d.csv", X[:60], (y[:60] == 1).astype(int))
+    code, out, _ = _run(capsys, "check-gradient", "--formulation", "svm", "--data", path,
+                        "--n-expansion", "3", "--json")
+    assert code == 0
+    r = json.loads(out)
+    assert r["rel_error"] <= 1e-6 and r["n_expansion"] == 3 and r["n_features"] == 2
+    direct = check_gradient("svm", "rbf", X=X[:60], y=y[:60], n_expansion=3)
+    assert r["value"] == pytest.approx(direct.value, rel=1e-9)  # same W: labels were mapped
+
+
+def test_plugins_json(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = _run(capsys, "plugins", "--json")
+    assert code == 0
+    r = json.loads(out)
+    found = {(kind, e["name"]): e for kind in ("formulations", "kernels", "solvers")
+             for e in r[kind]}
+    for kind, name in [("formulations", "svm"), ("kernels", "rbf"), ("kernels", "poly"),
+                       ("kernels", "linear"), ("solvers", "clarabel"), ("solvers", "ecos"),
+                       ("solvers", "osqp")]:
+        assert found[(kind, name)]["distribution"] == "sparsify"
+        assert found[(kind, name)]["plugin"]
+    assert found[("formulations", "svm")]["estimator"] == "SparseSVC"
+
+
+def test_every_option_is_documented(capsys: pytest.CaptureFixture[str]) -> None:
+    parser = build_parser()
+    subparsers = next(a for a in parser._actions if hasattr(a, "choices") and a.choices)
+    assert set(subparsers.choices) == {"fit", "predict", "check-gradient", "plugins"}
+    for name, sub in subparsers.choices.items():
+        code, out, _ = _run(capsys, name, "--help")
+        assert code == 0
+        for action in sub._actions:
+            for option in action.option_strings:
+                assert option in out, (name, option)
+            assert action.help, (name, action.dest)
+    code, out, _ = _run(capsys, "--help")
+    assert code == 0 and all(n in out for n in subparsers.choices)
+
+
+# --------------------------------------------------------------------------- errors
+
+
+def _assert_clean_failure(code: int, out: str, err: str, *needles: str) -> None:
+    assert code == 2
+    assert out == ""
+    lines = err.strip().splitlines()
+    assert lines[-1].startswith("sparsify: error: ")
+    assert "Traceback" not in err
+    for needle in needles:
+        assert needle in lines[-1], (needle, lines[-1])
+
+
+@pytest.fixture
+def csv_case(tmp_path: Path) -> Any:
+    def make(X: np.ndarray, y: np.ndarray, name: str = "data.csv") -> Path:
+        return _write_csv(tmp_path / name, X, y)
+    return make
+
+
+@pytest.mark.parametrize(
+    ("case", "extra", "needles"),
+    [
+        ("missing", [], ["No data file", "missing.csv"]),
+        ("nan", [], ["NaN"]),
+        ("inf", [], ["infinity"]),
+        ("nan_label", [], ["Input y contains NaN"]),
+        ("one_class", [], ["only one class"]),
+        ("too_many_xvs", ["--n-expansion", "50"], ["50", "40 distinct training points"]),
+        ("zero_xvs", ["--n-expansion", "0"], ["--n-expansion", ">= 1"]),
+        ("both_sizes", ["--n-expansion", "3", "--expansion-ratio", "0.5"], ["not allowed"]),
+        ("kernel", ["--kernel", "rbf+nope"], ["Unknown kernel 'nope'", "rbf"]),
+        ("formulation", ["--formulation", "nope"], ["Unknown formulation 'nope'", "svm"]),
+        ("solver", ["--solver", "nope"], ["Unknown solver 'nope'", "clarabel"]),
+        ("plot_3d", [], ["--plot needs data with 2 features", "3"]),
+        ("gamma", ["--gamma", "big"], ["--gamma", "'scale', 'auto'"]),
+        ("bad_csv", [], ["could not convert"]),
+    ],
+)
+def test_fit_bad_input_fails_cleanly(case: str, extra: list[str], needles: list[str],
+                                     tmp_path: Path, csv_case: Any,
+                                     capsys: pytest.CaptureFixture[str]) -> None:
+    X, y = _blobs(20, seed=0)
+    if case == "missing":
+        data = tmp_path / "missing.csv"
+    elif case == "nan":
+        X[3, 1] = np.nan
+    elif case == "inf":
+        X[0, 0] = np.inf
+    elif case == "nan_label":
+        y = y.astype(float)
+        y[5] = np.nan
+    elif case == "one_class":
+        y[:] = 1
+    elif case == "plot_3d":
+        X = np.column_stack([X, X[:, 0]])
+    if case == "bad_csv":
+        data = tmp_path / "data.csv"
+        data.write_text("1.0,2.0,1\n3.0,oops,0\n")
+    elif case != "missing":
+        data = csv_case(X, y)
+    before = _files(tmp_path)
+    code, out, err = _run(capsys, "fit", "--data", data, "--max-iter", "2",
+                          "--out", tmp_path / "model.pkl", "--plot", tmp_path / "plot.png",
+                          *extra)
+    _assert_clean_failure(code, out, err, *needles)
+    assert _files(tmp_path) == before  # neither --out nor --plot, nor a temporary
+
+
+def test_fit_failure_after_checks_writes_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    def broken_fit(self: SparseSVC, X: Any, y: Any) -> SparseSVC:
+        raise SolverError("The clarabel solver did not solve the 'svm' problem.")
+
+    monkeypatch.setattr(SparseSVC, "fit", broken_fit)
+    code, out, err = _run(capsys, "fit", "--n-expansion", "3", "--out", tmp_path / "m.pkl")
+    _assert_clean_failure(code, out, err, "did not solve")
+    assert _files(tmp_path) == set()
+
+
+def test_fit_output_directory_missing(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = _run(capsys, "fit", *FAST, "--out", tmp_path / "no" / "m.pkl")
+    _assert_clean_failure(code, out, err, "does not exist")
+
+
+def test_atomic_write_leaves_nothing_on_failure(tmp_path: Path) -> None:
+    first = tmp_path / "first.bin"
+    with pytest.raises(FileNotFoundError):
+        _write_atomically([(first, b"abc"), (tmp_path / "missing" / "second.bin", b"def")])
+    assert _files(tmp_path) == set()
+    _write_atomically([(first, b"abc")])
+    assert first.read_bytes() == b"abc" and _files(tmp_path) == {"first.bin"}
+
+
+def test_predict_feature_mismatch(banana_model: tuple[Path, dict[str, Any]], tmp_path: Path,
+                                  capsys: pytest.CaptureFixture[str]) -> None:
+    model, _ = banana_model
+    X, y = _blobs(5, n_features=4)
+    data = _write_csv(tmp_path / "four.csv", X, y)
+    code, out, err = _run(capsys, "predict", "--model", model, "--data", data, "--out",
+                          tmp_path / "pred.csv")
+    _assert_clean_failure(code, out, err, "4 features", "trained on 2")
+    assert _files(tmp_path) == {"four.csv"}
+
+
+def test_predict_nan_and_missing_files(banana_model: tuple[Path, dict[str, Any]],
+                                       tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    model, _ = banana_model
+    X, y = _blobs(5)
+    X[2, 0] = np.nan
+    data = _write_csv(tmp_path / "nan.csv", X, y)
+    _assert_clean_failure(*_run(capsys, "predict", "--model", model, "--data", data), "NaN")
+    _assert_clean_failure(*_run(capsys, "predict", "--model", tmp_path / "none.pkl", "--data",
+                                data), "No model file")
+    _assert_clean_failure(*_run(capsys, "predict", "--model", model, "--data",
+                                tmp_path / "none.csv"), "No data file")
+
+
+@pytest.mark.parametrize("version", ["0.0.9", "1.1.0", "unknown"])
+def test_predict_refuses_other_version(version: str, banana_model: tuple[Path, dict[str, Any]],
+                                       banana_test_csv: Path, tmp_path: Path,
+                                       capsys: pytest.CaptureFixture[str]) -> None:
+    payload = load_model(banana_model[0])
+    old = tmp_path / "old.model"
+    old.write_bytes(pickle.dumps({**payload, "sparsify_version": version}))
+    code, out, err = _run(capsys, "predict", "--model", old, "--data", banana_test_csv,
+                          "--out", tmp_path / "p.csv")
+    _assert_clean_failure(code, out, err, f"saved by sparsify {version}",
+                          sparsify.__version__, "refit")
+    assert not (tmp_path / "p.csv").exists()
+
+
+def test_predict_refuses_non_model_files(banana_test_csv: Path, tmp_path: Path,
+                                         capsys: pytest.CaptureFixture[str]) -> None:
+    other = tmp_path / "other.pkl"
+    other.write_bytes(pickle.dumps({"estimator": None}))
+    _assert_clean_failure(*_run(capsys, "predict", "--model", other, "--data", banana_test_csv),
+                          "not a sparsify model file")
+    garbage = tmp_path / "garbage.pkl"
+    garbage.write_bytes(b"definitely not a pickle")
+    _assert_clean_failure(*_run(capsys, "predict", "--model", garbage, "--data",
+                                banana_test_csv), "not a readable sparsify model file")
+
+
+def test_check_gradient_bad_names(capsys: pytest.CaptureFixture[str]) -> None:
+    _assert_clean_failure(*_run(capsys, "check-gradient", "--formulation", "nope"),
+                          "Unknown formulation 'nope'")
+    _assert_clean_failure(*_run(capsys, "check-gradient", "--formulation", "svm", "--kernel",
+                                "nope"), "Unknown kernel 'nope'")
+    _assert_clean_failure(*_run(capsys, "check-gradient", "--formulation", "svm", "--solver",
+                                "nope"), "Unknown solver 'nope'")
+
+
+# --------------------------------------------------------------------------- entry point
+
+
+def test_console_script_runs(tmp_path: Path) -> None:
+    script = Path(sys.executable).with_name("sparsify")
+    command = [str(script)] if script.exists() else (
+        [found] if (found := shutil.which("sparsify")) else [sys.executable, "-m", "sparsify"])
+    ok = subprocess.run([*command, "plugins", "--json"], capture_output=True, text=True,
+                        timeout=120, check=False)
+    assert ok.returncode == 0, ok.stderr
+    assert "svm" in {e["name"] for e in json.loads(ok.stdout)["formulations"]}
+    bad = subprocess.run([*command, "fit", "--data", str(tmp_path / "nope.csv")],
+                         capture_output=True, text=True, timeout=120, check=False)
+    assert bad.returncode == 2
+    assert bad.stderr.strip().startswith("sparsify: error: No data file")
+    assert "Traceback" not in bad.stderr and bad.stdout == ""
