@@ -164,6 +164,9 @@ def build_parser() -> argparse.ArgumentParser:
     fit.add_argument("--init", choices=("random", "kmeans"), default=None,
                      help="initial XVs: random distinct training points or k-means centres "
                           "(default: random)")
+    fit.add_argument("--n-init", type=_positive_int, default=None, metavar="N",
+                     help="starts per binary problem; the one with the lowest W(Z) is kept "
+                          "(default: 1)")
     fit.add_argument("--solver", default="auto", metavar="NAME",
                      help="solver backend, e.g. clarabel, ecos, osqp, or 'auto' "
                           "(default: %(default)s)")
@@ -612,10 +615,11 @@ def _cmd_fit(args: argparse.Namespace) -> int:
     wanted = {
         "n_expansion": n_expansion, "kernel": args.kernel, "gamma": args.gamma,
         "degree": args.degree, "coef0": args.coef0, "C": args.C, "init": args.init,
-        "solver": args.solver, "max_iter": args.max_iter, "random_state": args.seed,
-        "verbose": args.verbose,
+        "n_init": args.n_init, "solver": args.solver, "max_iter": args.max_iter,
+        "random_state": args.seed, "verbose": args.verbose,
     }
-    optional = {"degree", "coef0", "C", "init", "max_iter"}  # None: not given, keep default
+    # None means not given: keep the estimator's default
+    optional = {"degree", "coef0", "C", "init", "n_init", "max_iter"}
     params = {k: v for k, v in wanted.items()
               if k in accepted and not (k in optional and v is None)}
     given = {k for k in optional if wanted[k] is not None}

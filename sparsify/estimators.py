@@ -52,13 +52,28 @@ def full_svm(kernel: Kernel, C: float) -> SVC:
     return SVC(C=C, kernel=kernel)
 
 
-def _fit_binary(
+def _n_expansion(
+    X: Array, y: NDArray[Any], kernel: Kernel, n_expansion: int | float, full_C: float
+) -> tuple[int, int | None]:
+    """Nz of one binary problem, and the full SVM's NSV when ``n_expansion`` is a ratio."""
+    n_distinct = len(np.unique(X, axis=0))
+    if isinstance(n_expansion, float):
+        full_nsv = int(full_svm(kernel, full_C).fit(X, y).n_support_.sum())
+        return min(max(1, round(n_expansion * full_nsv)), n_distinct), full_nsv
+    if n_expansion > n_distinct:
+        raise ValueError(
+            f"n_expansion={n_expansion} asks for more expansion vectors than the {n_distinct} "
+            "distinct training points; lower n_expansion or pass a ratio in (0, 1]."
+        )
+    return n_expansion, None
+
+
+def _fit_start(
     X: Array,
     y: NDArray[Any],
     formulation: Formulation,
     kernel: Kernel,
-    n_expansion: int | float,
-    full_C: float,
+    n_expansion: int,
     init: str,
     solver: str,
     solver_tol: float,
@@ -68,32 +83,21 @@ def _fit_binary(
     callback: Callable[..., Any] | None,
     verbose: int,
 ) -> dict[str, Any]:
-    """Fit one binary (or single) problem; module level so joblib can ship it."""
-    n_distinct = len(np.unique(X, axis=0))
-    full_nsv = None
-    if isinstance(n_expansion, float):
-        full_nsv = int(full_svm(kernel, full_C).fit(X, y).n_support_.sum())
-        nz = min(max(1, round(n_expansion * full_nsv)), n_distinct)
-    else:
-        nz = n_expansion
-        if nz > n_distinct:
-            raise ValueError(
-                f"n_expansion={nz} asks for more expansion vectors than the {n_distinct} "
-                "distinct training points; lower n_expansion or pass a ratio in (0, 1]."
-            )
-    Z0 = initial_expansion_vectors(X, nz, init, seed)
-    marginal = formulation.marginal(X, y, kernel, nz, solver, solver_tol) or CvxpyMarginal(
-        formulation, X, y, kernel, nz, solver=solver, tol=solver_tol
-    )
+    """One start of one binary problem; module level so joblib can ship it."""
+    Z0 = initial_expansion_vectors(X, n_expansion, init, seed)
+    marginal = formulation.marginal(X, y, kernel, n_expansion, solver, solver_tol)
+    if marginal is None:
+        marginal = CvxpyMarginal(formulation, X, y, kernel, n_expansion, solver=solver,
+                                 tol=solver_tol)
     res = minimize_marginal(marginal, Z0, max_iter=max_iter, tol=tol, callback=callback,
                             verbose=verbose)
     return {
         "Z": res.Z,
+        "value": res.evaluation.value,
         "coef": np.asarray(res.evaluation.coef, dtype=float),
         "intercept": res.evaluation.intercept,
         "n_iter": res.n_iter,
         "history": res.history,
-        "full_nsv": full_nsv,
     }
 
 
@@ -117,6 +121,7 @@ class SparseKernelClassifier(ClassifierMixin, BaseEstimator):
         "degree": [Interval(Integral, 1, None, closed="left")],
         "coef0": [Real],
         "init": [StrOptions(set(INIT_METHODS))],
+        "n_init": [Interval(Integral, 1, None, closed="left")],
         "solver": [str],
         "max_iter": [Interval(Integral, 0, None, closed="left")],
         "tol": [Interval(Real, 0.0, None, closed="left")],
@@ -166,17 +171,28 @@ class SparseKernelClassifier(ClassifierMixin, BaseEstimator):
             if len(self.classes_) == 2
             else [np.where(codes == k, 1, -1) for k in range(len(self.classes_))]
         )
-        rng = check_random_state(self.random_state)
-        seeds = rng.randint(np.iinfo(np.int32).max, size=len(targets))
         n_exp = self.n_expansion if isinstance(self.n_expansion, Integral) else float(
             self.n_expansion)
-        fits = Parallel(n_jobs=self.n_jobs if len(targets) > 1 else None)(
-            delayed(_fit_binary)(
-                X, t, formulation, kernel, n_exp, getattr(self, "C", 1.0), self.init, self.solver,
-                self.solver_tol, self.max_iter, self.tol, int(s), self.callback, self.verbose,
-            )
-            for t, s in zip(targets, seeds, strict=True)
+        n_jobs = self.n_jobs if len(targets) * self.n_init > 1 else None
+        nz_nsv = Parallel(n_jobs=n_jobs if len(targets) > 1 else None)(
+            delayed(_n_expansion)(X, t, kernel, n_exp, getattr(self, "C", 1.0)) for t in targets
         )
+        rng = check_random_state(self.random_state)
+        seeds = rng.randint(np.iinfo(np.int32).max, size=(len(targets), self.n_init))
+        # every (problem, start) pair is one job; the start with the lowest W wins
+        runs = Parallel(n_jobs=n_jobs)(
+            delayed(_fit_start)(
+                X, targets[k], formulation, kernel, nz_nsv[k][0], self.init, self.solver,
+                self.solver_tol, self.max_iter, self.tol, int(seeds[k, j]), self.callback,
+                self.verbose,
+            )
+            for k in range(len(targets))
+            for j in range(self.n_init)
+        )
+        fits = [
+            min(runs[k * self.n_init:(k + 1) * self.n_init], key=lambda run: run["value"])
+            for k in range(len(targets))
+        ]
         self.kernel_ = kernel
         sizes = [len(fit["Z"]) for fit in fits]
         self.expansion_vectors_ = np.vstack([fit["Z"] for fit in fits])
@@ -188,8 +204,9 @@ class SparseKernelClassifier(ClassifierMixin, BaseEstimator):
         self.n_expansion_ = np.array(sizes)
         self.n_iter_ = np.array([fit["n_iter"] for fit in fits])
         self.objective_history_ = [fit["history"] for fit in fits]
+        self.objective_ = np.array([fit["value"] for fit in fits])
         self.full_n_support_ = (
-            None if fits[0]["full_nsv"] is None else np.array([fit["full_nsv"] for fit in fits])
+            None if nz_nsv[0][1] is None else np.array([nsv for _, nsv in nz_nsv])
         )
         return self
 
@@ -250,6 +267,10 @@ class SparseSVC(SparseKernelClassifier):
         Constant of "poly".
     init : {"random", "kmeans"}, default="random"
         Initial XVs: a random subset of the distinct training points, or k-means centres.
+    n_init : int, default=1
+        Number of starts per binary problem (different initial XVs); the one
+        with the lowest W(Z), the training objective, is kept. W is not convex
+        in Z, so a few starts avoid poor local minima, as in k-means.
     solver : str, default="auto"
         Solver backend: "clarabel", "ecos", "osqp" or "auto" (Clarabel, then ECOS).
     max_iter : int, default=200
@@ -280,7 +301,9 @@ class SparseSVC(SparseKernelClassifier):
         Nz of each binary problem.
     n_iter_ : ndarray of shape (n_problems,)
     objective_history_ : list of ndarray
-        W after each L-BFGS iteration, per binary problem.
+        W after each L-BFGS iteration, per binary problem (of the start kept).
+    objective_ : ndarray of shape (n_problems,)
+        W(Z) at the kept XVs, per binary problem.
     full_n_support_ : ndarray of shape (n_problems,) or None
         The full SVM's NSV when ``n_expansion`` is a ratio.
     kernel_ : Kernel
@@ -315,6 +338,7 @@ class SparseSVC(SparseKernelClassifier):
         degree: int = 3,
         coef0: float = 0.0,
         init: str = "random",
+        n_init: int = 1,
         solver: str = "auto",
         max_iter: int = 200,
         tol: float = 1e-6,
@@ -331,6 +355,7 @@ class SparseSVC(SparseKernelClassifier):
         self.degree = degree
         self.coef0 = coef0
         self.init = init
+        self.n_init = n_init
         self.solver = solver
         self.max_iter = max_iter
         self.tol = tol

@@ -69,6 +69,16 @@ def test_multiclass_one_vs_rest_in_parallel_is_deterministic() -> None:
     assert np.count_nonzero(one.expansion_coef_[0, 3:]) == 0
 
 
+def test_n_init_keeps_the_start_with_the_lowest_w(moons) -> None:
+    X, y = moons
+    params = {"n_expansion": 3, "C": 10.0, "gamma": 2.0, "max_iter": 30, "random_state": 0}
+    one = SparseSVC(**params).fit(X, y)
+    best = SparseSVC(**params, n_init=4, n_jobs=2).fit(X, y)
+    assert best.objective_[0] <= one.objective_[0]
+    assert best.objective_[0] == pytest.approx(min(h.min() for h in best.objective_history_),
+                                               rel=1e-3)
+
+
 def test_pickle_roundtrip(moons) -> None:
     X, y = moons
     clf = SparseSVC(n_expansion=4, max_iter=10, random_state=0).fit(X, y)
