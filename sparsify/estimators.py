@@ -272,7 +272,8 @@ class SparseSVC(SparseKernelClassifier):
         with the lowest W(Z), the training objective, is kept. W is not convex
         in Z, so a few starts avoid poor local minima, as in k-means.
     solver : str, default="auto"
-        Solver backend: "clarabel", "ecos", "osqp" or "auto" (Clarabel, then ECOS).
+        Solver backend: "clarabel", "ecos", "osqp" or "auto" (Clarabel, falling back to
+        OSQP for quadratic programs, then ECOS).
     max_iter : int, default=200
         Maximum L-BFGS iterations per binary problem (0 keeps the initial XVs).
     tol : float, default=1e-6

@@ -133,8 +133,9 @@ class CvxpyMarginal(Marginal):
     n_expansion : int
         Number of XVs Nz.
     solver : str, default="auto"
-        A registered backend name, or "auto" (Clarabel, falling back to ECOS
-        when Clarabel does not return an optimal status).
+        A registered backend name, or "auto": Clarabel, falling back to OSQP
+        (quadratic programs only) and then ECOS when a backend does not return
+        an optimal status.
     tol : float, default=1e-9
         Solver accuracy (gap and feasibility).
     jitter : float, default=1e-10
@@ -239,12 +240,15 @@ class CvxpyMarginal(Marginal):
         if self.f.id not in used:
             raise self._fail("ignores the outputs f: declare the loss or constraints over "
                              "out.f so that the data enter the problem.")
-        if self.backends[0].quadratic_only and not self.problem.is_qp():
-            raise ValueError(
-                f"The solver {self.backends[0].name!r} handles quadratic programs only and the "
-                f"{self.formulation_name!r} formulation is not one; use solver='clarabel' "
-                "or solver='ecos'."
-            )
+        if not self.problem.is_qp():
+            capable = [b for b in self.backends if not b.quadratic_only]
+            if not capable:
+                raise ValueError(
+                    f"The solver {self.backends[0].name!r} handles quadratic programs only and "
+                    f"the {self.formulation_name!r} formulation is not one; use "
+                    "solver='clarabel' or solver='ecos'."
+                )
+            self.backends = capable
 
     # -- evaluation ---------------------------------------------------------------------------
 

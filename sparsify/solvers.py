@@ -2,9 +2,11 @@
 
 Each backend is a small immutable object that says which cones it handles and
 how a common tolerance maps to the solver's own options. The default
-(``solver="auto"``) is Clarabel with ECOS as its documented fallback; it was
+(``solver="auto"``) is Clarabel; it was
 chosen by measurement (accuracy of the duals and speed, see
-``benchmarks/solver_choice.py`` and ``docs/solvers.md``).
+``benchmarks/solver_choice.py`` and ``docs/solvers.md``); its fallbacks are OSQP
+with polishing for quadratic programs (slower, but the most accurate duals), then
+ECOS.
 """
 
 from __future__ import annotations
@@ -22,9 +24,10 @@ __all__ = ["AUTO_CHAIN", "SolverBackend", "SolverError"]
 # OSQP 1.0 renamed "polish" to "polishing".
 _OSQP_POLISH = "polishing" if version("osqp").split(".")[0] not in ("0",) else "polish"
 
-#: ``solver="auto"`` tries these backends in order: the next one is used only
-#: when the previous one did not return an optimal status.
-AUTO_CHAIN = ("clarabel", "ecos")
+#: ``solver="auto"`` tries these backends in order, skipping those that cannot take
+#: the problem (OSQP: quadratic programs only); the next one is used only when the
+#: previous one did not return an optimal status.
+AUTO_CHAIN = ("clarabel", "osqp", "ecos")
 
 
 class SolverError(RuntimeError):

@@ -176,13 +176,15 @@ def test_qp_only_solver_on_a_cone_problem_is_refused() -> None:
         CvxpyMarginal(_Bad("exp_cone"), X, y, RBF(1.0), 3, solver="osqp")
     ev = CvxpyMarginal(_Bad("exp_cone"), X, y, RBF(1.0), 3, solver="clarabel").evaluate(X[:3])
     assert np.isfinite(ev.value)
+    auto = CvxpyMarginal(_Bad("exp_cone"), X, y, RBF(1.0), 3)
+    assert [b.name for b in auto.backends] == ["clarabel", "ecos"]
 
 
 @pytest.mark.parametrize("solver", ["auto", *SOLVERS])
 def test_failed_solve_is_an_error_naming_solver_and_formulation(solver: str) -> None:
     X, y = random_problem(10, 2)
     marginal = CvxpyMarginal(_Bad("infeasible"), X, y, RBF(1.0), 3, solver=solver)
-    expected = "clarabel then ecos" if solver == "auto" else solver
+    expected = "clarabel then osqp then ecos" if solver == "auto" else solver
     with pytest.raises(SolverError, match=f"{expected} solver did not solve the 'bad' formulation"):
         marginal.evaluate(X[:3])
 
