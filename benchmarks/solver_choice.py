@@ -343,12 +343,12 @@ def conclusion(res: dict[str, Any], args: argparse.Namespace) -> list[str]:
            if ecos_fails else "")
         + ("; and it stopped the full fit early (ConvergenceWarning above)"
            if ecos_fit_warned else "")
-        + ". As the fallback of `auto` it therefore helps only when Clarabel fails for a "
-        "reason other than accuracy, and at the tolerances sparsify uses (1e-8 for fits, "
-        "1e-9 by default in `CvxpyMarginal` and `check_gradient`) it can fail itself; a "
-        "fallback that loosens the tolerance, or OSQP for quadratic programs, would be a "
-        "sturdier second choice.",
-        "- *OSQP* (ADMM, first order): the most accurate duals here, but only thanks to "
+        + ". At the tolerances sparsify uses (1e-8 for fits, 1e-9 by default in "
+        "`CvxpyMarginal` and `check_gradient`) it can fail itself, so `auto` tries it last: "
+        "after Clarabel and, for quadratic programs, OSQP. It remains the cone solver of "
+        "last resort for formulations that are not quadratic programs.",
+        "- *OSQP* (ADMM, first order; `auto`'s second choice for quadratic programs): the "
+        "most accurate duals here, but only thanks to "
         "solution polishing (an active-set step; see the polished counts); it needs thousands "
         "of ADMM iterations at tol 1e-8, so one W(Z) on Banana costs "
         f"{osqp_ratio} Clarabel's costs, and it takes quadratic programs only (no "
