@@ -111,6 +111,18 @@ def _gamma(text: str) -> float | str:
 # --------------------------------------------------------------------------- parser
 
 
+def _param(text: str) -> tuple[str, Any]:
+    name, sep, value = text.partition("=")
+    if not sep or not name.strip():
+        raise argparse.ArgumentTypeError(f"expected NAME=VALUE; got {text!r}")
+    for convert in (int, float):
+        try:
+            return name.strip().replace("-", "_"), convert(value)
+        except ValueError:
+            pass
+    return name.strip().replace("-", "_"), value
+
+
 def build_parser() -> argparse.ArgumentParser:
     """Build the ``sparsify`` argument parser with its subcommands.
 
@@ -179,6 +191,10 @@ def build_parser() -> argparse.ArgumentParser:
     fit.add_argument("--plot", type=Path, default=None, metavar="PNG",
                      help="save a decision-boundary plot (2-D data only; needs matplotlib: "
                           'pip install "sparsify[plot]")')
+    fit.add_argument("--param", action="append", default=[], metavar="NAME=VALUE",
+                     type=_param,
+                     help="any other parameter of the formulation's estimator, e.g. "
+                          "--param nu=0.1 (repeatable; numbers are parsed as int or float)")
     fit.add_argument("--json", action="store_true",
                      help="print one JSON object on stdout instead of the report")
     fit.add_argument("-v", "--verbose", action="count", default=0,
@@ -629,6 +645,12 @@ def _cmd_fit(args: argparse.Namespace) -> int:
         warnings.warn(f"--{name.replace('_', '-')} is ignored: the {args.formulation!r} "
                       f"estimator {est_cls.__name__} has no parameter {name!r}.", UserWarning,
                       stacklevel=1)
+    for name, value in args.param:
+        if name not in accepted:
+            raise ValueError(f"--param {name}: the {args.formulation!r} estimator "
+                             f"{est_cls.__name__} has no parameter {name!r}; it has "
+                             f"{sorted(accepted)}.")
+        params[name] = value
     estimator.set_params(**params)
     p = estimator.get_params()
 

@@ -463,3 +463,11 @@ def test_console_script_runs(tmp_path: Path) -> None:
     assert bad.returncode == 2
     assert bad.stderr.strip().startswith("sparsify: error: No data file")
     assert "Traceback" not in bad.stderr and bad.stdout == ""
+
+
+def test_param_passes_estimator_parameters(capsys) -> None:
+    code = main(["fit", "--n-expansion", "3", "--max-iter", "2", "--json",
+                 "--param", "solver_tol=1e-7", "--param", "n_init=2"])
+    assert code == 0
+    assert main(["fit", "--param", "nu=0.1"]) == 2
+    assert "has no parameter 'nu'" in capsys.readouterr().err

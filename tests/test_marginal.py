@@ -28,7 +28,12 @@ KERNELS = ["rbf", "poly", "linear", "rbf+linear"]
 @pytest.mark.parametrize("kernel", KERNELS)
 @pytest.mark.parametrize("formulation", get_registry().names("formulation"))
 def test_gradient_matches_central_differences(formulation: str, kernel: str, solver: str) -> None:
-    result = check_gradient(formulation, kernel, solver=solver, tol=1e-9)
+    try:
+        result = check_gradient(formulation, kernel, solver=solver, tol=1e-9)
+    except ValueError as exc:
+        if "handles quadratic programs only" not in str(exc):
+            raise
+        pytest.skip(f"{solver} cannot solve the {formulation!r} formulation: {exc}")
     assert result.rel_error <= 1e-6, result.as_dict()
     assert np.linalg.norm(result.grad) > 0
 
