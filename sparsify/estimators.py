@@ -27,7 +27,7 @@ from sparsify.kernels import RBF, Kernel, Linear, Polynomial, make_kernel
 from sparsify.marginal import CvxpyMarginal
 from sparsify.optimize import INIT_METHODS, initial_expansion_vectors, minimize_marginal
 
-__all__ = ["SparseKernelClassifier", "SparseSVC", "full_svm"]
+__all__ = ["KernelMachineMixin", "SparseKernelClassifier", "SparseSVC", "full_svm"]
 
 Array = NDArray[np.float64]
 
@@ -101,7 +101,46 @@ def _fit_start(
     }
 
 
-class SparseKernelClassifier(ClassifierMixin, BaseEstimator):
+class KernelMachineMixin:
+    """Prediction of a fitted kernel machine τ(x) = Σ_j β_j k(z_j, x) + b.
+
+    Needs the fitted attributes ``kernel_``, ``expansion_vectors_`` (Nz, d),
+    ``expansion_coef_`` (n_outputs, Nz), ``intercept_`` (n_outputs,) and
+    ``classes_``; one output is a binary decision, several are one per class.
+    """
+
+    def decision_function(self, X: ArrayLike) -> Array:
+        """Decision values τ(x) = Σ_j β_j k(z_j, x) + b.
+
+        Computed in row blocks so memory stays bounded; the cost is proportional
+        to the number of XVs.
+
+        Returns
+        -------
+        ndarray of shape (n_samples,) for two classes, else (n_samples, n_classes)
+        """
+        check_is_fitted(self)
+        X = validate_data(self, X, dtype=np.float64, reset=False)
+        out = np.empty((len(X), len(self.intercept_)))
+        block = max(1, 2**22 // max(1, len(self.expansion_vectors_)))
+        for rows in gen_batches(len(X), block):
+            out[rows] = self.kernel_(X[rows], self.expansion_vectors_) @ self.expansion_coef_.T
+        out += self.intercept_
+        return out.ravel() if out.shape[1] == 1 else out
+
+    def predict(self, X: ArrayLike) -> NDArray[Any]:
+        """Predict class labels.
+
+        Returns
+        -------
+        ndarray of shape (n_samples,)
+        """
+        scores = self.decision_function(X)
+        idx = (scores > 0).astype(int) if scores.ndim == 1 else scores.argmax(1)
+        return self.classes_[idx]
+
+
+class SparseKernelClassifier(KernelMachineMixin, ClassifierMixin, BaseEstimator):
     """Shared machinery of the sparse kernel classifiers (binary or one-vs-rest).
 
     Subclasses set :attr:`formulation_name` and implement
@@ -209,36 +248,6 @@ class SparseKernelClassifier(ClassifierMixin, BaseEstimator):
             None if nz_nsv[0][1] is None else np.array([nsv for _, nsv in nz_nsv])
         )
         return self
-
-    def decision_function(self, X: ArrayLike) -> Array:
-        """Decision values τ(x) = Σ_j β_j k(z_j, x) + b.
-
-        Computed in row blocks so memory stays bounded; the cost is proportional
-        to the number of XVs.
-
-        Returns
-        -------
-        ndarray of shape (n_samples,) for two classes, else (n_samples, n_classes)
-        """
-        check_is_fitted(self)
-        X = validate_data(self, X, dtype=np.float64, reset=False)
-        out = np.empty((len(X), len(self.intercept_)))
-        block = max(1, 2**22 // max(1, len(self.expansion_vectors_)))
-        for rows in gen_batches(len(X), block):
-            out[rows] = self.kernel_(X[rows], self.expansion_vectors_) @ self.expansion_coef_.T
-        out += self.intercept_
-        return out.ravel() if out.shape[1] == 1 else out
-
-    def predict(self, X: ArrayLike) -> NDArray[Any]:
-        """Predict class labels.
-
-        Returns
-        -------
-        ndarray of shape (n_samples,)
-        """
-        scores = self.decision_function(X)
-        idx = (scores > 0).astype(int) if scores.ndim == 1 else scores.argmax(1)
-        return self.classes_[idx]
 
 
 class SparseSVC(SparseKernelClassifier):
