@@ -255,29 +255,37 @@ class CvxpyMarginal(Marginal):
     def _solve(self) -> SolverBackend:
         statuses = []
         for backend in self.backends:
-            try:
-                with warnings.catch_warnings():
-                    # An inaccurate status is judged below, by the backend's own rule.
-                    warnings.filterwarnings("ignore", "Solution may be inaccurate")
-                    self.problem.solve(
-                        solver=backend.cvxpy_name,
-                        warm_start=backend.warm_start,
-                        **backend.options(self.tol),
-                    )
-                status = self.problem.status
-            except cp.error.SolverError as exc:
-                status = f"error ({exc})"
-            accepted = status == cp.OPTIMAL or (
-                status == cp.OPTIMAL_INACCURATE and backend.accepts_inaccurate
-            )
-            if accepted and self.link_f.dual_value is not None:
-                return backend
+            # Aim below tol first; if the solver breaks down there (it happens on
+            # exponential cones), ask for tol itself before trying the next backend.
+            for aim in (1e-2, 1.0) if backend.accepts_inaccurate else (1e-2,):
+                status = self._try(backend, aim)
+                if status == "accepted":
+                    return backend
             statuses.append(f"{backend.name}: {status}")
         raise SolverError(
             f"The {' then '.join(b.name for b in self.backends)} solver did not solve the "
             f"{self.formulation_name!r} formulation (N={len(self.X)}, Nz={self.n_expansion}): "
             f"{'; '.join(statuses)}. Try another solver=, a looser tol, or rescale the data."
         )
+
+    def _try(self, backend: SolverBackend, aim: float) -> str:
+        """Solve once; 'accepted' or the status that was not."""
+        try:
+            with warnings.catch_warnings():
+                # An inaccurate status is judged below, by the backend's own rule.
+                warnings.filterwarnings("ignore", "Solution may be inaccurate")
+                self.problem.solve(
+                    solver=backend.cvxpy_name,
+                    warm_start=backend.warm_start,
+                    **backend.options(self.tol, aim),
+                )
+        except cp.error.SolverError as exc:
+            return f"error ({exc})"
+        status = self.problem.status
+        accepted = status == cp.OPTIMAL or (
+            status == cp.OPTIMAL_INACCURATE and backend.accepts_inaccurate
+        )
+        return "accepted" if accepted and self.link_f.dual_value is not None else status
 
     def evaluate(self, Z: Array, grad: bool = True) -> Evaluation:
         Z = np.asarray(Z, dtype=float)

@@ -56,25 +56,28 @@ class SolverBackend:
     quadratic_only: bool = False
     warm_start: bool = False
 
-    def options(self, tol: float) -> dict[str, Any]:
+    def options(self, tol: float, aim: float = 1e-2) -> dict[str, Any]:
         """Solver keyword options that guarantee accuracy ``tol`` (gap and feasibility).
 
-        The interior-point backends aim 100× below ``tol`` and take ``tol`` as
-        their "reduced accuracy" threshold, so their inaccurate status still
-        meets ``tol`` (see :attr:`accepts_inaccurate`): their duals, and so the
-        gradients, are then as accurate as the primal values.
+        The interior-point backends aim ``aim`` × ``tol`` on the gap and take
+        ``tol`` as their "reduced accuracy" threshold, so their inaccurate status
+        still meets ``tol`` (see :attr:`accepts_inaccurate`): their duals, and so
+        the gradients, are then as accurate as the primal values. ``aim=1``
+        asks for ``tol`` only (the retry after a failure at the tighter aim).
         """
-        aim = max(tol * 1e-2, 1e-15)
+        aim = max(tol * aim, 1e-15)
         if self.cvxpy_name == cp.CLARABEL:
             return {
                 "tol_gap_abs": aim,
                 "tol_gap_rel": aim,
                 "tol_feas": tol,
-                "tol_ktratio": tol,
+                # the κ/τ test is for infeasibility, not accuracy; the retry
+                # (aim ≥ 1) relaxes it to Clarabel's default
+                "tol_ktratio": tol if aim < tol else 1e-6,
                 "reduced_tol_gap_abs": tol,
                 "reduced_tol_gap_rel": tol,
                 "reduced_tol_feas": tol,
-                "reduced_tol_ktratio": tol,
+                "reduced_tol_ktratio": tol if aim < tol else 1e-4,
                 "max_iter": 500,
             }
         if self.cvxpy_name == cp.ECOS:
