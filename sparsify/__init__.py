@@ -6,13 +6,19 @@ expansion vectors (XVs) Nz, and optimise their places with L-BFGS using the
 gradient of the marginal function W(Z) from the dual solution (Lemma 1).
 """
 
+from sparsify.discriminant import SparseKFD
 from sparsify.estimators import SparseSVC
 from sparsify.expansion import expansion_coefficients
 from sparsify.formulation import Declaration, Formulation, Outputs
 from sparsify.hookspecs import hookimpl
+from sparsify.ivm import ImportVectorMachine
 from sparsify.kernels import RBF, Kernel, Linear, Polynomial, SumKernel
+from sparsify.logistic import SparseKernelLogisticRegression
 from sparsify.marginal import CvxpyMarginal, Evaluation, Marginal, NonDifferentiableWarning
+from sparsify.outlier import SparseOneClassSVM
 from sparsify.plugins import register_plugin
+from sparsify.reduced_set import ReducedSetSVC
+from sparsify.rsvm import ReducedSVC
 from sparsify.solvers import SolverError
 
 __version__ = "0.1.0"
@@ -23,13 +29,19 @@ __all__ = [
     "Declaration",
     "Evaluation",
     "Formulation",
+    "ImportVectorMachine",
     "Kernel",
     "Linear",
     "Marginal",
     "NonDifferentiableWarning",
     "Outputs",
     "Polynomial",
+    "ReducedSVC",
+    "ReducedSetSVC",
     "SolverError",
+    "SparseKFD",
+    "SparseKernelLogisticRegression",
+    "SparseOneClassSVM",
     "SparseSVC",
     "SumKernel",
     "__version__",

@@ -190,6 +190,11 @@ def build_parser() -> argparse.ArgumentParser:
     fit.add_argument("--plot", type=Path, default=None, metavar="PNG",
                      help="save a decision-boundary plot (2-D data only; needs matplotlib: "
                           'pip install "sparsify[plot]")')
+    fit.add_argument("--inlier-label", type=lambda t: _param(f"label={t}")[1], default=1,
+                     metavar="LABEL",
+                     help="for outlier detectors (e.g. --formulation oneclass): train on the "
+                          "rows with this label; test rows with another label are outliers "
+                          "(default: %(default)s)")
     fit.add_argument("--param", action="append", default=[], metavar="NAME=VALUE",
                      type=_param,
                      help="any other parameter of the formulation's estimator, e.g. "
@@ -600,10 +605,9 @@ def load_model(path: str | Path) -> dict[str, Any]:
 
 
 def _cmd_fit(args: argparse.Namespace) -> int:
-    from sklearn.base import is_classifier
+    from sklearn.base import is_classifier, is_outlier_detector
     from sklearn.utils.multiclass import check_classification_targets
 
-    from sparsify.estimators import full_svm
     from sparsify.kernels import make_kernel
 
     # Cheap checks first: outputs, names, data; the fit is the expensive part.
@@ -644,6 +648,7 @@ def _cmd_fit(args: argparse.Namespace) -> int:
         warnings.warn(f"--{name.replace('_', '-')} is ignored: the {args.formulation!r} "
                       f"estimator {est_cls.__name__} has no parameter {name!r}.", UserWarning,
                       stacklevel=1)
+    params.update(getattr(form_cls, "estimator_params", {}))
     for name, value in args.param:
         if name not in accepted:
             raise ValueError(f"--param {name}: the {args.formulation!r} estimator "
@@ -653,6 +658,15 @@ def _cmd_fit(args: argparse.Namespace) -> int:
     estimator.set_params(**params)
     p = estimator.get_params()
 
+    detector = is_outlier_detector(estimator)
+    if detector:
+        inliers = np.asarray(y == args.inlier_label)
+        if not inliers.any():
+            raise ValueError(f"No training row has the inlier label {args.inlier_label!r}; pass "
+                             f"--inlier-label with one of {sorted(map(_label, set(y)))}.")
+        if args.plot is not None:
+            raise ValueError("--plot draws classifiers only; drop it for an outlier detector.")
+        X = X[inliers]
     if is_classifier(estimator):
         check_classification_targets(y)
         classes = np.unique(y)
@@ -675,34 +689,30 @@ def _cmd_fit(args: argparse.Namespace) -> int:
 
     with _stdout_to_stderr(args.json):
         start = time.perf_counter()
-        estimator.fit(X, y)
+        estimator.fit(X, None if detector else y)
         fit_seconds = time.perf_counter() - start
 
-    C = float(p["C"]) if "C" in p else (args.C if args.C is not None else 1.0)
-    start = time.perf_counter()
-    full = full_svm(estimator.kernel_, C).fit(X, y)
-    full_seconds = time.perf_counter() - start
     has_test = data.X_test is not None
-    result: dict[str, Any] = {
-        "test_error": _error(estimator, data.X_test, data.y_test) if has_test else None,
-        "train_error": _error(estimator, X, y),
-        "n_expansion": int(np.sum(estimator.n_expansion_)),
+    if detector:
+        result = _compare_detector(estimator, p, X, data, args.inlier_label)
+    else:
+        result = _compare_classifier(estimator, p, X, y, data, args.C)
+    result = {
+        **result,
+        "n_expansion": len(estimator.expansion_vectors_),
         "fit_seconds": fit_seconds,
-        "full_svm_n_support": int(np.sum(full.n_support_)),
-        "full_svm_test_error": _error(full, data.X_test, data.y_test) if has_test else None,
-        "full_svm_fit_seconds": full_seconds,
         "formulation": args.formulation,
         "estimator": est_cls.__name__,
         "kernel": p.get("kernel", args.kernel),
         "gamma": _kernel_gamma(estimator.kernel_),
-        "C": C,
         "n_expansion_requested": n_expansion,
-        "n_expansion_per_problem": np.asarray(estimator.n_expansion_).tolist(),
+        "n_expansion_per_problem": np.asarray(
+            getattr(estimator, "n_expansion_", len(estimator.expansion_vectors_))).tolist(),
         "n_iter": np.asarray(getattr(estimator, "n_iter_", [])).tolist(),
         "init": p.get("init"),
         "solver": p.get("solver", args.solver),
         "seed": args.seed,
-        "classes": [_label(c) for c in estimator.classes_],
+        "classes": [_label(c) for c in getattr(estimator, "classes_", [-1, 1])],
         "data": data.source,
         "test_data": data.test_source,
         "n_train": len(X),
@@ -735,6 +745,58 @@ def _cmd_fit(args: argparse.Namespace) -> int:
     else:
         _print_fit_report(result)
     return 0
+
+
+def _compare_classifier(estimator: Any, p: dict[str, Any], X: Any, y: Any, data: _Data,
+                        C_arg: float | None) -> dict[str, Any]:
+    """Errors of the sparse classifier and of the full SVM with the same kernel and C."""
+    from sparsify.estimators import full_svm
+
+    C = float(p["C"]) if "C" in p else (C_arg if C_arg is not None else 1.0)
+    start = time.perf_counter()
+    full = full_svm(estimator.kernel_, C).fit(X, y)
+    seconds = time.perf_counter() - start
+    has_test = data.X_test is not None
+    return {
+        "test_error": _error(estimator, data.X_test, data.y_test) if has_test else None,
+        "train_error": _error(estimator, X, y),
+        "full_svm_n_support": int(np.sum(full.n_support_)),
+        "full_svm_test_error": _error(full, data.X_test, data.y_test) if has_test else None,
+        "full_svm_fit_seconds": seconds,
+        "C": C,
+    }
+
+
+def _compare_detector(estimator: Any, p: dict[str, Any], X: Any, data: _Data,
+                      inlier: Any) -> dict[str, Any]:
+    """Errors and ROC AUC of the sparse detector and of the full OneClassSVM (same ν, kernel).
+
+    ``X`` holds the training inliers; test rows labelled ``inlier`` are +1, others −1.
+    """
+    from sklearn.metrics import roc_auc_score
+
+    from sparsify.outlier import full_oneclass_svm
+
+    start = time.perf_counter()
+    full = full_oneclass_svm(estimator.kernel_, p["nu"]).fit(X)
+    seconds = time.perf_counter() - start
+    out: dict[str, Any] = {
+        "train_error": float(np.mean(estimator.predict(X) != 1)),
+        "full_svm_n_support": len(full.support_),
+        "full_svm_fit_seconds": seconds,
+        "full_machine": "OneClassSVM",
+        "nu": p["nu"],
+        "inlier_label": _label(inlier),
+        "test_error": None, "full_svm_test_error": None, "test_auc": None, "full_test_auc": None,
+    }
+    if data.X_test is not None:
+        truth = np.where(np.asarray(data.y_test == inlier), 1, -1)
+        out["test_error"] = float(np.mean(estimator.predict(data.X_test) != truth))
+        out["full_svm_test_error"] = float(np.mean(full.predict(data.X_test) != truth))
+        if len(np.unique(truth)) == 2:
+            out["test_auc"] = float(roc_auc_score(truth, estimator.decision_function(data.X_test)))
+            out["full_test_auc"] = float(roc_auc_score(truth, full.decision_function(data.X_test)))
+    return out
 
 
 def _error(clf: Any, X: Any, y: Any) -> float:
@@ -784,15 +846,21 @@ def _fmt(value: float | None, spec: str = ".4f") -> str:
 
 def _print_fit_report(r: dict[str, Any]) -> None:
     gamma = "" if r["gamma"] is None else f", gamma={r['gamma']:.4g}"
+    hyper = f", C={r['C']:g}" if "C" in r else f", nu={r['nu']:g}" if "nu" in r else ""
     print(f"sparsify {r['sparsify_version']}: {r['formulation']} ({r['estimator']}), "
-          f"kernel {r['kernel']}{gamma}, C={r['C']:g}")
+          f"kernel {r['kernel']}{gamma}{hyper}")
     print(f"data:      {r['data']}: {r['n_train']} training points, {r['n_test']} test points, "
           f"{r['n_features']} features")
+    n_iter = int(np.sum(r["n_iter"]))
     print(f"sparse:    Nz = {r['n_expansion']} expansion vectors, test error "
           f"{_fmt(r['test_error'])}, train error {r['train_error']:.4f}, "
-          f"fit {r['fit_seconds']:.2f} s ({sum(r['n_iter'])} L-BFGS iterations)")
-    print(f"full SVM:  NSV = {r['full_svm_n_support']} support vectors, test error "
+          f"fit {r['fit_seconds']:.2f} s ({n_iter} L-BFGS iterations)")
+    full = r.get("full_machine", "SVM")
+    print(f"full {full}: NSV = {r['full_svm_n_support']} support vectors, test error "
           f"{_fmt(r['full_svm_test_error'])}")
+    if r.get("test_auc") is not None:
+        print(f"ROC AUC:   sparse {r['test_auc']:.4f}, full {r['full_test_auc']:.4f} "
+              f"(inliers: label {r['inlier_label']})")
     if r["model"] is not None:
         print(f"model saved to {r['model']}")
     if r["plot"] is not None:

@@ -105,6 +105,10 @@ class Formulation(ABC):
     #: the command line's ``--formulation``); None if it has none.
     estimator: ClassVar[type | None] = None
 
+    #: Parameters that make :attr:`estimator` fit this formulation when it serves
+    #: several (``{"method": "convex"}``); the command line sets them.
+    estimator_params: ClassVar[dict[str, Any]] = {}
+
     def n_outputs(self, y: NDArray[Any] | None) -> int:
         """Number of outputs K (columns of β and f); 1 unless overridden."""
         return 1

@@ -118,8 +118,8 @@ def check_gradient(
     tol : float, default=1e-9
         Solver accuracy.
     marginal : Marginal, optional
-        Check this W(Z) provider instead of the generic cvxpy path (for a
-        formulation that supplies W and ∇W itself).
+        Check this W(Z) provider; by default the formulation's own
+        (:meth:`Formulation.marginal`) if it has one, else the generic cvxpy path.
 
     Returns
     -------
@@ -143,7 +143,9 @@ def check_gradient(
         Z = Z + 0.05 * X.std(0) * rng.normal(size=Z.shape)
     Z = np.asarray(Z, dtype=float)
     if marginal is None:
-        marginal = CvxpyMarginal(form, X, y, k, len(Z), solver=solver, tol=tol)
+        # a formulation's own W and ∇W, if it supplies them, is what a fit uses
+        marginal = form.marginal(X, y, k, len(Z), solver, tol) or CvxpyMarginal(
+            form, X, y, k, len(Z), solver=solver, tol=tol)
     ev = marginal.evaluate(Z)
     numeric = np.zeros_like(Z)
     for idx in np.ndindex(*Z.shape):

@@ -471,3 +471,32 @@ def test_param_passes_estimator_parameters(capsys) -> None:
     assert code == 0
     assert main(["fit", "--param", "nu=0.1"]) == 2
     assert "has no parameter 'nu'" in capsys.readouterr().err
+
+
+def test_fit_outlier_detector_compares_with_oneclass_svm(capsys, tmp_path) -> None:
+    code = main(["fit", "--formulation", "oneclass", "--param", "nu=0.1", "--expansion-ratio",
+                 "0.3", "--max-iter", "30", "--json"])
+    assert code == 0
+    r = json.loads(capsys.readouterr().out)
+    assert r["full_machine"] == "OneClassSVM" and r["inlier_label"] == 1
+    assert r["n_train"] == int((load_banana()[1] == 1).sum())
+    assert r["n_expansion"] == round(0.3 * r["full_svm_n_support"])
+    assert 0.5 < r["test_auc"] <= 1 and abs(r["test_auc"] - r["full_test_auc"]) < 0.1
+    plot = tmp_path / "p.png"
+    assert main(["fit", "--formulation", "oneclass", "--plot", str(plot)]) == 2
+    assert "draws classifiers only" in capsys.readouterr().err and not plot.exists()
+    assert main(["fit", "--formulation", "oneclass", "--inlier-label", "7"]) == 2
+    assert "No training row has the inlier label 7" in capsys.readouterr().err
+
+
+def test_formulation_selects_its_estimator_variant(capsys, tmp_path) -> None:
+    for name, method in [("kfd", "convex"), ("skfd", "rayleigh")]:
+        model = tmp_path / f"{name}.pkl"
+        assert main(["fit", "--formulation", name, "--param", "mu=0.01", "--n-expansion", "4",
+                     "--max-iter", "5", "--json", "--out", str(model)]) == 0
+        assert json.loads(capsys.readouterr().out)["estimator"] == "SparseKFD"
+        assert load_model(model)["estimator"].method == method
+    assert main(["fit", "--formulation", "klr", "--param", "lam=0.01", "--n-expansion", "4",
+                 "--max-iter", "5", "--json"]) == 0
+    r = json.loads(capsys.readouterr().out)
+    assert r["estimator"] == "SparseKernelLogisticRegression" and r["n_expansion"] == 4
