@@ -95,13 +95,18 @@ def main() -> None:
                 writer = csv.DictWriter(fh, fieldnames=list(rows[0]))
                 writer.writeheader()
                 writer.writerows(rows)
-    lines = ["# KLR, IVM and sparse KLR", "",
-             "Command: `python benchmarks/klr_ivm.py --data-dir /work/shared/data --out "
-             f"docs/results --datasets {' '.join(args.datasets)} --splits {args.splits} "
-             f"--n-vectors {' '.join(map(str, args.n_vectors))} --usps-train {args.usps_train}`",
-             "", f"γ = 1/(d·Var X); λ = {LAM} (fixed, not tuned). USPS: one random subsample of "
-             f"{args.usps_train} training points, full 2007-point test set; full KLR skipped "
-             f"on {args.no_full}.", "",
+    usps = "usps" in args.datasets
+    command = ("python benchmarks/klr_ivm.py --data-dir /work/shared/data --out docs/results "
+               f"--datasets {' '.join(args.datasets)} --splits {args.splits} "
+               f"--n-vectors {' '.join(map(str, args.n_vectors))}"
+               + (f" --usps-train {args.usps_train}" if usps else "")
+               + (f" --no-full {' '.join(args.no_full)}" if args.no_full else " --no-full"))
+    lam = {name: LAM[name] for name in args.datasets}
+    lines = ["# KLR, IVM and sparse KLR", "", f"Command: `{command}`", "",
+             f"γ = 1/(d·Var X); λ = {lam} (fixed, not tuned)."
+             + (f" USPS: one random subsample of {args.usps_train} training points, full "
+                "2007-point test set." if usps else "")
+             + (f" Full KLR skipped on {args.no_full}." if args.no_full else ""), "",
              "| data | method | splits | N train | vectors | test error | log-loss | fit s |",
              "|---|---|---|---|---|---|---|---|"]
     for name in args.datasets:
