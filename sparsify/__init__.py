@@ -20,6 +20,7 @@ from sparsify.plugins import register_plugin
 from sparsify.reduced_set import ReducedSetSVC
 from sparsify.rsvm import ReducedSVC
 from sparsify.solvers import SolverError
+from sparsify.taylor import TaylorGaussianFeatures, TaylorRBF
 
 __version__ = "0.1.0"
 
@@ -44,6 +45,8 @@ __all__ = [
     "SparseOneClassSVM",
     "SparseSVC",
     "SumKernel",
+    "TaylorGaussianFeatures",
+    "TaylorRBF",
     "__version__",
     "expansion_coefficients",
     "hookimpl",

@@ -32,7 +32,7 @@ __all__ = [
 ]
 
 ENTRY_POINT_GROUP = "sparsify"
-DEFAULT_PLUGINS = ("sparsify.kernels", "sparsify.solvers")
+DEFAULT_PLUGINS = ("sparsify.kernels", "sparsify.taylor", "sparsify.solvers")
 _KINDS = {
     "formulation": "register_formulations",
     "kernel": "register_kernels",

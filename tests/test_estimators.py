@@ -116,7 +116,8 @@ def test_callback_and_verbose(moons, capsys) -> None:
         ({"n_expansion": 1.5}, "The 'n_expansion' parameter of SparseSVC must be"),
         ({"n_expansion": 500}, "n_expansion=500 asks for more expansion vectors than the 120 "
                                "distinct training points"),
-        ({"kernel": "gauss"}, r"Unknown kernel 'gauss'. Use one of \['linear', 'poly', 'rbf'\]"),
+        ({"kernel": "gauss"},
+         r"Unknown kernel 'gauss'. Use one of \['linear', 'poly', 'rbf', 'taylor_rbf'\]"),
         ({"solver": "mosekk"}, r"Unknown solver 'mosekk'. Use one of \['clarabel', 'ecos'"),
         ({"init": "sample"}, "The 'init' parameter of SparseSVC must be a str among"),
     ],

@@ -14,7 +14,7 @@ from sparsify.plugins import PluginWarning, Registry, get_registry
 def test_builtins_are_registered_with_their_source() -> None:
     reg = get_registry()
     assert reg.names("formulation")[:1] and "svm" in reg.names("formulation")
-    assert reg.names("kernel") == ["linear", "poly", "rbf"]
+    assert reg.names("kernel") == ["linear", "poly", "rbf", "taylor_rbf"]
     assert reg.names("solver") == ["clarabel", "ecos", "osqp"]
     svm = reg.entries["formulation"]["svm"]
     assert (svm.plugin, svm.distribution) == ("svm", "sparsify")
