@@ -19,15 +19,22 @@ from sklearn.preprocessing import LabelEncoder
 from sklearn.svm import SVC
 from sklearn.utils import check_random_state, gen_batches
 from sklearn.utils._param_validation import Interval, RealNotInt, StrOptions
-from sklearn.utils.multiclass import check_classification_targets
+from sklearn.utils.multiclass import check_classification_targets, type_of_target
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from sparsify.formulation import Formulation, make_formulation
 from sparsify.kernels import RBF, Kernel, Linear, Polynomial, make_kernel
 from sparsify.marginal import CvxpyMarginal
 from sparsify.optimize import INIT_METHODS, initial_expansion_vectors, minimize_marginal
+from sparsify.plugins import get_registry
 
-__all__ = ["KernelMachineMixin", "SparseKernelClassifier", "SparseSVC", "full_svm"]
+__all__ = [
+    "KernelMachineMixin",
+    "SparseKernelClassifier",
+    "SparseSVC",
+    "full_svm",
+    "validate_classification",
+]
 
 Array = NDArray[np.float64]
 
@@ -50,6 +57,38 @@ def full_svm(kernel: Kernel, C: float) -> SVC:
     if isinstance(kernel, Linear):
         return SVC(C=C, kernel="linear")
     return SVC(C=C, kernel=kernel)
+
+
+def validate_classification(
+    estimator: BaseEstimator, X: ArrayLike, y: ArrayLike, *, binary_only: bool = False
+) -> tuple[Array, NDArray[np.intp]]:
+    """The checks every sparse classifier's ``fit`` starts with; sets ``classes_``.
+
+    Returns X as float64 and the class codes 0..K−1. Any label type works; one
+    class, or more than two with ``binary_only``, is a ValueError.
+    """
+    X, y = validate_data(estimator, X, y, dtype=np.float64)
+    check_classification_targets(y)
+    encoder = LabelEncoder().fit(y)
+    estimator.classes_ = encoder.classes_
+    if len(encoder.classes_) < 2:
+        raise ValueError(
+            f"{type(estimator).__name__} needs samples of at least 2 classes in the data; got "
+            f"1 class ({encoder.classes_[0]!r})."
+        )
+    if binary_only and len(encoder.classes_) > 2:
+        raise ValueError(
+            "Only binary classification is supported. The type of the target is "
+            f"{type_of_target(y, input_name='y')}; train one model per class (one-vs-rest) "
+            "for more classes."
+        )
+    return X, encoder.transform(y)
+
+
+def _check_solver(solver: str) -> None:
+    """Fail on an unknown solver name before any expensive work, listing the known ones."""
+    if solver != "auto":
+        get_registry().get("solver", solver)
 
 
 def _n_expansion(
@@ -189,22 +228,10 @@ class SparseKernelClassifier(KernelMachineMixin, ClassifierMixin, BaseEstimator)
         self
         """
         self._validate_params()
-        X, y = validate_data(self, X, y, dtype=np.float64)
-        check_classification_targets(y)
-        encoder = LabelEncoder().fit(y)
-        self.classes_ = encoder.classes_
-        if len(self.classes_) < 2:
-            raise ValueError(
-                f"{type(self).__name__} needs samples of at least 2 classes in the data; got "
-                f"1 class ({self.classes_[0]!r})."
-            )
-        codes = encoder.transform(y)
+        X, codes = validate_classification(self, X, y)
         kernel = make_kernel(self.kernel, X, self.gamma, self.degree, self.coef0)
         formulation = make_formulation(self.formulation_name, **self._formulation_params())
-        if self.solver != "auto":
-            from sparsify.plugins import get_registry
-
-            get_registry().get("solver", self.solver)
+        _check_solver(self.solver)
         targets = (
             [np.where(codes == 1, 1, -1)]
             if len(self.classes_) == 2

@@ -24,12 +24,11 @@ import scipy.linalg
 from numpy.typing import ArrayLike, NDArray
 from scipy.special import expit, log_expit, log_softmax, logsumexp, softmax
 from sklearn.base import BaseEstimator, ClassifierMixin
-from sklearn.preprocessing import LabelEncoder
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
-from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
+from sparsify.estimators import validate_classification
 from sparsify.kernels import Kernel, make_kernel
 
 __all__ = ["ImportVectorMachine"]
@@ -252,16 +251,7 @@ class ImportVectorMachine(ClassifierMixin, BaseEstimator):
         self
         """
         self._validate_params()
-        X, y = validate_data(self, X, y, dtype=np.float64)
-        check_classification_targets(y)
-        encoder = LabelEncoder().fit(y)
-        self.classes_ = encoder.classes_
-        if len(self.classes_) < 2:
-            raise ValueError(
-                f"{type(self).__name__} needs samples of at least 2 classes in the data; got "
-                f"1 class ({self.classes_[0]!r})."
-            )
-        codes = encoder.transform(y)
+        X, codes = validate_classification(self, X, y)
         n_classes = len(self.classes_)
         T = codes[:, None].astype(float) if n_classes == 2 else np.eye(n_classes)[codes]
         kernel = make_kernel(self.kernel, X, self.gamma, self.degree, self.coef0)

@@ -13,12 +13,11 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from scipy.special import expit, log_expit, log_softmax
 from sklearn.base import BaseEstimator, ClassifierMixin
-from sklearn.preprocessing import LabelEncoder
 from sklearn.utils import check_random_state, gen_batches
 from sklearn.utils._param_validation import Interval, StrOptions
-from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_array, check_is_fitted, validate_data
 
+from sparsify.estimators import _check_solver, validate_classification
 from sparsify.formulation import make_formulation
 from sparsify.kernels import Kernel, make_kernel
 from sparsify.marginal import CvxpyMarginal
@@ -163,24 +162,12 @@ class SparseKernelLogisticRegression(ClassifierMixin, BaseEstimator):
         self
         """
         self._validate_params()
-        X, y = validate_data(self, X, y, dtype=np.float64)
-        check_classification_targets(y)
-        encoder = LabelEncoder().fit(y)
-        self.classes_ = encoder.classes_
-        if len(self.classes_) < 2:
-            raise ValueError(
-                f"{type(self).__name__} needs samples of at least 2 classes in the data; got "
-                f"1 class ({self.classes_[0]!r})."
-            )
-        codes = encoder.transform(y)
+        X, codes = validate_classification(self, X, y)
         # binary: ±1 (one logistic output); multi-class: codes 0..K-1 (K softmax outputs)
         target = 2 * codes - 1 if len(self.classes_) == 2 else codes
         kernel = make_kernel(self.kernel, X, self.gamma, self.degree, self.coef0)
         formulation = make_formulation("klr", lam=self.lam)
-        if self.solver != "auto":
-            from sparsify.plugins import get_registry
-
-            get_registry().get("solver", self.solver)
+        _check_solver(self.solver)
         if isinstance(self.init, str):
             n_distinct = len(np.unique(X, axis=0))
             if self.n_expansion > n_distinct:

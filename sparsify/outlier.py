@@ -23,13 +23,12 @@ from numpy.typing import ArrayLike, NDArray
 from sklearn.base import BaseEstimator, OutlierMixin
 from sklearn.svm import OneClassSVM
 from sklearn.utils import check_random_state, gen_batches
-from sklearn.utils._param_validation import Interval, RealNotInt, StrOptions
+from sklearn.utils._param_validation import Interval
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from sparsify.estimators import _fit_start
+from sparsify.estimators import SparseKernelClassifier, _check_solver, _fit_start
 from sparsify.formulation import make_formulation
 from sparsify.kernels import RBF, Kernel, Linear, Polynomial, make_kernel
-from sparsify.optimize import INIT_METHODS
 
 __all__ = ["SparseOneClassSVM", "full_oneclass_svm"]
 
@@ -148,25 +147,8 @@ class SparseOneClassSVM(OutlierMixin, BaseEstimator):
     """
 
     _parameter_constraints: ClassVar[dict[str, list[Any]]] = {
-        "n_expansion": [
-            Interval(Integral, 1, None, closed="left"),
-            Interval(RealNotInt, 0.0, 1.0, closed="right"),
-        ],
+        **SparseKernelClassifier._parameter_constraints,
         "nu": [Interval(Real, 0.0, 1.0, closed="right")],
-        "kernel": [str, Kernel],
-        "gamma": [StrOptions({"scale", "auto"}), Interval(Real, 0.0, None, closed="neither")],
-        "degree": [Interval(Integral, 1, None, closed="left")],
-        "coef0": [Real],
-        "init": [StrOptions(set(INIT_METHODS))],
-        "n_init": [Interval(Integral, 1, None, closed="left")],
-        "solver": [str],
-        "max_iter": [Interval(Integral, 0, None, closed="left")],
-        "tol": [Interval(Real, 0.0, None, closed="left")],
-        "solver_tol": [Interval(Real, 0.0, None, closed="neither")],
-        "random_state": ["random_state"],
-        "n_jobs": [Integral, None],
-        "verbose": ["verbose"],
-        "callback": [callable, None],
     }
 
     def __init__(
@@ -237,10 +219,7 @@ class SparseOneClassSVM(OutlierMixin, BaseEstimator):
         X = validate_data(self, X, dtype=np.float64)
         kernel = make_kernel(self.kernel, X, self.gamma, self.degree, self.coef0)
         formulation = make_formulation(FORMULATION, nu=float(self.nu))
-        if self.solver != "auto":
-            from sparsify.plugins import get_registry
-
-            get_registry().get("solver", self.solver)
+        _check_solver(self.solver)
         n_expansion, full_nsv = self._n_expansion(X, kernel)
         rng = check_random_state(self.random_state)
         seeds = rng.randint(np.iinfo(np.int32).max, size=self.n_init)

@@ -17,14 +17,11 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from scipy.optimize import minimize
 from sklearn.base import BaseEstimator, ClassifierMixin
-from sklearn.preprocessing import LabelEncoder
 from sklearn.svm import SVC
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, RealNotInt, StrOptions
-from sklearn.utils.multiclass import check_classification_targets, type_of_target
-from sklearn.utils.validation import validate_data
 
-from sparsify.estimators import KernelMachineMixin
+from sparsify.estimators import KernelMachineMixin, validate_classification
 from sparsify.expansion import expansion_coefficients
 from sparsify.kernels import RBF, resolve_gamma
 
@@ -214,20 +211,8 @@ class ReducedSetSVC(KernelMachineMixin, ClassifierMixin, BaseEstimator):
         self
         """
         self._validate_params()
-        X, y = validate_data(self, X, y, dtype=np.float64)
-        check_classification_targets(y)
-        encoder = LabelEncoder().fit(y)
-        self.classes_ = encoder.classes_
-        if len(self.classes_) < 2:
-            raise ValueError(f"{type(self).__name__} needs samples of at least 2 classes; got "
-                             "1 class.")
-        y_type = type_of_target(y, input_name="y")
-        if y_type != "binary":
-            raise ValueError(
-                f"Only binary classification is supported. The type of the target is {y_type}; "
-                "train one model per class (one-vs-rest) for more classes."
-            )
-        y_pm = np.where(encoder.transform(y) == 1, 1, -1)
+        X, codes = validate_classification(self, X, y, binary_only=True)
+        y_pm = np.where(codes == 1, 1, -1)
         self.gamma_ = resolve_gamma(self.gamma, X)
         svm = SVC(C=self.C, kernel="rbf", gamma=self.gamma_).fit(X, y_pm)
         self.full_n_support_ = int(svm.n_support_.sum())

@@ -15,13 +15,10 @@ from typing import Any, ClassVar
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from sklearn.base import BaseEstimator, ClassifierMixin
-from sklearn.preprocessing import LabelEncoder
 from sklearn.svm import SVC
 from sklearn.utils._param_validation import Interval, RealNotInt, StrOptions
-from sklearn.utils.multiclass import check_classification_targets, type_of_target
-from sklearn.utils.validation import validate_data
 
-from sparsify.estimators import KernelMachineMixin, full_svm
+from sparsify.estimators import KernelMachineMixin, _n_expansion, validate_classification
 from sparsify.expansion import expansion_coefficients
 from sparsify.kernels import RBF, resolve_gamma
 from sparsify.optimize import initial_expansion_vectors
@@ -99,28 +96,13 @@ class ReducedSVC(KernelMachineMixin, ClassifierMixin, BaseEstimator):
         self
         """
         self._validate_params()
-        X, y = validate_data(self, X, y, dtype=np.float64)
-        check_classification_targets(y)
-        encoder = LabelEncoder().fit(y)
-        self.classes_ = encoder.classes_
-        if len(self.classes_) < 2:
-            raise ValueError(f"{type(self).__name__} needs samples of at least 2 classes; got "
-                             "1 class.")
-        y_type = type_of_target(y, input_name="y")
-        if y_type != "binary":
-            raise ValueError(
-                f"Only binary classification is supported. The type of the target is {y_type}; "
-                "train one model per class (one-vs-rest) for more classes."
-            )
-        y_pm = np.where(encoder.transform(y) == 1, 1, -1)
+        X, codes = validate_classification(self, X, y, binary_only=True)
+        y_pm = np.where(codes == 1, 1, -1)
         self.gamma_ = resolve_gamma(self.gamma, X)
         kernel = RBF(self.gamma_)
-        n_distinct = len(np.unique(X, axis=0))
-        if isinstance(self.n_expansion, Integral):
-            nz = self.n_expansion
-        else:
-            nsv = int(full_svm(kernel, self.C).fit(X, y_pm).n_support_.sum())
-            nz = min(n_distinct, max(1, round(self.n_expansion * nsv)))
+        n_expansion = self.n_expansion if isinstance(self.n_expansion, Integral) else float(
+            self.n_expansion)
+        nz, _ = _n_expansion(X, y_pm, kernel, n_expansion, self.C)
         Z = initial_expansion_vectors(X, nz, "random", self.random_state)
         if self.coef == "rsvm":
             # SVC's linear kernel solves ½‖β‖² + C Σ ξ with a free bias, exactly RSVM.
