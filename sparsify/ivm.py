@@ -22,14 +22,14 @@ from typing import Any, ClassVar
 import numpy as np
 import scipy.linalg
 from numpy.typing import ArrayLike, NDArray
-from scipy.special import expit, log_expit, log_softmax, logsumexp, softmax
+from scipy.special import expit, logsumexp, softmax
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
-from sklearn.utils.validation import check_is_fitted, validate_data
 
 from sparsify.estimators import validate_classification
 from sparsify.kernels import Kernel, make_kernel
+from sparsify.logistic import LogisticMixin
 
 __all__ = ["ImportVectorMachine"]
 
@@ -54,7 +54,7 @@ def _probs(F: Array) -> Array:
     return expit(F) if F.shape[1] == 1 else softmax(F, axis=1)
 
 
-class ImportVectorMachine(ClassifierMixin, BaseEstimator):
+class ImportVectorMachine(LogisticMixin, ClassifierMixin, BaseEstimator):
     """Import vector machine: kernel logistic regression on greedily chosen training points.
 
     Parameters
@@ -313,36 +313,3 @@ class ImportVectorMachine(ClassifierMixin, BaseEstimator):
             self.expansion_coef_ = self.refined_.expansion_coef_
             self.intercept_ = self.refined_.intercept_
         return self
-
-    def decision_function(self, X: ArrayLike) -> Array:
-        """Outputs f(x) + b: log-odds of the positive class, or one logit per class.
-
-        Returns
-        -------
-        ndarray of shape (n_samples,) for two classes, else (n_samples, n_classes)
-        """
-        check_is_fitted(self)
-        X = validate_data(self, X, dtype=np.float64, reset=False)
-        if len(self.expansion_vectors_):
-            out = self.kernel_(X, self.expansion_vectors_) @ self.expansion_coef_.T
-        else:
-            out = np.zeros((len(X), len(self.intercept_)))
-        out = out + self.intercept_
-        return out.ravel() if out.shape[1] == 1 else out
-
-    def predict_log_proba(self, X: ArrayLike) -> Array:
-        """Log class probabilities, shape (n_samples, n_classes)."""
-        scores = self.decision_function(X)
-        if scores.ndim == 1:
-            return np.column_stack([log_expit(-scores), log_expit(scores)])
-        return log_softmax(scores, axis=1)
-
-    def predict_proba(self, X: ArrayLike) -> Array:
-        """Class probabilities, shape (n_samples, n_classes); rows sum to 1."""
-        return np.exp(self.predict_log_proba(X))
-
-    def predict(self, X: ArrayLike) -> NDArray[Any]:
-        """Most probable class labels, shape (n_samples,)."""
-        scores = self.decision_function(X)
-        idx = (scores > 0).astype(int) if scores.ndim == 1 else scores.argmax(1)
-        return self.classes_[idx]

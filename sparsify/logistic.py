@@ -13,11 +13,11 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from scipy.special import expit, log_expit, log_softmax
 from sklearn.base import BaseEstimator, ClassifierMixin
-from sklearn.utils import check_random_state, gen_batches
+from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
-from sklearn.utils.validation import check_array, check_is_fitted, validate_data
+from sklearn.utils.validation import check_array
 
-from sparsify.estimators import _check_solver, validate_classification
+from sparsify.estimators import KernelMachineMixin, _check_solver, validate_classification
 from sparsify.formulation import make_formulation
 from sparsify.kernels import Kernel, make_kernel
 from sparsify.marginal import CvxpyMarginal
@@ -28,7 +28,26 @@ __all__ = ["SparseKernelLogisticRegression"]
 Array = NDArray[np.float64]
 
 
-class SparseKernelLogisticRegression(ClassifierMixin, BaseEstimator):
+class LogisticMixin(KernelMachineMixin):
+    """Probabilities of a fitted logistic kernel machine: sigmoid of τ, or softmax of τ_k."""
+
+    def predict_log_proba(self, X: ArrayLike) -> Array:
+        """Log class probabilities, shape (n_samples, n_classes), columns in ``classes_`` order."""
+        scores = self.decision_function(X)
+        if scores.ndim == 1:
+            return np.column_stack([log_expit(-scores), log_expit(scores)])
+        return log_softmax(scores, axis=1)
+
+    def predict_proba(self, X: ArrayLike) -> Array:
+        """Class probabilities, shape (n_samples, n_classes); rows sum to 1."""
+        scores = self.decision_function(X)
+        if scores.ndim == 1:
+            p = expit(scores)
+            return np.column_stack([1.0 - p, p])
+        return np.exp(log_softmax(scores, axis=1))
+
+
+class SparseKernelLogisticRegression(LogisticMixin, ClassifierMixin, BaseEstimator):
     """Kernel logistic regression with exactly Nz optimised expansion vectors.
 
     Minimises (λ/2)‖w‖² + (1/N) Σ_i log-loss_i over β, b and the XVs Z, with
@@ -202,40 +221,3 @@ class SparseKernelLogisticRegression(ClassifierMixin, BaseEstimator):
         self.objective_history_ = best.history / len(X)
         self.n_iter_ = best.n_iter
         return self
-
-    def decision_function(self, X: ArrayLike) -> Array:
-        """Outputs f(x) + b: the log-odds of the positive class, or K softmax logits.
-
-        Returns
-        -------
-        ndarray of shape (n_samples,) for two classes, else (n_samples, n_classes)
-        """
-        check_is_fitted(self)
-        X = validate_data(self, X, dtype=np.float64, reset=False)
-        out = np.empty((len(X), len(self.intercept_)))
-        block = max(1, 2**22 // max(1, len(self.expansion_vectors_)))
-        for rows in gen_batches(len(X), block):
-            out[rows] = self.kernel_(X[rows], self.expansion_vectors_) @ self.expansion_coef_.T
-        out += self.intercept_
-        return out.ravel() if out.shape[1] == 1 else out
-
-    def predict_log_proba(self, X: ArrayLike) -> Array:
-        """Log class probabilities, shape (n_samples, n_classes), columns in ``classes_`` order."""
-        scores = self.decision_function(X)
-        if scores.ndim == 1:
-            return np.column_stack([log_expit(-scores), log_expit(scores)])
-        return log_softmax(scores, axis=1)
-
-    def predict_proba(self, X: ArrayLike) -> Array:
-        """Class probabilities, shape (n_samples, n_classes); rows sum to 1."""
-        scores = self.decision_function(X)
-        if scores.ndim == 1:
-            p = expit(scores)
-            return np.column_stack([1.0 - p, p])
-        return np.exp(log_softmax(scores, axis=1))
-
-    def predict(self, X: ArrayLike) -> NDArray[Any]:
-        """Most probable class labels, shape (n_samples,)."""
-        scores = self.decision_function(X)
-        idx = (scores > 0).astype(int) if scores.ndim == 1 else scores.argmax(1)
-        return self.classes_[idx]
