@@ -22,11 +22,16 @@ from joblib import Parallel, delayed
 from numpy.typing import ArrayLike, NDArray
 from sklearn.base import BaseEstimator, OutlierMixin
 from sklearn.svm import OneClassSVM
-from sklearn.utils import check_random_state, gen_batches
+from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval
-from sklearn.utils.validation import check_is_fitted, validate_data
+from sklearn.utils.validation import validate_data
 
-from sparsify.estimators import SparseKernelClassifier, _check_solver, _fit_start
+from sparsify.estimators import (
+    KernelMachineMixin,
+    SparseKernelClassifier,
+    _check_solver,
+    _fit_start,
+)
 from sparsify.formulation import make_formulation
 from sparsify.kernels import RBF, Kernel, Linear, Polynomial, make_kernel
 
@@ -58,7 +63,7 @@ def full_oneclass_svm(kernel: Kernel, nu: float) -> OneClassSVM:
     return OneClassSVM(nu=nu, kernel=kernel)
 
 
-class SparseOneClassSVM(OutlierMixin, BaseEstimator):
+class SparseOneClassSVM(KernelMachineMixin, OutlierMixin, BaseEstimator):
     """Sparse one-class SVM: a novelty detector with exactly Nz optimised XVs.
 
     The direct sparse method (Wu, Schölkopf & Bakır 2006) on the ν-one-class
@@ -244,33 +249,17 @@ class SparseOneClassSVM(OutlierMixin, BaseEstimator):
         return self
 
     def score_samples(self, X: ArrayLike) -> Array:
-        """Raw scores Σ_j β_j k(z_j, x) (higher is more normal).
+        """Raw scores Σ_j β_j k(z_j, x) = τ(x) + ρ (higher is more normal).
 
-        Computed in row blocks so memory stays bounded; the cost is Nz kernel
-        evaluations per sample.
-
-        Returns
-        -------
-        ndarray of shape (n_samples,)
-        """
-        check_is_fitted(self)
-        X = validate_data(self, X, dtype=np.float64, reset=False)
-        out = np.empty(len(X))
-        block = max(1, 2**22 // len(self.expansion_vectors_))
-        for rows in gen_batches(len(X), block):
-            out[rows] = self.kernel_(X[rows], self.expansion_vectors_) @ self.expansion_coef_[0]
-        return out
-
-    def decision_function(self, X: ArrayLike) -> Array:
-        """Signed distance to the separating hyperplane, τ(x) = Σ_j β_j k(z_j, x) − ρ.
-
-        Positive for inliers, negative for outliers.
+        The decision function τ(x) = Σ_j β_j k(z_j, x) − ρ, positive for inliers,
+        comes from :class:`~sparsify.estimators.KernelMachineMixin` (row blocks,
+        Nz kernel evaluations per sample).
 
         Returns
         -------
         ndarray of shape (n_samples,)
         """
-        return self.score_samples(X) - self.offset_
+        return self.decision_function(X) + self.offset_
 
     def predict(self, X: ArrayLike) -> NDArray[np.int64]:
         """Return +1 for inliers (τ(x) ≥ 0) and −1 for outliers.
