@@ -11,8 +11,9 @@ from typing import Any
 import cvxpy as cp
 import numpy as np
 from numpy.typing import NDArray
+from sparsify_plugins.svm_fast import SVMDualMarginal
 
-from sparsify import Declaration, Formulation, Outputs, SparseSVC, hookimpl
+from sparsify import Declaration, Formulation, Kernel, Marginal, Outputs, SparseSVC, hookimpl
 
 
 class SVM(Formulation):
@@ -55,6 +56,23 @@ class SVM(Formulation):
         if y is not None and sv.any() and len(np.unique(np.asarray(y)[sv])) < 2:
             return "all support vectors come from one class (paper, Corollary 2)"
         return None
+
+    def marginal(
+        self,
+        X: NDArray[np.float64],
+        y: NDArray[Any] | None,
+        kernel: Kernel,
+        n_expansion: int,
+        solver: str,
+        tol: float,
+    ) -> Marginal | None:
+        """The exact dual solver of :mod:`sparsify_plugins.svm_fast` for ``solver="auto"``.
+
+        A named cvxpy backend keeps the generic path, the fast path's reference.
+        """
+        if solver != "auto" or y is None:
+            return None
+        return SVMDualMarginal(self.C, X, y, kernel, n_expansion, tol=tol)
 
 
 @hookimpl

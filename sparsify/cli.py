@@ -179,8 +179,9 @@ def build_parser() -> argparse.ArgumentParser:
                      help="starts per binary problem; the one with the lowest W(Z) is kept "
                           "(default: 1)")
     fit.add_argument("--solver", default="auto", metavar="NAME",
-                     help="solver backend, e.g. clarabel, ecos, osqp, or 'auto' "
-                          "(default: %(default)s)")
+                     help="'auto' (the formulation's exact fast path if it has one, else "
+                          "the generic path with Clarabel, OSQP, ECOS) or a cvxpy backend for "
+                          "the generic path: clarabel, ecos, osqp (default: %(default)s)")
     fit.add_argument("--max-iter", type=_nonneg_int, default=None, metavar="N",
                      help="maximum L-BFGS iterations per binary problem (default: 200)")
     fit.add_argument("--seed", type=_nonneg_int, default=0, metavar="S",
@@ -247,7 +248,8 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("--gamma", type=_gamma, default="scale", metavar="{scale,auto,FLOAT}",
                        help="kernel coefficient of rbf/poly (default: %(default)s)")
     check.add_argument("--solver", default="auto", metavar="NAME",
-                       help="solver backend (default: %(default)s)")
+                       help="'auto' (the fast path, if any) or a cvxpy backend "
+                            "(default: %(default)s)")
     check.add_argument("--data", type=Path, default=None, metavar="FILE",
                        help=f"data file {_LIBSVM_HINT} (default: a small random problem)")
     check.add_argument("--split", type=_positive_int, default=1, metavar="K",

@@ -308,8 +308,10 @@ class SparseSVC(SparseKernelClassifier):
         with the lowest W(Z), the training objective, is kept. W is not convex
         in Z, so a few starts avoid poor local minima, as in k-means.
     solver : str, default="auto"
-        Solver backend: "clarabel", "ecos", "osqp" or "auto" (Clarabel, falling back to
-        OSQP for quadratic programs, then ECOS).
+        "auto" takes the SVM's exact fast path (a dedicated dual solver,
+        warm-started between L-BFGS evaluations); a cvxpy backend name
+        ("clarabel", "ecos", "osqp") solves the generic cvxpy declaration
+        instead, the fast path's reference.
     max_iter : int, default=200
         Maximum L-BFGS iterations per binary problem (0 keeps the initial XVs).
     tol : float, default=1e-6

@@ -1,0 +1,107 @@
+"""The SVM's exact fast path against its reference, the generic cvxpy path."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from sklearn.svm import SVC
+from sparsify_plugins.svm import SVM
+from sparsify_plugins.svm_fast import SVMDualMarginal, _active_set_solve
+
+from sparsify import CvxpyMarginal, SparseSVC
+from sparsify.datasets import load_banana
+from sparsify.gradcheck import check_gradient, random_problem
+from sparsify.kernels import make_kernel
+from sparsify.optimize import initial_expansion_vectors
+
+KERNELS = ["rbf", "poly", "linear", "rbf+linear"]
+
+
+def _pair(X, y, kernel, nz, C):
+    fast = SVMDualMarginal(C, X, y, kernel, nz, tol=1e-10)
+    generic = CvxpyMarginal(SVM(C), X, y, kernel, nz, solver="clarabel", tol=1e-10)
+    return fast, generic
+
+
+@pytest.mark.parametrize("C", [0.1, 3.0, 300.0])
+@pytest.mark.parametrize("kernel_name", KERNELS)
+def test_fast_path_agrees_with_the_generic_path(kernel_name: str, C: float) -> None:
+    X, y = random_problem(60, 3, random_state=1)
+    kernel = make_kernel(kernel_name, X)
+    nz = 2 if kernel_name == "linear" else 6
+    fast, generic = _pair(X, y, kernel, nz, C)
+    rng = np.random.default_rng(0)
+    Z = initial_expansion_vectors(X, nz, "random", 0)
+    for _ in range(3):  # the second and third evaluations are warm-started
+        ev, ref = fast.evaluate(Z), generic.evaluate(Z)
+        assert ev.value == pytest.approx(ref.value, rel=1e-6)
+        np.testing.assert_allclose(ev.grad, ref.grad, rtol=0,
+                                   atol=1e-5 * np.abs(ref.grad).max())
+        # β is unique (K_ZZ is positive definite); b is not when no point lies on
+        # the margin (small C), so compare the outputs f = K_XZ β
+        f, f_ref = kernel(X, Z) @ ev.coef, kernel(X, Z) @ ref.coef
+        np.testing.assert_allclose(f, f_ref, atol=1e-5 * max(1.0, np.abs(f_ref).max()))
+        Z = Z + 0.01 * rng.normal(size=Z.shape)
+
+
+@pytest.mark.parametrize("kernel_name", KERNELS)
+def test_fast_gradient_matches_central_differences(kernel_name: str) -> None:
+    result = check_gradient("svm", kernel_name, solver="auto", tol=1e-10, C=2.0)
+    assert result.solver == "svm-dual"  # "auto" took the fast path
+    assert result.rel_error <= 1e-6, result.as_dict()
+
+
+def test_warm_start_settles_small_steps_by_one_active_set_solve() -> None:
+    X, y, _, _ = load_banana()
+    fast = SVMDualMarginal(3.0, X, y, make_kernel("rbf", X, gamma=3.0), 10, tol=1e-9)
+    Z = initial_expansion_vectors(X, 10, "random", 0)
+    first = fast.evaluate(Z)
+    assert (fast.n_active_set, fast.n_interior_point) == (0, 1)
+    second = fast.evaluate(Z + 1e-6)
+    assert (fast.n_active_set, fast.n_interior_point) == (1, 1)
+    assert second.value == pytest.approx(first.value, rel=1e-4)
+
+
+def test_xvs_on_all_points_give_the_full_svm() -> None:
+    """Reduction: Nz = N with Z = X is the full SVM (libsvm's dual value)."""
+    X, y = random_problem(50, 2, random_state=3)
+    kernel = make_kernel("rbf", X, gamma=0.8)
+    ev = SVMDualMarginal(2.0, X, y, kernel, len(X), tol=1e-10).evaluate(X)
+    svc = SVC(C=2.0, kernel="rbf", gamma=0.8, tol=1e-10).fit(X, y)
+    dc, sv = svc.dual_coef_.ravel(), svc.support_vectors_
+    assert ev.value == pytest.approx(np.abs(dc).sum() - 0.5 * dc @ kernel(sv, sv) @ dc, rel=1e-5)
+    np.testing.assert_allclose(kernel(X, X) @ ev.coef + ev.intercept, svc.decision_function(X),
+                               atol=1e-4)
+
+
+def test_active_set_solve_refuses_more_margin_points_than_unknowns() -> None:
+    X, y = random_problem(20, 2)
+    K = np.eye(3)
+    B = y[:, None] * make_kernel("rbf", X)(X, X[:3])
+    free = np.zeros(20, bool)
+    free[:5] = True  # 5 margin points, only Nz + 1 = 4 unknowns
+    assert _active_set_solve(B, y.astype(float), K, 1.0, np.zeros(20, bool), free) is None
+
+
+def test_auto_takes_the_fast_path_and_a_named_backend_the_generic_one() -> None:
+    X, y = random_problem(30, 2)
+    kernel = make_kernel("rbf", X)
+    assert isinstance(SVM(1.0).marginal(X, y, kernel, 3, "auto", 1e-8), SVMDualMarginal)
+    assert SVM(1.0).marginal(X, y, kernel, 3, "clarabel", 1e-8) is None
+
+
+def test_sparse_svc_fits_by_the_fast_path_like_the_generic_one() -> None:
+    X, y, X_test, _ = load_banana()
+    fast = SparseSVC(8, C=3.0, gamma=3.0, max_iter=0, random_state=0).fit(X, y)
+    generic = SparseSVC(8, C=3.0, gamma=3.0, max_iter=0, solver="clarabel",
+                        random_state=0).fit(X, y)
+    assert fast.objective_[0] == pytest.approx(generic.objective_[0], rel=1e-6)
+    np.testing.assert_allclose(fast.decision_function(X_test), generic.decision_function(X_test),
+                               atol=1e-4)
+
+
+def test_labels_must_be_plus_minus_one_from_both_classes() -> None:
+    X, y = random_problem(10, 2)
+    with pytest.raises(ValueError, match=r"labels y in \{-1, \+1\}"):
+        SVMDualMarginal(1.0, X, (y > 0).astype(int), make_kernel("rbf", X), 3)
+
