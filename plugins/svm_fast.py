@@ -74,11 +74,61 @@ def _active_set_solve(
     except np.linalg.LinAlgError:
         return None
     # A nearly singular system returns garbage without an error: check it solved.
-    if not np.allclose(lhs @ sol, rhs, rtol=1e-9, atol=1e-9 * max(1.0, C)):
+    if np.abs(lhs @ sol - rhs).max() > 1e-9 * (C + np.abs(rhs).max()):
         return None
     alpha = np.where(upper, C, 0.0)
     alpha[F] = sol[nz + 1:]
     return alpha, sol[:nz], float(sol[nz])
+
+
+def _warm_active_set(
+    B: Array, y: Array, K: Array, C: float, alpha: Array, upper: NDArray[np.bool_],
+    free: NDArray[np.bool_], tol: float, max_iter: int,
+) -> tuple[Array, Array, float, NDArray[np.bool_], NDArray[np.bool_]] | None:
+    """Primal active-set method on the dual from a feasible α; None unless KKT holds.
+
+    The constraints of the dual do not depend on Z, so the previous
+    evaluation's α is feasible and its partition a good guess. Each iteration
+    moves one point: towards the subproblem's solution on the free set until a
+    bound blocks (the blocking point leaves the free set), or, at that solution,
+    the point that violates its KKT condition most joins the free set. At a
+    solution the free set typically holds Nz + 1 margin points, so a joining
+    point makes the subproblem singular; the step then follows the null space
+    of [B_F, y_F]ᵀ, along which the dual objective is linear, to the next bound.
+    """
+    alpha, upper, free = alpha.copy(), upper.copy(), free.copy()
+    K_inv = np.linalg.inv(K)
+    for _ in range(max_iter):
+        F = np.flatnonzero(free)
+        solved = _active_set_solve(B, y, K, C, upper, free)
+        if solved is not None:
+            target, beta, b = solved
+            d = target[F] - alpha[F]
+        else:  # singular subproblem: a direction of linear decrease
+            null = np.linalg.svd(np.vstack([B[F].T, y[F]]))[2][-1]
+            grad = B[F] @ (K_inv @ (B.T @ alpha)) - 1.0
+            d = -null if grad @ null > 0 else null
+        up, down = d > 1e-14 * C, d < -1e-14 * C
+        ratios = np.full(len(F), np.inf)
+        ratios[up] = (C - alpha[F][up]) / d[up]
+        ratios[down] = -alpha[F][down] / d[down]
+        j = int(np.argmin(ratios)) if len(F) else 0
+        if solved is not None and (not len(F) or ratios[j] >= 1.0):
+            alpha = target
+            g = B @ beta + y * b - 1.0  # margin slack y_i(f_i + b) − 1
+            violation = np.where(upper, g, np.where(free, 0.0, -g))
+            worst = int(np.argmax(violation))
+            if violation[worst] <= tol:
+                return alpha, beta, b, upper, free
+            upper[worst], free[worst] = False, True
+            continue
+        if not np.isfinite(ratios[j]):
+            return None
+        alpha[F] += ratios[j] * d
+        i = F[j]
+        alpha[i] = C if d[j] > 0 else 0.0
+        free[i], upper[i] = False, bool(d[j] > 0)
+    return None
 
 
 def _active_set(
@@ -279,7 +329,8 @@ class SVMDualMarginal(Marginal):
         if self._partition is not None:
             # the previous evaluation's partition: exact in one solve when L-BFGS
             # took a small step
-            solved = _active_set(B, y, K, C, *self._partition, tol, max_iter=2)
+            solved = _warm_active_set(B, y, K, C, self._alpha, *self._partition, tol,
+                                      max_iter=4 * self.n_expansion + 20)
             if solved is not None:
                 self.n_active_set += 1
                 alpha, beta, b, *partition = solved

@@ -1,0 +1,365 @@
+"""Performance of SLMC: the exact fast path, the generic cvxpy path and scikit-learn's SVC.
+
+Four parts, each run side by side with its peer in one process (BLAS limited
+to one thread per process so that timings compare like with like):
+
+- ``banana``: Banana split 1, Nz = 10 % of the full SVM's NSV, (C, γ) = the
+  cross-validated values of docs/results/banana.md. Median fit time over
+  ``--repeats`` seeds of SparseSVC by the fast path (solver="auto") and the
+  generic path (solver="clarabel"), and the fit time of sklearn's SVC.
+- ``usps``: the paper's USPS set-up (X scaled 2X − 1, γ = 1/128, C = 10), 10
+  one-vs-rest SLMCs at Nz = 10 % of each binary SVM's NSV, ``--n-jobs`` jobs;
+  total fit time (the 10 full SVMs that give the NSVs included) and test error.
+- ``predict``: the USPS test set, SLMC against SVC with the same (C, γ): kernel
+  evaluations per point, median prediction time, test error.
+- ``scaling``: USPS digit 0 against the rest, random subsets of N points,
+  Nz random XVs: for each path, the first evaluation (compile for cvxpy), the
+  median of later W(Z) evaluations, the solver's own time (cvxpy path: time
+  inside Clarabel, so the ratio is cvxpy's overhead), a fit of ``--scaling-iter``
+  L-BFGS iterations and the peak memory of a fresh process doing it.
+
+Usage::
+
+    python benchmarks/performance.py --data-dir ../shared/data --out docs/results
+
+writes ``performance.md`` (tables, the command, the machine), ``performance.csv``
+(every measurement), ``performance_scaling.png``; figures are written at the
+end, so an interrupted run leaves nothing half-written.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import os
+import platform
+import resource
+import sys
+import tempfile
+import time
+from concurrent.futures import ProcessPoolExecutor
+from multiprocessing import get_context
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import sklearn
+from numpy.typing import NDArray
+from sklearn.svm import SVC
+from threadpoolctl import threadpool_limits
+
+from sparsify import CvxpyMarginal, SparseSVC
+from sparsify.formulation import make_formulation
+from sparsify.kernels import RBF
+from sparsify.optimize import initial_expansion_vectors, minimize_marginal
+
+Array = NDArray[np.float64]
+PARTS = ("banana", "usps", "predict", "scaling")
+BANANA_C = BANANA_GAMMA = 10**0.5  # 5-fold CV on split 1, docs/results/banana.md
+USPS_C, USPS_GAMMA = 10.0, 1 / 128  # the paper's §5.1
+PAPER = {"banana_fit_s": 1.5, "usps_fit_h": 6.9, "usps_error": 4.7}
+
+
+def _load(data_dir: Path, name: str) -> dict[str, Any]:
+    with np.load(data_dir / name / f"{name}.npz", allow_pickle=False) as z:
+        return {k: z[k] for k in z.files}
+
+
+def load_usps(data_dir: Path) -> tuple[Array, Array, Array, Array]:
+    d = _load(data_dir, "usps")
+    X, y = 2 * d["X"].astype(float) - 1, d["y"].astype(int)
+    tr, te = d["train_idx"].ravel(), d["test_idx"].ravel()
+    return X[tr], y[tr], X[te], y[te]
+
+
+def _timed(fn: Any) -> tuple[Any, float]:
+    t0 = time.perf_counter()
+    out = fn()
+    return out, time.perf_counter() - t0
+
+
+def banana(data_dir: Path, repeats: int) -> list[dict[str, Any]]:
+    d = _load(data_dir, "banana")
+    tr, te = d["train_idx"][0], d["test_idx"][0]
+    X, y, Xt, yt = d["X"][tr], d["y"][tr], d["X"][te], d["y"][te]
+    svc, t_svc = _timed(lambda: SVC(C=BANANA_C, gamma=BANANA_GAMMA).fit(X, y))
+    nz = max(1, round(0.1 * svc.n_support_.sum()))
+    rows = [{"part": "banana", "method": "SVC", "N": len(X), "Nz": int(svc.n_support_.sum()),
+             "seconds": t_svc, "error": 1 - svc.score(Xt, yt), "repeat": 0}]
+    for solver, method in (("auto", "SLMC fast path"), ("clarabel", "SLMC generic path")):
+        for seed in range(repeats):
+            clf = SparseSVC(nz, C=BANANA_C, gamma=BANANA_GAMMA, solver=solver, random_state=seed)
+            _, seconds = _timed(lambda clf=clf: clf.fit(X, y))
+            rows.append({"part": "banana", "method": method, "N": len(X), "Nz": nz,
+                         "seconds": seconds, "error": 1 - clf.score(Xt, yt), "repeat": seed,
+                         "n_iter": int(clf.n_iter_[0]), "objective": float(clf.objective_[0])})
+    return rows
+
+
+def usps(data_dir: Path, n_jobs: int, seed: int) -> tuple[list[dict[str, Any]], SparseSVC, SVC]:
+    X, y, Xt, yt = load_usps(data_dir)
+    clf = SparseSVC(0.1, C=USPS_C, gamma=USPS_GAMMA, n_jobs=n_jobs, random_state=seed)
+    _, t_fit = _timed(lambda: clf.fit(X, y))
+    svc, t_svc = _timed(lambda: SVC(C=USPS_C, gamma=USPS_GAMMA).fit(X, y))
+    rows = [
+        {"part": "usps", "method": "SLMC fast path (10 one-vs-rest)", "N": len(X),
+         "Nz": int(clf.n_expansion_.sum()), "nsv_sum": int(clf.full_n_support_.sum()),
+         "seconds": t_fit, "error": 1 - clf.score(Xt, yt), "n_jobs": n_jobs},
+        {"part": "usps", "method": "SVC (one-vs-one, libsvm)", "N": len(X),
+         "Nz": int(svc.n_support_.sum()), "seconds": t_svc, "error": 1 - svc.score(Xt, yt),
+         "n_jobs": 1},
+    ]
+    return rows, clf, svc
+
+
+def predict(data_dir: Path, clf: SparseSVC, svc: SVC, repeats: int) -> list[dict[str, Any]]:
+    _, _, Xt, yt = load_usps(data_dir)
+    rows = []
+    for method, model, n_kernel in (
+        ("SLMC", clf, len(clf.expansion_vectors_)),
+        ("SVC", svc, int(svc.n_support_.sum())),
+    ):
+        times = [_timed(lambda m=model: m.predict(Xt))[1] for _ in range(repeats)]
+        rows.append({"part": "predict", "method": method, "N": len(Xt), "Nz": n_kernel,
+                     "seconds": float(np.median(times)), "error": 1 - model.score(Xt, yt)})
+    return rows
+
+
+def _scaling_point(data_dir: str, path: str, n: int, nz: int, n_iter: int,
+                   seed: int) -> dict[str, Any]:
+    """One (path, N, Nz) measurement in a fresh process, so its peak memory is its own."""
+    X, y, _, _ = load_usps(Path(data_dir))
+    rng = np.random.default_rng(seed)
+    idx = rng.choice(len(X), n, replace=False)
+    X, y = X[idx], np.where(y[idx] == 0, 1, -1)
+    kernel = RBF(USPS_GAMMA)
+    base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    with threadpool_limits(1):
+        form = make_formulation("svm", C=USPS_C)
+        marginal = (form.marginal(X, y, kernel, nz, "auto", 1e-8) if path == "fast"
+                    else CvxpyMarginal(form, X, y, kernel, nz, solver="clarabel", tol=1e-8))
+        Z = initial_expansion_vectors(X, nz, "random", seed)
+        _, first = _timed(lambda: marginal.evaluate(Z))
+        evals, inside = [], []
+        for k in range(5):
+            Zk = Z + 0.01 * (k + 1) * rng.normal(size=Z.shape)
+            evals.append(_timed(lambda Zk=Zk: marginal.evaluate(Zk))[1])
+            if path == "generic":
+                inside.append(marginal.problem.solver_stats.solve_time)
+        res, fit = _timed(lambda: minimize_marginal(marginal, Z, max_iter=n_iter))
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - base
+    per_eval = float(np.median(evals))
+    return {"part": "scaling", "method": path, "N": n, "Nz": nz, "first_eval_s": first,
+            "eval_s": per_eval, "solver_s": float(np.median(inside)) if inside else "",
+            "overhead": per_eval / float(np.median(inside)) if inside else "",
+            "seconds": fit, "n_evaluations": res.n_evaluations, "peak_mb": peak / 1024}
+
+
+def scaling(data_dir: Path, ns: list[int], nzs: list[int], n_fixed: int, nz_fixed: int,
+            n_iter: int, timeout: float, seed: int) -> list[dict[str, Any]]:
+    sweeps = [[(n, nz_fixed) for n in sorted(ns)],
+              [(n_fixed, nz) for nz in sorted(nzs) if nz != nz_fixed]]
+    rows: list[dict[str, Any]] = []
+    for path in ("fast", "generic"):
+        for sweep in sweeps:
+            over = False  # once a point times out, the larger ones of its sweep are skipped
+            for n, nz in sweep:
+                if over:
+                    rows.append({"part": "scaling", "method": path, "N": n, "Nz": nz,
+                                 "note": f"skipped (a smaller point took over {timeout:.0f} s)"})
+                    continue
+                with ProcessPoolExecutor(1, mp_context=get_context("spawn")) as pool:
+                    job = pool.submit(_scaling_point, str(data_dir), path, n, nz, n_iter, seed)
+                    try:
+                        rows.append(job.result(timeout=timeout))
+                    except TimeoutError:
+                        for proc in pool._processes.values():  # stop the stuck solve
+                            proc.kill()
+                        rows.append({"part": "scaling", "method": path, "N": n, "Nz": nz,
+                                     "note": f"over {timeout:.0f} s"})
+                        over = True
+                print(f"[performance] scaling {rows[-1]}", flush=True)
+    return rows
+
+
+def plot(rows: list[dict[str, Any]], path: Path, n_fixed: int, nz_fixed: int) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(2, 2, figsize=(10, 8))
+    for method, style in (("fast", "o-"), ("generic", "s--")):
+        pts = [r for r in rows if r["part"] == "scaling" and r["method"] == method
+               and "seconds" in r]
+        by_n = sorted((r["N"], r) for r in pts if r["Nz"] == nz_fixed)
+        by_nz = sorted((r["Nz"], r) for r in pts if r["N"] == n_fixed)
+        for col, series, label in ((0, by_n, "N"), (1, by_nz, "Nz")):
+            xs = [x for x, _ in series]
+            axes[0, col].loglog(xs, [r["seconds"] for _, r in series], style, label=method)
+            axes[1, col].semilogx(xs, [r["peak_mb"] for _, r in series], style, label=method)
+            axes[0, col].set_xlabel(label)
+            axes[1, col].set_xlabel(label)
+    axes[0, 0].set_title(f"fit time vs N (Nz = {nz_fixed})")
+    axes[0, 1].set_title(f"fit time vs Nz (N = {n_fixed})")
+    axes[1, 0].set_title("peak memory vs N")
+    axes[1, 1].set_title("peak memory vs Nz")
+    for ax in axes.ravel():
+        ax.grid(True, which="both", alpha=0.3)
+        ax.legend()
+    axes[0, 0].set_ylabel("seconds")
+    axes[1, 0].set_ylabel("MB above the loaded data")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def _median(rows: list[dict[str, Any]], method: str, key: str = "seconds") -> float:
+    return float(np.median([r[key] for r in rows if r["method"] == method]))
+
+
+def report(rows: list[dict[str, Any]], args: argparse.Namespace, wall: float) -> str:
+    lines = ["# Performance", "", "Command:", "", "    " + " ".join(["python", *sys.argv]), "",
+             f"Machine: {os.cpu_count()} CPUs ({platform.processor() or platform.machine()}), "
+             f"Python {platform.python_version()}, numpy {np.__version__}, scikit-learn "
+             f"{sklearn.__version__}; BLAS limited to 1 thread per process. Total "
+             f"{wall / 60:.1f} min.", ""]
+    ban = [r for r in rows if r["part"] == "banana"]
+    if ban:
+        fast, gen = _median(ban, "SLMC fast path"), _median(ban, "SLMC generic path")
+        lines += [
+            "## Banana split 1, Nz = 10 % of NSV", "",
+            f"C = γ = 10^0.5 (cross-validated, docs/results/banana.md); median of "
+            f"{args.repeats} seeds.", "",
+            "| method | Nz | fit s (median) | test error (mean) | L-BFGS iterations (median) |",
+            "|---|---|---|---|---|",
+        ]
+        for method in ("SLMC fast path", "SLMC generic path", "SVC"):
+            sel = [r for r in ban if r["method"] == method]
+            iters = np.median([r["n_iter"] for r in sel]) if "n_iter" in sel[0] else "—"
+            lines.append(f"| {method} | {sel[0]['Nz']} | {_median(ban, method):.3f} | "
+                         f"{100 * np.mean([r['error'] for r in sel]):.2f} % | {iters} |")
+        verdict = "met" if fast <= 0.3 else f"missed by {fast - 0.3:.2f} s"
+        lines += ["", f"Fast path {gen / fast:.1f}× faster than the generic path and "
+                  f"{PAPER['banana_fit_s'] / fast:.1f}× faster than the paper's C++ "
+                  f"({PAPER['banana_fit_s']} s). Target ≤ 0.3 s: {verdict}.", ""]
+    us = [r for r in rows if r["part"] == "usps"]
+    if us:
+        sl = us[0]
+        lines += [
+            "## USPS, 10 one-vs-rest SLMCs (γ = 1/128, C = 10, Nz = 10 % of each NSV)", "",
+            "| method | kernel expansions | fit s | test error |", "|---|---|---|---|",
+        ]
+        for r in us:
+            lines.append(f"| {r['method']} | {r['Nz']} | {r['seconds']:.1f} | "
+                         f"{100 * r['error']:.2f} % |")
+        ok = sl["seconds"] <= 300 and sl["error"] <= 0.048
+        lines += ["", f"SLMC: {sl['seconds'] / 60:.1f} min on {sl['n_jobs']} jobs (the 10 full "
+                  f"SVMs that set Nz included; Σ NSV = {sl['nsv_sum']}), paper 6.9 h; error "
+                  f"{100 * sl['error']:.2f} % (paper 4.7 %). Target ≤ 5 min and ≤ 4.8 %: "
+                  f"{'met' if ok else 'missed'}.", ""]
+    pr = [r for r in rows if r["part"] == "predict"]
+    if pr:
+        s, f = (next(r for r in pr if r["method"] == m) for m in ("SLMC", "SVC"))
+        lines += [
+            "## Prediction on the USPS test set (2007 points)", "",
+            "| method | kernel evaluations per point | predict s (median) | test error |",
+            "|---|---|---|---|",
+            *(f"| {r['method']} | {r['Nz']} | {r['seconds']:.4f} | {100 * r['error']:.2f} % |"
+              for r in (s, f)),
+            "", f"SLMC predicts {f['seconds'] / s['seconds']:.1f}× faster with "
+            f"{100 * (s['error'] - f['error']):+.2f} points of error (target ≥ 10× within 0.5 "
+            "points).", "",
+        ]
+    sc = [r for r in rows if r["part"] == "scaling"]
+    if sc:
+        lines += [
+            "## Scaling (USPS digit 0 vs rest, one process per point)", "",
+            f"Fit = {args.scaling_iter} L-BFGS iterations; eval = median W(Z)+∇W time; solver = "
+            "time inside Clarabel (generic path), overhead = eval / solver; peak memory of the "
+            "point's own process above the loaded data.", "",
+            "![scaling](performance_scaling.png)", "",
+            "| path | N | Nz | first eval s | eval s | solver s | overhead | fit s | "
+            "evaluations | peak MB |",
+            "|---|---|---|---|---|---|---|---|---|---|",
+        ]
+        for r in sc:
+            if "seconds" not in r:
+                lines.append(f"| {r['method']} | {r['N']} | {r['Nz']} | {r['note']} "
+                             "| | | | | | |")
+                continue
+            solver = f"{r['solver_s']:.4f}" if r["solver_s"] != "" else "—"
+            over = f"{r['overhead']:.2f}×" if r["overhead"] != "" else "—"
+            lines.append(f"| {r['method']} | {r['N']} | {r['Nz']} | {r['first_eval_s']:.3f} | "
+                         f"{r['eval_s']:.4f} | {solver} | {over} | {r['seconds']:.2f} | "
+                         f"{r['n_evaluations']} | {r['peak_mb']:.0f} |")
+        lines.append("")
+    return "\n".join(lines)
+
+
+def _write_atomic(path: Path, text: str) -> None:
+    with tempfile.NamedTemporaryFile("w", dir=path.parent, delete=False, suffix=".tmp") as fh:
+        fh.write(text)
+    os.replace(fh.name, path)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--data-dir", type=Path, required=True,
+                        help="folder in the ../shared/data format (banana/, usps/)")
+    parser.add_argument("--out", type=Path, default=Path("docs/results"))
+    parser.add_argument("--parts", nargs="+", choices=PARTS, default=list(PARTS))
+    parser.add_argument("--repeats", type=int, default=5, help="seeds for the Banana fits")
+    parser.add_argument("--n-jobs", type=int, default=2, help="jobs for USPS one-vs-rest")
+    parser.add_argument("--scaling-n", type=int, nargs="+",
+                        default=[400, 1000, 2000, 4000, 7291])
+    parser.add_argument("--scaling-nz", type=int, nargs="+", default=[5, 10, 20, 50, 100, 200])
+    parser.add_argument("--scaling-iter", type=int, default=20,
+                        help="L-BFGS iterations of each scaling fit")
+    parser.add_argument("--timeout", type=float, default=300.0,
+                        help="seconds allowed to one scaling point")
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args(argv)
+    for name in ("banana", "usps"):
+        if not (args.data_dir / name / f"{name}.npz").is_file():
+            parser.error(f"--data-dir {args.data_dir} has no {name}/{name}.npz; point it at a "
+                         "folder in the ../shared/data format.")
+    args.out.mkdir(parents=True, exist_ok=True)
+    start = time.perf_counter()
+    rows: list[dict[str, Any]] = []
+    with threadpool_limits(1):
+        if "banana" in args.parts:
+            rows += banana(args.data_dir, args.repeats)
+            print(f"[performance] banana done {time.perf_counter() - start:.0f}s", flush=True)
+        if "usps" in args.parts or "predict" in args.parts:
+            usps_rows, clf, svc = usps(args.data_dir, args.n_jobs, args.seed)
+            if "usps" in args.parts:
+                rows += usps_rows
+            if "predict" in args.parts:
+                rows += predict(args.data_dir, clf, svc, args.repeats)
+            print(f"[performance] usps done {time.perf_counter() - start:.0f}s", flush=True)
+    n_fixed, nz_fixed = 2000, 20
+    if "scaling" in args.parts:
+        rows += scaling(args.data_dir, args.scaling_n, args.scaling_nz, n_fixed, nz_fixed,
+                        args.scaling_iter, args.timeout, args.seed)
+    wall = time.perf_counter() - start
+    if "scaling" in args.parts:
+        with tempfile.NamedTemporaryFile(dir=args.out, suffix=".png", delete=False) as fh:
+            tmp_png = Path(fh.name)
+        plot(rows, tmp_png, n_fixed, nz_fixed)
+        os.replace(tmp_png, args.out / "performance_scaling.png")
+    fields = sorted({k for r in rows for k in r}, key=lambda k: (k != "part", k != "method", k))
+    with tempfile.NamedTemporaryFile("w", dir=args.out, delete=False, suffix=".tmp",
+                                     newline="") as fh:
+        writer = csv.DictWriter(fh, fieldnames=fields)
+        writer.writeheader()
+        writer.writerows(rows)
+    os.replace(fh.name, args.out / "performance.csv")
+    text = report(rows, args, wall)
+    _write_atomic(args.out / "performance.md", text)
+    print(text)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
