@@ -8,18 +8,21 @@ with a free bias on the Nz features ψ_z(x) = K(Z, x) and the metric K_ZZ::
 Its dual is a box-constrained QP over α ∈ [0, C]ᴺ with yᵀα = 0 whose Hessian
 Q = B K_ZZ⁻¹ Bᵀ (B = diag(y) K_XZ) has rank Nz. Two exact methods share it:
 
-* an active-set solve: guess which points are bound (α = C), free (on the
-  margin) or inactive (α = 0), solve the (Nz + |free| + 1) KKT system, move the
-  points whose KKT conditions fail and repeat. Warm-started from the previous
-  L-BFGS evaluation's partition, it usually needs one or two small solves.
+* a primal active-set method, warm-started from the previous L-BFGS
+  evaluation's α: when L-BFGS takes a small step few points change side, and
+  each change costs one small (Nz + |free| + 1) solve.
 * a primal-dual interior-point method (Mehrotra) whose Newton systems cost
-  O(N·Nz²) by the Sherman-Morrison-Woodbury identity: the robust fallback.
-  Its partition then seeds the active-set solve, which polishes α and b to the
-  exact KKT point.
+  O(N·Nz²) by the Sherman-Morrison-Woodbury identity: used when the warm start
+  runs past its budget (large steps, large N). Its rounded iterates seed the
+  active-set method, which lands on the exact KKT point.
+
+Points far outside the margin at the previous solution are left out of the
+solve and checked afterwards (shrinking, as in libsvm).
 
 A solution is accepted only when its KKT conditions hold to ``tol`` (active
 set) or its duality gap is below ``tol`` (interior point), so W(Z) agrees with
-the generic cvxpy path, which stays the reference in the tests. The gradient is
+the generic cvxpy path, which stays the reference in the tests and takes over
+an evaluation where the interior point stalls. The gradient is
 Lemma 1 with ν = α∘y and c = ½: ∂W/∂K_XZ = −(α∘y)βᵀ, ∂W/∂K_ZZ = ½ββᵀ. The
 constraint yᵀα = 0 puts support vectors in both classes, so W is differentiable
 (paper, Corollary 2) and no warning is needed here.
@@ -35,8 +38,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from sparsify.kernels import Kernel
-from sparsify.marginal import Evaluation, Marginal
-from sparsify.solvers import SolverError
+from sparsify.marginal import CvxpyMarginal, Evaluation, Marginal
 
 Array = NDArray[np.float64]
 #: α, β, b and, from the active-set solve, its partition (bound, free masks)
@@ -85,16 +87,20 @@ def _warm_active_set(
     B: Array, y: Array, K: Array, C: float, alpha: Array, upper: NDArray[np.bool_],
     free: NDArray[np.bool_], tol: float, max_iter: int,
 ) -> tuple[Array, Array, float, NDArray[np.bool_], NDArray[np.bool_]] | None:
-    """Primal active-set method on the dual from a feasible α; None unless KKT holds.
+    """Primal active-set method on the dual from a guessed α and partition.
 
-    The constraints of the dual do not depend on Z, so the previous
-    evaluation's α is feasible and its partition a good guess. Each iteration
-    moves one point: towards the subproblem's solution on the free set until a
-    bound blocks (the blocking point leaves the free set), or, at that solution,
-    the point that violates its KKT condition most joins the free set. At a
-    solution the free set typically holds Nz + 1 margin points, so a joining
-    point makes the subproblem singular; the step then follows the null space
-    of [B_F, y_F]ᵀ, along which the dual objective is linear, to the next bound.
+    Returns (α, β, b, bound mask, free mask) at a point where every KKT
+    condition holds to ``tol``, or None after ``max_iter`` iterations. The
+    constraints of the dual do not depend on Z, so the previous evaluation's α
+    is feasible and its partition a good guess; a rounded interior point is
+    the other start. Each iteration moves one point: towards the subproblem's
+    solution on the free set until a bound blocks (the blocking point leaves
+    the free set), or, at that solution, the point that violates its KKT
+    condition most joins the free set. At a solution the free set typically
+    holds Nz + 1 margin points, so a joining point makes the subproblem
+    singular; the step then follows the null space of [B_F, y_F]ᵀ, along which
+    the dual objective is linear, to the next bound. Every accepted point is
+    a full step to a subproblem solution, so yᵀα = 0 holds exactly.
     """
     alpha, upper, free = alpha.copy(), upper.copy(), free.copy()
     K_inv = np.linalg.inv(K)
@@ -104,6 +110,8 @@ def _warm_active_set(
         if solved is not None:
             target, beta, b = solved
             d = target[F] - alpha[F]
+        elif not len(F):  # no margin point: b is not unique; the interior point copes
+            return None
         else:  # singular subproblem: a direction of linear decrease
             null = np.linalg.svd(np.vstack([B[F].T, y[F]]))[2][-1]
             grad = B[F] @ (K_inv @ (B.T @ alpha)) - 1.0
@@ -131,28 +139,8 @@ def _warm_active_set(
     return None
 
 
-def _active_set(
-    B: Array, y: Array, K: Array, C: float, upper: NDArray[np.bool_], free: NDArray[np.bool_],
-    tol: float, max_iter: int = 10,
-) -> tuple[Array, Array, float, NDArray[np.bool_], NDArray[np.bool_]] | None:
-    """Primal-dual active-set iterations from a guessed partition; None unless KKT holds."""
-    upper, free = upper.copy(), free.copy()
-    for _ in range(max_iter):
-        solved = _active_set_solve(B, y, K, C, upper, free)
-        if solved is None:
-            return None
-        alpha, beta, b = solved
-        g = B @ beta + y * b - 1.0  # margin slack y_i(f_i + b) − 1
-        lower = ~(upper | free)
-        to_upper = free & (alpha > C * (1 + tol))
-        to_lower = free & (alpha < -C * tol)
-        leave_upper = upper & (g > tol)
-        leave_lower = lower & (g < -tol)
-        if not (to_upper.any() or to_lower.any() or leave_upper.any() or leave_lower.any()):
-            return np.clip(alpha, 0.0, C), beta, b, upper, free
-        upper = (upper & ~leave_upper) | to_upper
-        free = (free & ~to_upper & ~to_lower) | leave_upper | leave_lower
-    return None
+class _Stalled(Exception):
+    """The interior-point method made no progress (numerical breakdown)."""
 
 
 @dataclass
@@ -171,10 +159,23 @@ class _NewtonSystem:
     r_d: Array
     r_p: float
     D_inv: Array
-    BD: Array  # B D⁻¹
-    S_inv: Array
+    BD: Array  # D⁻¹ B
+    S_inv: Array  # (K + Bᵀ D⁻¹ B)⁻¹
+    B: Array
+    K_inv: Array
 
     def solve(self, v: Array) -> Array:
+        """(D + B K⁻¹ Bᵀ)⁻¹ v, with one step of iterative refinement.
+
+        Near the solution D spans many orders of magnitude and the Woodbury
+        solve alone loses digits; one refinement step against the exact
+        product restores them at the cost of a few matrix-vector products.
+        """
+        z = self._woodbury(v)
+        residual = v - (z / self.D_inv + self.B @ (self.K_inv @ (self.B.T @ z)))
+        return z + self._woodbury(residual)
+
+    def _woodbury(self, v: Array) -> Array:
         dv = self.D_inv * v
         return dv - self.BD @ (self.S_inv @ (self.BD.T @ v))
 
@@ -200,20 +201,22 @@ def _interior_point(
     K: Array,
     C: float,
     tol: float,
-    polish: Callable[[NDArray[np.bool_], NDArray[np.bool_]], Solution | None],
+    polish: Callable[[Array, NDArray[np.bool_], NDArray[np.bool_]], Solution | None],
     max_iter: int = 100,
 ) -> Solution | None:
     """Mehrotra predictor-corrector on the SVM dual; None if it stalls.
 
-    Once the relative duality gap is below 1e-2 each iterate's partition is
-    offered to ``polish`` (the exact active-set solve), which usually ends the
-    method well before the gap reaches ``tol``. Plain numpy: at N in the
-    hundreds an iteration is a few dozen vector operations.
+    From a relative duality gap of 1e-3 on, the iterate's partition is offered
+    to ``polish`` (the exact active-set method) each time the gap has fallen
+    tenfold; that usually ends the method well before the gap reaches ``tol``.
+    Plain numpy: at N in the hundreds an iteration is a few dozen vector
+    operations.
     """
     N = len(y)
     K_inv = np.linalg.inv(K)
     alpha = np.full(N, 0.5 * C)
     lam, mu, b = np.ones(N), np.ones(N), 0.0
+    next_polish = 1e-3  # try the exact polish at gaps 1e-3, then 10× lower each time
     for _ in range(max_iter):
         s = C - alpha
         beta = K_inv @ (B.T @ alpha)
@@ -221,12 +224,14 @@ def _interior_point(
         wnorm2 = float(alpha @ (g + 1.0 - y * b))
         primal = 0.5 * wnorm2 + C * float(np.maximum(0.0, -g).sum())
         gap = (primal - (alpha.sum() - 0.5 * wnorm2)) / max(1.0, abs(primal))
-        if gap <= 1e-2:
+        if gap <= next_polish:
             # A bound counts as active where its slack is below its multiplier
             # (α/C < λ, (C − α)/C < μ): on the central path the two separate
             # long before the gap closes.
+            next_polish = gap / 10
             upper = s < C * mu
-            polished = polish(upper, ~upper & (alpha >= C * lam))
+            free = ~upper & (alpha >= C * lam)
+            polished = polish(np.where(upper, C, np.where(free, alpha, 0.0)), upper, free)
             if polished is not None:
                 return polished
         r_p = float(y @ alpha)
@@ -238,7 +243,8 @@ def _interior_point(
             S_inv = np.linalg.inv(K + B.T @ BD)
         except np.linalg.LinAlgError:
             return None
-        newton = _NewtonSystem(y, alpha, s, lam, mu, g - lam + mu, r_p, D_inv, BD, S_inv)
+        newton = _NewtonSystem(y, alpha, s, lam, mu, g - lam + mu, r_p, D_inv, BD, S_inv, B,
+                               K_inv)
         da, _, dlam, dmu, t = newton.direction(0.0, 0.0)  # predictor: affine scaling
         # Mehrotra's corrector: centre by σ = (m_aff / m)³ and correct the
         # second-order terms of the complementarity products.
@@ -282,9 +288,10 @@ class SVMDualMarginal(Marginal):
 
     Attributes
     ----------
-    n_active_set, n_interior_point : int
-        How many evaluations the warm-started active-set solve settled, and
-        how many needed the interior-point method.
+    n_active_set, n_interior_point, n_generic : int
+        How many solves the warm-started active-set method settled, how many
+        needed the interior-point method, and how many evaluations fell back
+        to the generic cvxpy path.
 
     Examples
     --------
@@ -319,37 +326,69 @@ class SVMDualMarginal(Marginal):
         self.n_expansion = int(n_expansion)
         self.tol = float(tol)
         self.jitter = jitter * max(float(np.mean(kernel.diag(self.X))), 1e-300)
-        self._partition: tuple[NDArray[np.bool_], NDArray[np.bool_]] | None = None
-        self._alpha: Array | None = None
+        # the previous solution (α, β, b[, bound mask, free mask]): the warm start
+        self._last: Solution | None = None
         self.n_active_set = 0
         self.n_interior_point = 0
+        self.n_generic = 0
+        self._generic: CvxpyMarginal | None = None
 
-    def _solve(self, B: Array, K: Array) -> tuple[Array, Array, float]:
-        y, C, tol = self.y, self.C, self.tol
-        if self._partition is not None:
-            # the previous evaluation's partition: exact in one solve when L-BFGS
-            # took a small step
-            solved = _warm_active_set(B, y, K, C, self._alpha, *self._partition, tol,
-                                      max_iter=4 * self.n_expansion + 20)
+    def _solve_subset(self, B: Array, y: Array, K: Array, warm: Solution | None) -> Solution:
+        """Solve the dual on some of the points; warm = (α, bound mask, free mask) or None."""
+        C, tol = self.C, self.tol
+        if warm is not None:
+            # Cheaper than an interior point when L-BFGS took a small step: then
+            # few points change side. Past its budget the interior point wins.
+            solved = _warm_active_set(B, y, K, C, *warm, tol, max_iter=self.n_expansion + 10)
             if solved is not None:
                 self.n_active_set += 1
-                alpha, beta, b, *partition = solved
-                self._partition = (partition[0], partition[1])
-                return alpha, beta, b
-        def polish(upper: NDArray[np.bool_], free: NDArray[np.bool_]) -> Solution | None:
-            return _active_set(B, y, K, C, upper, free, tol, max_iter=3)
+                return solved
+
+        def polish(alpha: Array, upper: NDArray[np.bool_],
+                   free: NDArray[np.bool_]) -> Solution | None:
+            return _warm_active_set(B, y, K, C, alpha, upper, free, tol,
+                                    max_iter=self.n_expansion + 10)
 
         solved = _interior_point(B, y, K, C, 1e-2 * tol, polish)
         if solved is None:
-            raise SolverError(
-                f"The svm fast path's interior-point solver did not converge on the 'svm' "
-                f"formulation (N={len(y)}, Nz={len(K)}); use solver='clarabel'."
-            )
+            raise _Stalled
         self.n_interior_point += 1
-        alpha, beta, b, *partition = solved
-        # an unpolished interior point has no partition to warm-start from
-        self._partition = (partition[0], partition[1]) if partition else None
-        return alpha, beta, b
+        return solved
+
+    def _solve(self, B: Array, K: Array) -> tuple[Array, Array, float]:
+        """α, β, b on all points, solving on a working set (shrinking, as in libsvm).
+
+        Points far outside the margin at the previous solution (predicted slack
+        above 1 with the new kernel columns) are left out with α = 0; afterwards
+        every left-out point is checked, and any that violates its KKT
+        condition joins the working set, which is solved again.
+        """
+        y, N = self.y, len(self.y)
+        last = self._last
+        if last is None:
+            work = np.ones(N, dtype=bool)
+        else:
+            predicted = B @ last[1] + y * last[2] - 1.0
+            work = (predicted < 1.0) | (last[0] > 0)
+        warm = None if last is None or len(last) < 5 else last
+        while True:
+            sub = None if warm is None else (warm[0][work], warm[3][work], warm[4][work])
+            alpha_w, beta, b, *partition = self._solve_subset(B[work], y[work], K, sub)
+            g = B @ beta + y * b - 1.0
+            missed = ~work & (g < -self.tol)
+            alpha = np.zeros(N)
+            alpha[work] = alpha_w
+            if partition:
+                upper, free = np.zeros(N, dtype=bool), np.zeros(N, dtype=bool)
+                upper[work], free[work] = partition
+                solution: Solution = (alpha, beta, b, upper, free)
+            else:  # an unpolished interior point has no partition to warm-start from
+                solution = (alpha, beta, b)
+            if not missed.any():
+                self._last = solution
+                return alpha, beta, b
+            work |= missed
+            warm = solution if partition else None
 
     def evaluate(self, Z: Array, grad: bool = True) -> Evaluation:
         Z = np.asarray(Z, dtype=float)
@@ -357,8 +396,19 @@ class SVMDualMarginal(Marginal):
         K_zz = self.kernel(Z, Z)
         K = K_zz + self.jitter * np.eye(len(Z))
         B = self.y[:, None] * K_xz
-        alpha, beta, b = self._solve(B, K)
-        self._alpha = alpha
+        try:
+            alpha, beta, b = self._solve(B, K)
+        except (_Stalled, np.linalg.LinAlgError):
+            # rare numerical breakdown (nearly singular K_ZZ, extreme C): the
+            # generic path, this one's reference, answers this evaluation
+            self._last = None
+            self.n_generic += 1
+            if self._generic is None:
+                from sparsify_plugins.svm import SVM  # svm imports this module
+
+                self._generic = CvxpyMarginal(SVM(self.C), self.X, self.y, self.kernel,
+                                              self.n_expansion, tol=self.tol)
+            return self._generic.evaluate(Z, grad)
         g = B @ beta + self.y * b - 1.0
         value = float(0.5 * beta @ K @ beta + self.C * np.maximum(0.0, -g).sum())
         if not grad:
