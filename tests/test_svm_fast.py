@@ -105,3 +105,26 @@ def test_labels_must_be_plus_minus_one_from_both_classes() -> None:
     with pytest.raises(ValueError, match=r"labels y in \{-1, \+1\}"):
         SVMDualMarginal(1.0, X, (y > 0).astype(int), make_kernel("rbf", X), 3)
 
+
+
+def test_points_left_out_by_shrinking_are_checked_and_rejoin() -> None:
+    X, y, _, _ = load_banana()
+    kernel = make_kernel("rbf", X, gamma=3.0)
+    fast, generic = _pair(X, y, kernel, 8, 3.0)
+    fast.evaluate(initial_expansion_vectors(X, 8, "random", 0))
+    # XVs elsewhere: points predicted far outside the margin now violate it
+    Z = initial_expansion_vectors(X, 8, "random", 1)
+    ev = fast.evaluate(Z)
+    assert ev.value == pytest.approx(generic.evaluate(Z).value, rel=1e-6)
+
+
+def test_a_stalled_interior_point_falls_back_to_the_generic_path(monkeypatch) -> None:
+    import sparsify_plugins.svm_fast as svm_fast
+
+    monkeypatch.setattr(svm_fast, "_interior_point", lambda *args, **kwargs: None)
+    X, y = random_problem(40, 2)
+    kernel = make_kernel("rbf", X)
+    fast, generic = _pair(X, y, kernel, 4, 1.0)
+    ev = fast.evaluate(X[:4])
+    assert fast.n_generic == 1 and ev.solver == "clarabel"
+    assert ev.value == pytest.approx(generic.evaluate(X[:4]).value, rel=1e-6)
