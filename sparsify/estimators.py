@@ -246,7 +246,8 @@ class SparseKernelClassifier(KernelMachineMixin, ClassifierMixin, BaseEstimator)
         rng = check_random_state(self.random_state)
         seeds = rng.randint(np.iinfo(np.int32).max, size=(len(targets), self.n_init))
         # every (problem, start) pair is one job; the start with the lowest W wins
-        runs = Parallel(n_jobs=n_jobs)(
+        # joblib's own progress lines ("Done 3 out of 10") when verbose
+        runs = Parallel(n_jobs=n_jobs, verbose=10 * self.verbose if n_jobs else 0)(
             delayed(_fit_start)(
                 X, targets[k], formulation, kernel, nz_nsv[k][0], self.init, self.solver,
                 self.solver_tol, self.max_iter, self.tol, int(seeds[k, j]), self.callback,

@@ -176,7 +176,7 @@ def minimize_marginal(
         info = IterationInfo(len(history) - 1, value, float(np.linalg.norm(grad)),
                              z.reshape(shape), time.perf_counter() - start)
         if verbose:
-            print(f"[sparsify] iter {info.iteration:4d}  W = {value:.8g}  "
+            print(f"[sparsify] iter {info.iteration:4d}/{max_iter}  W = {value:.8g}  "
                   f"|grad| = {info.grad_norm:.3g}  {info.seconds:.2f}s", flush=True)
         if callback is not None and callback(info):
             raise StopIteration
