@@ -24,7 +24,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from sparsify.formulation import Formulation, make_formulation
 from sparsify.kernels import RBF, Kernel, Linear, Polynomial, make_kernel
-from sparsify.marginal import CvxpyMarginal
+from sparsify.marginal import make_marginal
 from sparsify.optimize import INIT_METHODS, initial_expansion_vectors, minimize_marginal
 from sparsify.plugins import get_registry
 
@@ -124,10 +124,7 @@ def _fit_start(
 ) -> dict[str, Any]:
     """One start of one binary problem; module level so joblib can ship it."""
     Z0 = initial_expansion_vectors(X, n_expansion, init, seed)
-    marginal = formulation.marginal(X, y, kernel, n_expansion, solver, solver_tol)
-    if marginal is None:
-        marginal = CvxpyMarginal(formulation, X, y, kernel, n_expansion, solver=solver,
-                                 tol=solver_tol)
+    marginal = make_marginal(formulation, X, y, kernel, n_expansion, solver, solver_tol)
     res = minimize_marginal(marginal, Z0, max_iter=max_iter, tol=tol, callback=callback,
                             verbose=verbose)
     return {

@@ -15,7 +15,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from sparsify.formulation import Formulation, make_formulation
 from sparsify.kernels import Kernel, make_kernel
-from sparsify.marginal import CvxpyMarginal
+from sparsify.marginal import make_marginal
 
 __all__ = ["expansion_coefficients"]
 
@@ -78,5 +78,5 @@ def expansion_coefficients(
     k = make_kernel(kernel, X, gamma=gamma, degree=degree, coef0=coef0)
     form = make_formulation(formulation, **formulation_params)
     y_arr = None if y is None else np.asarray(y)
-    ev = CvxpyMarginal(form, X, y_arr, k, len(Z), solver=solver, tol=tol).evaluate(Z, grad=False)
+    ev = make_marginal(form, X, y_arr, k, len(Z), solver=solver, tol=tol).evaluate(Z, grad=False)
     return ev.coef, ev.intercept

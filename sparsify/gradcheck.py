@@ -15,7 +15,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from sparsify.formulation import Formulation, make_formulation
 from sparsify.kernels import Kernel, Linear, make_kernel
-from sparsify.marginal import CvxpyMarginal, Marginal
+from sparsify.marginal import Marginal, make_marginal
 from sparsify.optimize import initial_expansion_vectors
 
 __all__ = ["GradientCheck", "check_gradient", "random_problem"]
@@ -144,8 +144,7 @@ def check_gradient(
     Z = np.asarray(Z, dtype=float)
     if marginal is None:
         # a formulation's own W and ∇W, if it supplies them, is what a fit uses
-        marginal = form.marginal(X, y, k, len(Z), solver, tol) or CvxpyMarginal(
-            form, X, y, k, len(Z), solver=solver, tol=tol)
+        marginal = make_marginal(form, X, y, k, len(Z), solver, tol)
     ev = marginal.evaluate(Z)
     numeric = np.zeros_like(Z)
     for idx in np.ndindex(*Z.shape):

@@ -8,6 +8,10 @@ with the candidate added (K_a = [1, K(X, S ∪ {x_l})], K_q = K(S ∪ {x_l}, ·)
 adds the best, then takes a few damped Newton steps on the enlarged set. It
 stops when |H_k − H_{k−1}| / H_k < η or at ``max_import_points``.
 
+Candidates are scored together (one bordered Newton system per class, solved for
+all of them through a Schur complement), so a round costs O(N·q·m·K) for q
+import points and m candidates; on large data ``n_candidates`` bounds m.
+
 Multi-class data use the softmax loss with one output per class; the Newton
 step is then taken per class (the block-diagonal part of the Hessian, each
 block (1/N) K_aᵀ W_k K_a + λ K_q with W_k = diag(p_k (1 − p_k))), with a
@@ -22,7 +26,7 @@ from typing import Any, ClassVar
 import numpy as np
 import scipy.linalg
 from numpy.typing import ArrayLike, NDArray
-from scipy.special import expit, logsumexp, softmax
+from scipy.special import expit, softmax
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
@@ -40,14 +44,33 @@ def _mean_loss(F: Array, T: Array) -> Array:
     """Mean log-loss over axis 0 of outputs F (N, ..., K) with targets T (N, K).
 
     One output column is the binary logistic loss with T ∈ {0, 1}; several are
-    the softmax cross-entropy with one-hot T.
+    the softmax cross-entropy with one-hot T. The log-sum-exp is written out:
+    scipy's generic one is several times slower on the (N, candidates, K)
+    arrays of the candidate scoring, which dominate the fit.
     """
     if F.shape[-1] == 1:
         f = F[..., 0]
         t = T[:, 0].reshape((-1,) + (1,) * (f.ndim - 1))
         return np.mean(np.logaddexp(0.0, f) - t * f, axis=0)
     t = T.reshape((T.shape[0],) + (1,) * (F.ndim - 2) + (T.shape[1],))
-    return np.mean(logsumexp(F, axis=-1) - np.sum(t * F, axis=-1), axis=0)
+    top = F.max(axis=-1, keepdims=True)
+    lse = np.log(np.sum(np.exp(F - top), axis=-1)) + top[..., 0]
+    return np.mean(lse - np.sum(t * F, axis=-1), axis=0)
+
+
+def _candidate_loss(outs: Array, T: Array) -> Array:
+    """Mean log-loss per candidate of outputs ``outs`` (K, N, m), targets T (N, K).
+
+    ``outs`` is overwritten (the largest array of a fit: no copy).
+    """
+    if len(outs) == 1:
+        return np.mean(np.logaddexp(0.0, outs[0]) - T[:, :1] * outs[0], axis=0)
+    true = outs[T.argmax(1), np.arange(outs.shape[1]), :]  # output of the true class, (N, m)
+    top = outs.max(axis=0)
+    outs -= top
+    np.exp(outs, out=outs)
+    lse = np.log(outs.sum(axis=0)) + top
+    return np.mean(lse - true, axis=0)
 
 
 def _probs(F: Array) -> Array:
@@ -85,7 +108,9 @@ class ImportVectorMachine(LogisticMixin, ClassifierMixin, BaseEstimator):
     refine_max_iter : int, default=50
         L-BFGS iterations of the refinement.
     solver : str, default="auto"
-        Convex solver of the refinement.
+        Solver of the refinement's fixed-Z problems: "auto" takes the KLR
+        formulation's exact Newton fast path, "clarabel" or "ecos" the generic
+        cvxpy path.
     random_state : int, RandomState instance or None, default=None
         Seed of the candidate subsets.
 
@@ -181,7 +206,8 @@ class ImportVectorMachine(LogisticMixin, ClassifierMixin, BaseEstimator):
             step = np.empty_like(A)
             for k in range(A.shape[1]):
                 w = prob[:, k] * (1 - prob[:, k])
-                M = D.T @ (w[:, None] * D) / N + self.lam * P
+                Ds = D * np.sqrt(w)[:, None]
+                M = Ds.T @ Ds / N + self.lam * P  # AᵀA: one symmetric rank-k update
                 g = D.T @ (prob[:, k] - T[:, k]) / N + self.lam * P @ A[:, k]
                 step[:, k] = scipy.linalg.lstsq(M, g)[0]
             t = 1.0
@@ -209,19 +235,25 @@ class ImportVectorMachine(LogisticMixin, ClassifierMixin, BaseEstimator):
         """
         N, m = Kc.shape
         q1 = D.shape[1]
+        n_out = A.shape[1]
         F = D @ A
         prob = _probs(F)
-        Knew = np.empty((q1 + 1, m, A.shape[1]))
-        outputs = np.empty((N, m, A.shape[1]))
+        Knew = np.empty((q1 + 1, m, n_out))
+        # outputs per candidate, one contiguous (N, m) slab per class: the loss below
+        # then works in place on them, the largest arrays of the fit
+        outputs = np.empty((n_out, N, m))
         pen = np.zeros(m)
         cross = np.vstack([np.zeros((1, m)), KSc])
-        for k in range(A.shape[1]):
+        Kc2 = Kc**2
+        for k in range(n_out):
             w = prob[:, k] * (1 - prob[:, k])
             z = w * F[:, k] + T[:, k] - prob[:, k]
-            M = D.T @ (w[:, None] * D) / N
+            Dw = D * w[:, None]
+            Ds = D * np.sqrt(w)[:, None]
+            M = Ds.T @ Ds / N
             M[1:, 1:] += self.lam * KS
-            C = D.T @ (w[:, None] * Kc) / N + self.lam * cross
-            delta = (w @ Kc**2) / N + self.lam * kcc
+            C = Dw.T @ Kc / N + self.lam * cross
+            delta = (w @ Kc2) / N + self.lam * kcc
             lu = scipy.linalg.lu_factor(M + 1e-12 * np.trace(M) * np.eye(q1))
             x0 = scipy.linalg.lu_solve(lu, D.T @ z / N)
             V = scipy.linalg.lu_solve(lu, C)
@@ -230,10 +262,11 @@ class ImportVectorMachine(LogisticMixin, ClassifierMixin, BaseEstimator):
             t = (Kc.T @ z / N - C.T @ x0) / schur
             coef = x0[:, None] - V * t
             Knew[:q1, :, k], Knew[q1, :, k] = coef, t
-            outputs[:, :, k] = D @ coef + Kc * t
+            np.matmul(D, coef, out=outputs[k])
+            outputs[k] += Kc * t
             a = coef[1:]
             pen += np.sum(a * (KS @ a), axis=0) + 2 * t * np.sum(a * KSc, axis=0) + t**2 * kcc
-        H = _mean_loss(outputs, T) + 0.5 * self.lam * pen
+        H = _candidate_loss(outputs, T) + 0.5 * self.lam * pen
         return np.where(np.isnan(H), np.inf, H), Knew
 
     # -- scikit-learn API -----------------------------------------------------------------------

@@ -20,7 +20,7 @@ from sklearn.utils.validation import check_array
 from sparsify.estimators import KernelMachineMixin, _check_solver, validate_classification
 from sparsify.formulation import make_formulation
 from sparsify.kernels import Kernel, make_kernel
-from sparsify.marginal import CvxpyMarginal
+from sparsify.marginal import make_marginal
 from sparsify.optimize import INIT_METHODS, initial_expansion_vectors, minimize_marginal
 
 __all__ = ["SparseKernelLogisticRegression"]
@@ -53,7 +53,9 @@ class SparseKernelLogisticRegression(LogisticMixin, ClassifierMixin, BaseEstimat
     Minimises (λ/2)‖w‖² + (1/N) Σ_i log-loss_i over β, b and the XVs Z, with
     ``w = Σ_j β_j φ(z_j)`` (Wu, Schölkopf & Bakır 2006, on the KLR of Zhu &
     Hastie 2005). For fixed Z the problem is an exponential-cone program; L-BFGS
-    moves Z with the gradient from its duals. Multi-class data are one joint
+    moves Z with the gradient of Lemma 1. By default (``solver="auto"``) the
+    fixed-Z problem is solved by Newton's method; a cvxpy backend name solves it
+    as an exponential-cone program instead. Multi-class data are one joint
     softmax problem.
 
     Parameters
@@ -78,13 +80,18 @@ class SparseKernelLogisticRegression(LogisticMixin, ClassifierMixin, BaseEstimat
     n_init : int, default=1
         Number of starts (ignored for an array ``init``); the lowest W(Z) wins.
     solver : str, default="auto"
-        "clarabel", "ecos" or "auto" (exponential cone: OSQP cannot solve it).
+        "auto" solves each fixed-Z problem by the formulation's exact fast path
+        (damped Newton on the whitened coefficients, warm-started; no cvxpy);
+        "clarabel" or "ecos" force the generic exponential-cone path through
+        cvxpy (OSQP cannot solve it).
     max_iter : int, default=100
         Maximum L-BFGS iterations (0 keeps the initial XVs).
     tol : float, default=1e-6
         Relative decrease of W below which L-BFGS stops.
     solver_tol : float, default=1e-8
-        Accuracy of each convex solve.
+        Accuracy of each convex solve: the cvxpy backends' gap and feasibility;
+        for the Newton path, its squared Newton decrement must fall below
+        ``solver_tol² · max(1, W)`` (W to about ``solver_tol²`` relative).
     random_state : int, RandomState instance or None, default=None
         Seed of the initial XVs.
     verbose : int, default=0
@@ -205,8 +212,8 @@ class SparseKernelLogisticRegression(LogisticMixin, ClassifierMixin, BaseEstimat
             starts = [Z0]
         best = None
         for Z0 in starts:
-            marginal = CvxpyMarginal(formulation, X, target, kernel, len(Z0), solver=self.solver,
-                                     tol=self.solver_tol)
+            marginal = make_marginal(formulation, X, target, kernel, len(Z0), self.solver,
+                                     self.solver_tol)
             res = minimize_marginal(marginal, Z0, max_iter=self.max_iter, tol=self.tol,
                                     verbose=self.verbose)
             if best is None or res.evaluation.value < best.evaluation.value:

@@ -39,6 +39,7 @@ __all__ = [
     "Marginal",
     "NonDifferentiableWarning",
     "expansion_factor",
+    "make_marginal",
 ]
 
 Array = NDArray[np.float64]
@@ -322,3 +323,36 @@ class CvxpyMarginal(Marginal):
                     stacklevel=2,
                 )
         return Evaluation(value, gradient, beta, b, backend.name)
+
+
+def make_marginal(
+    formulation: Formulation,
+    X: Array,
+    y: NDArray[Any] | None,
+    kernel: Kernel,
+    n_expansion: int,
+    solver: str = "auto",
+    tol: float = 1e-9,
+) -> Marginal:
+    """The W(Z) provider a fit uses: the formulation's own, else the generic cvxpy path.
+
+    With ``solver="auto"`` a formulation that has an exact fast path (or a W
+    of its own, as the Rayleigh-quotient KFD) supplies it through
+    :meth:`Formulation.marginal`; a cvxpy backend name selects the generic path.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sparsify import RBF
+    >>> from sparsify.formulation import make_formulation
+    >>> X = np.array([[0.0], [1.0], [2.0], [3.0]]); y = np.array([-1, -1, 1, 1])
+    >>> svm = make_formulation("svm")
+    >>> type(make_marginal(svm, X, y, RBF(1.0), 2)).__name__
+    'SVMDualMarginal'
+    >>> type(make_marginal(svm, X, y, RBF(1.0), 2, solver="clarabel")).__name__
+    'CvxpyMarginal'
+    """
+    own = formulation.marginal(X, y, kernel, n_expansion, solver, tol)
+    if own is not None:
+        return own
+    return CvxpyMarginal(formulation, X, y, kernel, n_expansion, solver=solver, tol=tol)

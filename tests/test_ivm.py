@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 from sklearn.datasets import make_blobs, make_moons
 from sklearn.utils.estimator_checks import parametrize_with_checks
+from sparsify_plugins.klr_newton import NewtonKLRMarginal
 
 from sparsify.ivm import ImportVectorMachine
 from sparsify.logistic import SparseKernelLogisticRegression
@@ -55,6 +56,27 @@ def test_refinement_lowers_the_objective(moons) -> None:
     assert not np.allclose(ivm.expansion_vectors_, ivm.import_vectors_)
 
 
+def test_refinement_takes_the_klr_fast_path(moons, monkeypatch: pytest.MonkeyPatch) -> None:
+    calls = []
+    evaluate = NewtonKLRMarginal.evaluate
+
+    def spy(self: NewtonKLRMarginal, Z: np.ndarray, grad: bool = True):  # type: ignore[no-untyped-def]
+        calls.append(len(Z))
+        return evaluate(self, Z, grad)
+
+    monkeypatch.setattr(NewtonKLRMarginal, "evaluate", spy)
+    X, y = moons
+    params = dict(lam=1e-3, gamma=2.0, max_import_points=5, eta=0.0)
+    ivm = ImportVectorMachine(**params, refine=True, refine_max_iter=4).fit(X, y)
+    assert calls and set(calls) == {5}
+    # the refinement is sparse KLR started from the import vectors (what the benchmark times)
+    plain = ImportVectorMachine(**params).fit(X, y)
+    ref = SparseKernelLogisticRegression(lam=1e-3, kernel=plain.kernel_,
+                                         init=plain.import_vectors_, max_iter=4).fit(X, y)
+    np.testing.assert_allclose(ivm.expansion_vectors_, ref.expansion_vectors_)
+    assert ivm.refined_.objective_ == pytest.approx(ref.objective_, rel=1e-12)
+
+
 def test_multiclass_and_candidate_subsets() -> None:
     X, y = make_blobs(120, centers=3, random_state=0)
     ivm = ImportVectorMachine(lam=1e-3, gamma=0.5, max_import_points=10, n_candidates=20,
@@ -76,3 +98,15 @@ def test_errors() -> None:
         ImportVectorMachine(lam=0).fit(X, y)
     with pytest.raises(ValueError, match="at least 2 classes"):
         ImportVectorMachine().fit(X, np.ones(len(X)))
+
+
+@pytest.mark.parametrize("n_out", [1, 4])
+def test_candidate_scoring_loss_is_the_mean_log_loss(n_out: int) -> None:
+    from sparsify.ivm import _candidate_loss, _mean_loss
+
+    rng = np.random.default_rng(0)
+    outs = 3 * rng.normal(size=(n_out, 30, 7))
+    T = (rng.random((30, 1)) < 0.5).astype(float) if n_out == 1 else np.eye(n_out)[
+        rng.integers(n_out, size=30)]
+    expected = _mean_loss(np.moveaxis(outs, 0, -1), T)
+    np.testing.assert_allclose(_candidate_loss(outs.copy(), T), expected, rtol=1e-12)
