@@ -17,13 +17,13 @@ sparse input sparse (seed 001, §3.3).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from math import factorial
 from numbers import Integral, Real
 from typing import Any, ClassVar
 
 import numpy as np
 import scipy.sparse as sp
 from numpy.typing import ArrayLike, NDArray
+from scipy.special import gammaln
 from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.preprocessing import PolynomialFeatures
 from sklearn.utils._param_validation import Interval
@@ -139,10 +139,10 @@ class TaylorGaussianFeatures(TransformerMixin, BaseEstimator):
         self._poly = PolynomialFeatures(degree=self.order, include_bias=True).fit(X)
         self.powers_ = self._poly.powers_
         k = self.powers_.sum(1)
-        # (2γ)^k C_α^k / k! = (2γ)^k / Π_j α_j!
-        denominators = np.array([np.prod([factorial(int(a)) for a in row]) for row in
-                                 self.powers_], dtype=float)
-        self.scale_ = np.sqrt((2 * self.gamma) ** k / denominators)
+        # (2γ)^k C_α^k / k! = (2γ)^k / Π_j α_j!, in logs and vectorised: a per-row Python
+        # loop took 0.2-0.5 s at a9a's 7750 × 123 powers, and logs cannot overflow.
+        log_denominator = gammaln(self.powers_ + 1.0).sum(1)
+        self.scale_ = np.exp(0.5 * (k * np.log(2 * self.gamma) - log_denominator))
         self.n_output_features_ = len(self.scale_)
         return self
 
@@ -150,12 +150,24 @@ class TaylorGaussianFeatures(TransformerMixin, BaseEstimator):
         """Map X to the features, shape (n_samples, n_output_features_)."""
         check_is_fitted(self)
         X = validate_data(self, X, accept_sparse="csr", dtype=np.float64, reset=False)
+        if sp.issparse(X) and not X.has_canonical_format:
+            # scikit-learn's CSR expansion assumes sorted, duplicate-free indices: with
+            # unsorted ones x_0 x_2 lands in the column of x_1 x_2, silently.
+            X = X.copy()
+            X.sum_duplicates()
         squares = np.asarray(X.multiply(X).sum(1)).ravel() if sp.issparse(X) else (X * X).sum(1)
         rows = np.exp(-self.gamma * squares)
         P = self._poly.transform(X)
+        # Scale the fresh monomials in place: diag(rows) @ P @ diag(scale) cost two sparse
+        # products and two copies of the output (0.09 s of 0.3 s on a9a's training set).
         if sp.issparse(P):
-            return sp.csr_matrix(sp.diags(rows) @ P @ sp.diags(self.scale_))
-        return rows[:, None] * P * self.scale_
+            P = sp.csr_matrix(P)
+            P.data *= self.scale_[P.indices]
+            P.data *= np.repeat(rows, np.diff(P.indptr))
+            return P
+        P *= self.scale_
+        P *= rows[:, None]
+        return P
 
     def __sklearn_tags__(self):  # type: ignore[no-untyped-def]
         tags = super().__sklearn_tags__()
