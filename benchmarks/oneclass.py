@@ -13,12 +13,16 @@ kernel evaluations per prediction (the full machine's NSV vs Nz), fit times.
 Usage::
 
     python benchmarks/oneclass.py --data-dir /work/shared/data --out docs/results
+
+``--banana-nu 0.1,0.5`` adds one banana row per ν to the main table (USPS keeps
+``--nu``); ``--nu-sweep 0.05,0.1,0.2,0.3,0.5`` adds a banana ν sweep at ``--ratio``.
 """
 
 from __future__ import annotations
 
 import argparse
 import csv
+import os
 import sys
 import time
 from pathlib import Path
@@ -98,13 +102,14 @@ def run_task(name: str, X: Array, X_test: Array, truth: Array, nu: float, gamma:
 
 def _table(rows: list[dict[str, Any]]) -> list[str]:
     lines = [
-        "| task | N train | NSV | Nz | n_init | agreement | AUC full | AUC sparse | gap | "
+        "| task | ν | N train | NSV | Nz | n_init | agreement | AUC full | AUC sparse | gap | "
         "train outliers full / sparse | fit s full / sparse | L-BFGS iters |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
         lines.append(
-            f"| {r['task']} | {r['n_train']} | {r['nsv']} | {r['nz']} | {r['n_init']} | "
+            f"| {r['task']} | {r['nu']:g} | {r['n_train']} | {r['nsv']} | {r['nz']} | "
+            f"{r['n_init']} | "
             f"{r['agreement']:.4f} | {r['auc_full']:.4f} | {r['auc_sparse']:.4f} | "
             f"{r['auc_gap']:+.4f} | "
             f"{r['outlier_frac_train_full']:.3f} / {r['outlier_frac_train_sparse']:.3f} | "
@@ -114,19 +119,23 @@ def _table(rows: list[dict[str, Any]]) -> list[str]:
 
 
 def _csv(rows: list[dict[str, Any]], path: Path) -> None:
-    with open(path, "w", newline="") as fh:
+    tmp = path.with_name(f".{path.name}.tmp")
+    with open(tmp, "w", newline="") as fh:
         writer = csv.DictWriter(fh, fieldnames=FIELDS)
         writer.writeheader()
         writer.writerows(rows)
+    os.replace(tmp, path)  # atomic: a reader never sees half a file
 
 
 def write(rows: list[dict[str, Any]], sweep: list[dict[str, Any]], out: Path, command: str,
-          args: argparse.Namespace) -> None:
-    """Write oneclass.csv, oneclass_banana_sweep.csv and oneclass.md under ``out``."""
+          args: argparse.Namespace, nu_sweep: list[dict[str, Any]] | None = None) -> None:
+    """Write oneclass.md and the CSV files (main table, banana sweeps) under ``out``."""
     out.mkdir(parents=True, exist_ok=True)
     _csv(rows, out / "oneclass.csv")
     if sweep:
         _csv(sweep, out / "oneclass_banana_sweep.csv")
+    if nu_sweep:
+        _csv(nu_sweep, out / "oneclass_banana_nu_sweep.csv")
     gaps = [r["auc_gap"] for r in rows]
     met = sum(g <= 0.01 for g in gaps)
     lines = [
@@ -137,8 +146,9 @@ def write(rows: list[dict[str, Any]], sweep: list[dict[str, Any]], out: Path, co
         "number of support vectors), optimised by L-BFGS on W(Z) from random training points",
         f"(best of n_init = {args.n_init} starts by training objective, random_state = "
         f"{args.seed}).",
-        f"ν = {args.nu}; γ = {args.gamma!r} (scikit-learn's 1 / (d · Var(X)) on the training "
-        "inliers, when 'scale'); no tuning on test data.",
+        f"ν = {args.nu} (banana: ν in {args.banana_nu}, one row each); γ = {args.gamma!r} "
+        "(scikit-learn's 1 / (d · Var(X)) on the training inliers, when 'scale'); no tuning "
+        "on test data.",
         "",
         "- banana, split 1: train on the +1 training points; inliers = +1 test points, "
         "outliers = −1 test points.",
@@ -158,21 +168,37 @@ def write(rows: list[dict[str, Any]], sweep: list[dict[str, Any]], out: Path, co
     lines += [
         "",
         f"Target (AUC within 0.01 of OneClassSVM at Nz = {args.ratio} × NSV): met on {met} of "
-        f"{len(rows)} tasks; mean gap {np.mean(gaps):+.4f}, worst {max(gaps):+.4f} "
+        f"{len(rows)} rows; mean gap {np.mean(gaps):+.4f}, worst {max(gaps):+.4f} "
         "(gap = AUC full − AUC sparse).",
         "",
     ]
+    if nu_sweep:
+        lines += [
+            "## Banana: ν",
+            "",
+            f"The banana task at Nz = round({args.ratio} × NSV), n_init = {args.n_init}, for "
+            f"ν in {args.nu_sweep} (oneclass_banana_nu_sweep.csv). ν is the user's "
+            "hyperparameter, equal for both machines; NSV ≥ ν·N, so Nz grows with ν.",
+            "",
+            *_table(nu_sweep),
+            "",
+        ]
     if sweep:
         lines += [
             "## Banana: Nz and restarts",
             "",
-            f"The same banana task at Nz = round(ratio × NSV) for ratios {args.sweep_ratios} and "
-            f"n_init in {args.sweep_n_init} (oneclass_banana_sweep.csv).",
+            f"The same banana task (ν = {args.nu}) at Nz = round(ratio × NSV) for ratios "
+            f"{args.sweep_ratios} and n_init in {args.sweep_n_init} "
+            "(oneclass_banana_sweep.csv).",
             "",
             *_table(sweep),
             "",
         ]
-    (out / "oneclass.md").write_text("\n".join(lines))
+    if args.notes:
+        lines += args.notes.read_text().splitlines()
+    tmp = out / ".oneclass.md.tmp"
+    tmp.write_text("\n".join(lines) + "\n")
+    os.replace(tmp, out / "oneclass.md")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -188,25 +214,42 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--sweep-ratios", default="0.1,0.2,0.3,0.5",
                         help="Nz / NSV values for the banana sweep (empty: no sweep)")
     parser.add_argument("--sweep-n-init", default="1,5")
+    parser.add_argument("--banana-nu", default=None,
+                        help="ν values of the banana rows of the main table (default: --nu)")
+    parser.add_argument("--nu-sweep", default="",
+                        help="ν values for a banana sweep at --ratio (empty: no sweep)")
+    parser.add_argument("--notes", type=Path, default=None,
+                        help="a Markdown file appended to oneclass.md")
     args = parser.parse_args(argv)
     gamma: str | float = args.gamma if args.gamma in ("scale", "auto") else float(args.gamma)
     digits = [int(d) for d in args.digits.split(",") if d]
     command = "python benchmarks/oneclass.py " + " ".join(sys.argv[1:] if argv is None else argv)
+    if args.banana_nu is None:
+        args.banana_nu = str(args.nu)
     rows: list[dict[str, Any]] = []
     sweep: list[dict[str, Any]] = []
+    nu_sweep: list[dict[str, Any]] = []
     all_tasks = tasks(args.data_dir, digits)
     for name, X, X_test, truth in all_tasks:
-        rows.append(run_task(name, X, X_test, truth, args.nu, gamma, args.ratio, args.n_init,
-                             args.seed))
-        print(rows[-1], flush=True)
-        write(rows, sweep, args.out, command, args)  # partial results survive an interruption
+        nus = [float(v) for v in args.banana_nu.split(",")] if name.startswith("banana") \
+            else [args.nu]
+        for nu in nus:
+            rows.append(run_task(name, X, X_test, truth, nu, gamma, args.ratio, args.n_init,
+                                 args.seed))
+            print(rows[-1], flush=True)
+            write(rows, sweep, args.out, command, args)  # partial results survive a stop
     name, X, X_test, truth = all_tasks[0]
+    for nu in [float(v) for v in args.nu_sweep.split(",") if v]:
+        nu_sweep.append(run_task(name, X, X_test, truth, nu, gamma, args.ratio, args.n_init,
+                                 args.seed))
+        print(nu_sweep[-1], flush=True)
+        write(rows, sweep, args.out, command, args, nu_sweep)
     for ratio in [float(r) for r in args.sweep_ratios.split(",") if r]:
         for n_init in [int(n) for n in args.sweep_n_init.split(",") if n]:
             sweep.append(run_task(name, X, X_test, truth, args.nu, gamma, ratio, n_init,
                                   args.seed))
             print(sweep[-1], flush=True)
-            write(rows, sweep, args.out, command, args)
+            write(rows, sweep, args.out, command, args, nu_sweep)
     return 0
 
 

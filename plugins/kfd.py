@@ -163,17 +163,19 @@ class RayleighMarginal(Marginal):
             # round-off made B^z indefinite (XVs almost equal): solve in its eigenbasis
             lam_b, V = np.linalg.eigh(B)
             v = V @ ((V.T @ d) / np.clip(lam_b, 1e-300, None))
-        lam = float(d @ v)
-        if not lam > 0:
-            raise ValueError("The 'skfd' formulation has no discriminant direction here: the "
-                             "class means of K_XZ coincide (λ = 0); move the XVs or check y.")
-        beta = v / np.sqrt(lam)
+        lam = max(float(d @ v), 0.0)  # dᵀ(B^z)⁻¹d ≥ 0; clip round-off
+        # λ = 0 where the class means of K_XZ coincide, in practice where a line search has
+        # sent the XVs so far from the data that K_XZ underflows to 0. Then A^z = 0 and W = 0
+        # exactly, the largest value W takes, so the line search backs off; λ is quadratic in
+        # d, so its gradient there is 0 (the formulas below, written with v = √λ β, give it).
+        beta = v / np.sqrt(lam) if lam > 0 else np.zeros_like(v)
         proj = K_xz @ beta
         b = -0.5 * (proj[self.y > 0].mean() + proj[self.y < 0].mean())
         if not grad:
             return Evaluation(-lam, None, beta, float(b), "eigen")
-        G_xz = np.outer(-2.0 * np.sqrt(lam) * self.a + 2.0 * lam * self.centre(proj), beta)
-        G_zz = lam * self.mu * np.outer(beta, beta)
+        # √λ β = v and λ ββᵀ = v vᵀ: exact for every λ ≥ 0, including λ = 0
+        G_xz = np.outer(-2.0 * self.a + 2.0 * self.centre(K_xz @ v), v)
+        G_zz = self.mu * np.outer(v, v)
         gradient = self.kernel.vjp_z(self.X, Z, G_xz, K_xz) + self.kernel.vjp_zz(Z, G_zz, K_zz)
         return Evaluation(-lam, gradient, beta, float(b), "eigen")
 

@@ -47,6 +47,19 @@ def test_skfd_own_gradient_matches_central_differences(kernel: str) -> None:
     assert np.linalg.norm(result.grad) > 0 and result.value < 0
 
 
+def test_skfd_far_from_the_data_is_w_zero_with_zero_gradient() -> None:
+    # A line search can throw the XVs so far that K_XZ underflows to 0: then A^z = 0 and
+    # W = 0 exactly (λ = dᵀ(B^z)⁻¹d is quadratic in d = 0, so ∇W = 0); this used to raise
+    # ValueError mid-fit (IDA banana, γ ≈ 0.48, μ = 0.1) instead of letting L-BFGS back off.
+    X, y = random_problem()
+    marginal = RayleighMarginal(X, y, RBF(1.0), mu=MU)
+    ev = marginal.evaluate(X[:3] + 1e3)
+    assert ev.value == 0.0
+    assert np.all(np.isfinite(ev.grad)) and np.all(ev.grad == 0)
+    near = marginal.evaluate(X[:3])
+    assert near.value < 0 and np.all(np.isfinite(near.coef))
+
+
 @pytest.fixture(scope="module")
 def problem() -> tuple[np.ndarray, np.ndarray, RBF]:
     X, y = random_problem(n_samples=30, n_features=2, random_state=3)
