@@ -13,12 +13,14 @@ from sparsify.formulation import Declaration, Formulation, Outputs
 from sparsify.hookspecs import hookimpl
 from sparsify.ivm import ImportVectorMachine
 from sparsify.kernels import RBF, Kernel, Linear, Polynomial, SumKernel
+from sparsify.kmra import KernelMatchingReduction
 from sparsify.logistic import SparseKernelLogisticRegression
 from sparsify.marginal import CvxpyMarginal, Evaluation, Marginal, NonDifferentiableWarning
 from sparsify.outlier import SparseOneClassSVM
 from sparsify.plugins import register_plugin
 from sparsify.reduced_set import ReducedSetSVC
 from sparsify.rsvm import ReducedSVC
+from sparsify.rvm import RVMClassifier
 from sparsify.solvers import SolverError
 from sparsify.taylor import TaylorGaussianFeatures, TaylorRBF
 
@@ -32,11 +34,13 @@ __all__ = [
     "Formulation",
     "ImportVectorMachine",
     "Kernel",
+    "KernelMatchingReduction",
     "Linear",
     "Marginal",
     "NonDifferentiableWarning",
     "Outputs",
     "Polynomial",
+    "RVMClassifier",
     "ReducedSVC",
     "ReducedSetSVC",
     "SolverError",

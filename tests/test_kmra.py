@@ -1,0 +1,143 @@
+"""Kernel matching reduction (KMRA): the deletion path, the deletion rule, the widths."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from sklearn.datasets import make_blobs, make_moons
+from sklearn.svm import SVC
+from sklearn.utils._param_validation import InvalidParameterError
+from sklearn.utils.estimator_checks import parametrize_with_checks
+
+from sparsify.kmra import KernelMatchingReduction, gaussian_dictionary, neighbour_widths
+
+
+@pytest.fixture(scope="module")
+def moons() -> tuple[np.ndarray, ...]:
+    X, y = make_moons(200, noise=0.25, random_state=0)
+    return X[:100], y[:100], X[100:], y[100:]
+
+
+@pytest.fixture(scope="module")
+def fitted(moons) -> KernelMatchingReduction:
+    X, y, X_val, y_val = moons
+    return KernelMatchingReduction(delta=0.9, n_delete=3, cv_every=4, random_state=0).fit(
+        X, y, eval_set=(X_val, y_val))
+
+
+@parametrize_with_checks([KernelMatchingReduction(delta=0.8, C=1.0, n_delete=0.5)])
+def test_scikit_learn_conformance(estimator, check) -> None:
+    check(estimator)
+
+
+def _svm_weights(X: np.ndarray, y: np.ndarray, idx: np.ndarray, C: float, p: int = 2):
+    """One KMRA round by hand: widths on the dictionary idx, SVM weights on its features."""
+    Z = gaussian_dictionary(X, X[idx], neighbour_widths(X[idx], p))
+    svm = SVC(kernel="linear", C=C, tol=1e-4).fit(Z, y)
+    return svm.coef_[0], Z
+
+
+def test_path_shrinks_and_stops_below_delta(fitted) -> None:
+    path = fitted.path_
+    n, acc = path["n_functions"], path["train_accuracy"]
+    assert n[0] == 100 and np.all(np.diff(n) < 0)
+    sizes = [len(d) for d in path["deleted"]]
+    assert sizes[:-1] == [3] * (len(n) - 1) and sizes[-1] == 0
+    np.testing.assert_array_equal(n[1:], n[:-1] - 3)
+    # every function is deleted at most once
+    deleted = np.concatenate(path["deleted"])
+    assert len(np.unique(deleted)) == len(deleted)
+    # the seed's rule: delete while the training accuracy is ≥ δ, stop at the first below
+    assert np.all(acc[:-1] >= 0.9) and (acc[-1] < 0.9 or n[-1] <= 3)
+    assert fitted.best_index_ == (len(n) - 2 if acc[-1] < 0.9 else len(n) - 1)
+    assert fitted.n_functions_ == n[fitted.best_index_] < 100
+    assert np.all(np.isfinite(path["eval_accuracy"])) and np.all(path["C"] > 0)
+    gone = np.concatenate(path["deleted"][: fitted.best_index_])
+    assert set(fitted.center_indices_).isdisjoint(gone)
+
+
+def test_deletion_removes_the_smallest_weights_with_recomputed_widths(moons, fitted) -> None:
+    X, y, _, _ = moons
+    path = fitted.path_
+    idx = np.arange(len(X))
+    for r in range(3):
+        w, _ = _svm_weights(X, y, idx, path["C"][r])
+        smallest = idx[np.argsort(np.abs(w), kind="stable")[:3]]
+        assert set(path["deleted"][r]) == set(smallest)
+        assert np.abs(w[np.isin(idx, smallest)]).max() <= np.sort(np.abs(w))[3]
+        idx = np.setdiff1d(idx, path["deleted"][r])
+
+
+def test_widths_follow_the_current_dictionary(moons, fitted) -> None:
+    X, *_ = moons
+    np.testing.assert_allclose(fitted.widths_, neighbour_widths(fitted.expansion_vectors_))
+    full = neighbour_widths(X)[fitted.center_indices_]
+    assert np.all(fitted.widths_ >= full - 1e-12)  # fewer neighbours: never narrower
+    assert np.any(fitted.widths_ > full * 1.01)
+
+
+def test_decision_function_is_the_weighted_dictionary(moons, fitted) -> None:
+    X, y, X_val, y_val = moons
+    Z = gaussian_dictionary(X_val, fitted.expansion_vectors_, fitted.widths_)
+    np.testing.assert_allclose(fitted.decision_function(X_val),
+                               Z @ fitted.expansion_coef_[0] + fitted.intercept_[0])
+    assert fitted.path_["eval_accuracy"][fitted.best_index_] == pytest.approx(
+        fitted.score(X_val, y_val))
+    assert fitted.path_["train_accuracy"][fitted.best_index_] == pytest.approx(fitted.score(X, y))
+    # the final weights are the SVM on the final dictionary with the recorded C
+    w, _ = _svm_weights(X, y, fitted.center_indices_, fitted.C_)
+    np.testing.assert_allclose(fitted.expansion_coef_[0], w, rtol=1e-3, atol=1e-3 * np.abs(w).max())
+
+
+def test_selection_by_eval_set(moons) -> None:
+    X, y, X_val, y_val = moons
+    clf = KernelMatchingReduction(delta=0.85, C=10.0, n_delete=0.2, selection="eval_set").fit(
+        X, y, eval_set=(X_val, y_val))
+    ev = clf.path_["eval_accuracy"]
+    assert ev[clf.best_index_] == ev.max()
+    assert clf.best_index_ == np.flatnonzero(ev == ev.max())[-1]  # ties: fewer functions
+    assert clf.score(X_val, y_val) == pytest.approx(ev.max())
+
+
+def test_neighbour_widths_skip_duplicates() -> None:
+    C = np.array([[0.0, 0.0], [0.0, 0.0], [1.0, 0.0], [0.0, 2.0]])
+    s = neighbour_widths(C, p=2)
+    assert np.all(s > 0)
+    np.testing.assert_allclose(s[:2], np.sqrt((1 + 4) / 2))
+    np.testing.assert_allclose(neighbour_widths(C, p=1)[2], 1.0)
+    np.testing.assert_allclose(neighbour_widths([[0.0, 0.0]]), 1.0)  # no neighbour at all
+
+
+def test_bad_input(moons) -> None:
+    X, y, X_val, y_val = moons
+    Xm, ym = make_blobs(60, centers=3, random_state=0)
+    with pytest.raises(ValueError, match="Only binary classification is supported"):
+        KernelMatchingReduction(C=1.0).fit(Xm, ym)
+    with pytest.raises(InvalidParameterError, match="'delta' parameter"):
+        KernelMatchingReduction(delta=1.5).fit(X, y)
+    with pytest.raises(InvalidParameterError, match="'n_delete' parameter"):
+        KernelMatchingReduction(n_delete=0).fit(X, y)
+    with pytest.raises(ValueError, match="needs fit\\(X, y, eval_set"):
+        KernelMatchingReduction(selection="eval_set").fit(X, y)
+    with pytest.raises(ValueError, match="not seen in y"):
+        KernelMatchingReduction(C=1.0).fit(X, y, eval_set=(X_val, y_val + 5))
+    with pytest.raises(ValueError, match="features"):
+        KernelMatchingReduction(C=1.0).fit(X, y, eval_set=(X_val[:, :1], y_val))
+    with pytest.raises(ValueError, match="Cs must be"):
+        KernelMatchingReduction(Cs=[-1.0, 1.0]).fit(X, y)
+    with pytest.warns(UserWarning, match="below delta=1.0"):
+        clf = KernelMatchingReduction(delta=1.0, C=0.01).fit(X, y)
+    assert clf.best_index_ == 0 and clf.n_functions_ == len(X)
+
+
+def test_wisconsin_missing_values_and_a_short_run(data_dir) -> None:
+    with np.load(data_dir / "uci_breast_cancer_wisconsin" / "uci_breast_cancer_wisconsin.npz") as z:
+        X, y = z["X"], z["y"]
+    with pytest.raises(ValueError, match="NaN"):
+        KernelMatchingReduction(C=1.0).fit(X, y)
+    keep = ~np.isnan(X).any(axis=1)
+    X, y = 2 * (X[keep] - 1) / 9 - 1, y[keep]  # features 1..10 to [-1, 1]
+    clf = KernelMatchingReduction(delta=0.95, C=16.0, n_delete=0.2).fit(
+        X[:300], y[:300], eval_set=(X[300:], y[300:]))
+    assert clf.n_functions_ < 300
+    assert clf.score(X[300:], y[300:]) > 0.93
