@@ -83,6 +83,24 @@ def _active_set_solve(
     return alpha, sol[:nz], float(sol[nz])
 
 
+def _null_vector(M: Array) -> Array:
+    """A unit vector d with M d = 0, for M with one column more than its rank.
+
+    Fixing the last component and solving the square rest is several times
+    cheaper than an SVD; the SVD is the fallback when that rest is singular.
+    """
+    try:
+        head = np.linalg.solve(M[:, :-1], -M[:, -1]) if M.shape[0] == M.shape[1] - 1 else None
+    except np.linalg.LinAlgError:
+        head = None
+    if head is not None:
+        d = np.append(head, 1.0)
+        d /= np.linalg.norm(d)
+        if np.abs(M @ d).max() <= 1e-10 * np.abs(M).max():  # nearly singular rest: no
+            return d
+    return np.linalg.svd(M)[2][-1]
+
+
 def _warm_active_set(
     B: Array, y: Array, K: Array, C: float, alpha: Array, upper: NDArray[np.bool_],
     free: NDArray[np.bool_], tol: float, max_iter: int,
@@ -113,7 +131,7 @@ def _warm_active_set(
         elif not len(F):  # no margin point: b is not unique; the interior point copes
             return None
         else:  # singular subproblem: a direction of linear decrease
-            null = np.linalg.svd(np.vstack([B[F].T, y[F]]))[2][-1]
+            null = _null_vector(np.vstack([B[F].T, y[F]]))
             grad = B[F] @ (K_inv @ (B.T @ alpha)) - 1.0
             d = -null if grad @ null > 0 else null
         up, down = d > 1e-14 * C, d < -1e-14 * C
