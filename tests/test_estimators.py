@@ -105,7 +105,7 @@ def test_callback_and_verbose(moons, capsys) -> None:
     clf = SparseSVC(n_expansion=4, callback=stop_after_two, verbose=1, random_state=0).fit(X, y)
     assert [i.iteration for i in seen] == [1, 2]
     assert clf.n_iter_[0] == 2
-    assert "iter    1  W =" in capsys.readouterr().out
+    assert "iter    1/200  W =" in capsys.readouterr().out
 
 
 @pytest.mark.parametrize(
