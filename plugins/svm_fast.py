@@ -96,7 +96,7 @@ def _null_vector(M: Array) -> Array:
     if head is not None:
         d = np.append(head, 1.0)
         d /= np.linalg.norm(d)
-        if np.abs(M @ d).max() <= 1e-10 * np.abs(M).max():  # nearly singular rest: no
+        if np.abs(M @ d).max() <= 1e-10 * np.abs(M).max():  # else the rest was near-singular
             return d
     return np.linalg.svd(M)[2][-1]
 
