@@ -102,7 +102,7 @@ def _null_vector(M: Array) -> Array:
 
 
 def _warm_active_set(
-    B: Array, y: Array, K: Array, C: float, alpha: Array, upper: NDArray[np.bool_],
+    B: Array, y: Array, K: Array, K_inv: Array, C: float, alpha: Array, upper: NDArray[np.bool_],
     free: NDArray[np.bool_], tol: float, max_iter: int,
 ) -> tuple[Array, Array, float, NDArray[np.bool_], NDArray[np.bool_]] | None:
     """Primal active-set method on the dual from a guessed α and partition.
@@ -121,7 +121,6 @@ def _warm_active_set(
     a full step to a subproblem solution, so yᵀα = 0 holds exactly.
     """
     alpha, upper, free = alpha.copy(), upper.copy(), free.copy()
-    K_inv = np.linalg.inv(K)
     for _ in range(max_iter):
         F = np.flatnonzero(free)
         solved = _active_set_solve(B, y, K, C, upper, free)
@@ -217,6 +216,7 @@ def _interior_point(
     B: Array,
     y: Array,
     K: Array,
+    K_inv: Array,
     C: float,
     tol: float,
     polish: Callable[[Array, NDArray[np.bool_], NDArray[np.bool_]], Solution | None],
@@ -231,7 +231,6 @@ def _interior_point(
     operations.
     """
     N = len(y)
-    K_inv = np.linalg.inv(K)
     alpha = np.full(N, 0.5 * C)
     lam, mu, b = np.ones(N), np.ones(N), 0.0
     next_polish = 1e-3  # try the exact polish at gaps 1e-3, then 10× lower each time
@@ -351,23 +350,25 @@ class SVMDualMarginal(Marginal):
         self.n_generic = 0
         self._generic: CvxpyMarginal | None = None
 
-    def _solve_subset(self, B: Array, y: Array, K: Array, warm: Solution | None) -> Solution:
+    def _solve_subset(self, B: Array, y: Array, K: Array, K_inv: Array,
+                      warm: Solution | None) -> Solution:
         """Solve the dual on some of the points; warm = (α, bound mask, free mask) or None."""
         C, tol = self.C, self.tol
         if warm is not None:
             # Cheaper than an interior point when L-BFGS took a small step: then
             # few points change side. Past its budget the interior point wins.
-            solved = _warm_active_set(B, y, K, C, *warm, tol, max_iter=self.n_expansion + 10)
+            solved = _warm_active_set(B, y, K, K_inv, C, *warm, tol,
+                                      max_iter=self.n_expansion + 10)
             if solved is not None:
                 self.n_active_set += 1
                 return solved
 
         def polish(alpha: Array, upper: NDArray[np.bool_],
                    free: NDArray[np.bool_]) -> Solution | None:
-            return _warm_active_set(B, y, K, C, alpha, upper, free, tol,
+            return _warm_active_set(B, y, K, K_inv, C, alpha, upper, free, tol,
                                     max_iter=self.n_expansion + 10)
 
-        solved = _interior_point(B, y, K, C, 1e-2 * tol, polish)
+        solved = _interior_point(B, y, K, K_inv, C, 1e-2 * tol, polish)
         if solved is None:
             raise _Stalled
         self.n_interior_point += 1
@@ -382,6 +383,7 @@ class SVMDualMarginal(Marginal):
         condition joins the working set, which is solved again.
         """
         y, N = self.y, len(self.y)
+        K_inv = np.linalg.inv(K)  # one inverse per evaluation, shared by every solve below
         last = self._last
         if last is None:
             work = np.ones(N, dtype=bool)
@@ -391,7 +393,7 @@ class SVMDualMarginal(Marginal):
         warm = None if last is None or len(last) < 5 else last
         while True:
             sub = None if warm is None else (warm[0][work], warm[3][work], warm[4][work])
-            alpha_w, beta, b, *partition = self._solve_subset(B[work], y[work], K, sub)
+            alpha_w, beta, b, *partition = self._solve_subset(B[work], y[work], K, K_inv, sub)
             g = B @ beta + y * b - 1.0
             missed = ~work & (g < -self.tol)
             alpha = np.zeros(N)
