@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import io
 import os
 import platform
 import sys
@@ -369,12 +370,11 @@ def main(argv: list[str] | None = None) -> int:
         plot(rows, tmp_png, n_fixed, nz_fixed)
         os.replace(tmp_png, args.out / "performance_scaling.png")
     fields = sorted({k for r in rows for k in r}, key=lambda k: (k != "part", k != "method", k))
-    with tempfile.NamedTemporaryFile("w", dir=args.out, delete=False, suffix=".tmp",
-                                     newline="") as fh:
-        writer = csv.DictWriter(fh, fieldnames=fields)
-        writer.writeheader()
-        writer.writerows(rows)
-    os.replace(fh.name, args.out / "performance.csv")
+    table = io.StringIO()
+    writer = csv.DictWriter(table, fieldnames=fields, lineterminator="\n")
+    writer.writeheader()
+    writer.writerows(rows)
+    _write_atomic(args.out / "performance.csv", table.getvalue())
     text = report(rows, args, wall)
     _write_atomic(args.out / "performance.md", text)
     print(text)
