@@ -37,6 +37,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from sparsify.formulation import Formulation
 from sparsify.kernels import Kernel
 from sparsify.marginal import CvxpyMarginal, Evaluation, Marginal
 
@@ -46,15 +47,16 @@ Solution = tuple[Any, ...]
 
 
 def _active_set_solve(
-    B: Array, y: Array, K: Array, C: float, upper: NDArray[np.bool_], free: NDArray[np.bool_]
+    B: Array, y: Array, K: Array, C: Array, upper: NDArray[np.bool_], free: NDArray[np.bool_]
 ) -> tuple[Array, Array, float] | None:
     """(α, β, b) for a guessed partition, or None if its KKT system is singular.
 
-    Unknowns β (Nz), b and α on the free points; α = C on ``upper``, 0 elsewhere::
+    Unknowns β (Nz), b and α on the free points; α_i = C_i on ``upper``, 0
+    elsewhere (C holds the per-point costs)::
 
-        K β − B_Fᵀ α_F = C B_Uᵀ 1      (stationarity in β)
+        K β − B_Fᵀ α_F = B_Uᵀ C_U       (stationarity in β)
         B_F β + y_F b  = 1              (free points lie on the margin)
-        y_Fᵀ α_F       = −C Σ_U y_i     (stationarity in b)
+        y_Fᵀ α_F       = −y_Uᵀ C_U      (stationarity in b)
     """
     nz, F = len(K), np.flatnonzero(free)
     m = len(F)
@@ -68,15 +70,15 @@ def _active_set_solve(
     lhs[nz + 1:, nz] = y[F]
     lhs[nz, nz + 1:] = y[F]
     rhs = np.empty(n)
-    rhs[:nz] = C * B[upper].sum(0)
-    rhs[nz] = -C * y[upper].sum()
+    rhs[:nz] = C[upper] @ B[upper]
+    rhs[nz] = -float(C[upper] @ y[upper])
     rhs[nz + 1:] = 1.0
     try:
         sol = np.linalg.solve(lhs, rhs)
     except np.linalg.LinAlgError:
         return None
     # A nearly singular system returns garbage without an error: check it solved.
-    if np.abs(lhs @ sol - rhs).max() > 1e-9 * (C + np.abs(rhs).max()):
+    if np.abs(lhs @ sol - rhs).max() > 1e-9 * (C.max() + np.abs(rhs).max()):
         return None
     alpha = np.where(upper, C, 0.0)
     alpha[F] = sol[nz + 1:]
@@ -102,7 +104,7 @@ def _null_vector(M: Array) -> Array:
 
 
 def _warm_active_set(
-    B: Array, y: Array, K: Array, K_inv: Array, C: float, alpha: Array, upper: NDArray[np.bool_],
+    B: Array, y: Array, K: Array, K_inv: Array, C: Array, alpha: Array, upper: NDArray[np.bool_],
     free: NDArray[np.bool_], tol: float, max_iter: int,
 ) -> tuple[Array, Array, float, NDArray[np.bool_], NDArray[np.bool_]] | None:
     """Primal active-set method on the dual from a guessed α and partition.
@@ -133,9 +135,9 @@ def _warm_active_set(
             null = _null_vector(np.vstack([B[F].T, y[F]]))
             grad = B[F] @ (K_inv @ (B.T @ alpha)) - 1.0
             d = -null if grad @ null > 0 else null
-        up, down = d > 1e-14 * C, d < -1e-14 * C
+        up, down = d > 1e-14 * C[F], d < -1e-14 * C[F]
         ratios = np.full(len(F), np.inf)
-        ratios[up] = (C - alpha[F][up]) / d[up]
+        ratios[up] = (C[F][up] - alpha[F][up]) / d[up]
         ratios[down] = -alpha[F][down] / d[down]
         j = int(np.argmin(ratios)) if len(F) else 0
         if solved is not None and (not len(F) or ratios[j] >= 1.0):
@@ -151,7 +153,7 @@ def _warm_active_set(
             return None
         alpha[F] += ratios[j] * d
         i = F[j]
-        alpha[i] = C if d[j] > 0 else 0.0
+        alpha[i] = C[i] if d[j] > 0 else 0.0
         free[i], upper[i] = False, bool(d[j] > 0)
     return None
 
@@ -170,7 +172,7 @@ class _NewtonSystem:
 
     y: Array
     alpha: Array
-    s: Array  # C − α
+    s: Array  # C − α (C: the per-point costs)
     lam: Array  # multipliers of α ≥ 0
     mu: Array  # multipliers of α ≤ C
     r_d: Array
@@ -217,7 +219,7 @@ def _interior_point(
     y: Array,
     K: Array,
     K_inv: Array,
-    C: float,
+    C: Array,
     tol: float,
     polish: Callable[[Array, NDArray[np.bool_], NDArray[np.bool_]], Solution | None],
     max_iter: int = 100,
@@ -231,7 +233,7 @@ def _interior_point(
     operations.
     """
     N = len(y)
-    alpha = np.full(N, 0.5 * C)
+    alpha = 0.5 * C
     lam, mu, b = np.ones(N), np.ones(N), 0.0
     next_polish = 1e-3  # try the exact polish at gaps 1e-3, then 10× lower each time
     for _ in range(max_iter):
@@ -239,7 +241,7 @@ def _interior_point(
         beta = K_inv @ (B.T @ alpha)
         g = B @ beta + y * b - 1.0
         wnorm2 = float(alpha @ (g + 1.0 - y * b))
-        primal = 0.5 * wnorm2 + C * float(np.maximum(0.0, -g).sum())
+        primal = 0.5 * wnorm2 + float(C @ np.maximum(0.0, -g))
         gap = (primal - (alpha.sum() - 0.5 * wnorm2)) / max(1.0, abs(primal))
         if gap <= next_polish:
             # A bound counts as active where its slack is below its multiplier
@@ -252,7 +254,7 @@ def _interior_point(
             if polished is not None:
                 return polished
         r_p = float(y @ alpha)
-        if gap <= tol and abs(r_p) <= tol * max(1.0, C):
+        if gap <= tol and abs(r_p) <= tol * max(1.0, float(C.max())):
             return alpha, beta, b
         D_inv = 1.0 / (lam / alpha + mu / s)
         BD = B * D_inv[:, None]
@@ -286,8 +288,9 @@ class SVMDualMarginal(Marginal):
 
     Parameters
     ----------
-    C : float
-        Weight of the hinge loss.
+    C : float or ndarray of shape (N,)
+        Weight of the hinge loss, or one weight per training point (the
+        semi-supervised SVM weighs labeled and unlabeled points differently).
     X : ndarray of shape (N, d)
         Training inputs.
     y : ndarray of shape (N,)
@@ -302,6 +305,10 @@ class SVMDualMarginal(Marginal):
     jitter : float, default=1e-10
         Added to the diagonal of K_ZZ relative to the mean kernel diagonal,
         as in the generic path, so the two solve the same problem.
+    formulation : Formulation, optional
+        The formulation this solves, for the generic path that answers an
+        evaluation where this one stalls; ``SVM(C)`` by default. Required when
+        ``C`` is an array.
 
     Attributes
     ----------
@@ -321,24 +328,38 @@ class SVMDualMarginal(Marginal):
     [-1, -1, 1, 1]
     """
 
-    formulation_name = "svm"
-
     def __init__(
         self,
-        C: float,
+        C: float | Array,
         X: Array,
         y: NDArray[Any],
         kernel: Kernel,
         n_expansion: int,
         tol: float = 1e-9,
         jitter: float = 1e-10,
+        formulation: Formulation | None = None,
     ) -> None:
-        self.C = float(C)
         self.X = np.asarray(X, dtype=float)
         self.y = np.asarray(y, dtype=float)
+        costs = np.asarray(C, dtype=float)
+        if costs.ndim == 0 and formulation is None:
+            from sparsify_plugins.svm import SVM  # svm imports this module
+
+            formulation = SVM(float(costs))
+        if formulation is None:
+            raise ValueError("Pass formulation= (the problem the per-point costs C come from); "
+                             "the generic fallback needs it.")
+        self.formulation = formulation
+        self.formulation_name = formulation.name
+        if costs.ndim > 1 or (costs.ndim == 1 and costs.shape != self.y.shape):
+            raise ValueError(f"C must be a number or an array of shape {self.y.shape}; "
+                             f"got shape {costs.shape}.")
+        if not np.all(np.isfinite(costs)) or np.any(costs <= 0):
+            raise ValueError("The costs C must be finite and positive.")
+        self.C = np.broadcast_to(costs, self.y.shape).copy()
         if not np.all(np.isin(self.y, (-1.0, 1.0))) or len(np.unique(self.y)) != 2:
-            raise ValueError("The 'svm' formulation needs labels y in {-1, +1} from both "
-                             "classes.")
+            raise ValueError(f"The {self.formulation_name!r} formulation needs labels y in "
+                             "{-1, +1} from both classes.")
         self.kernel = kernel
         self.n_expansion = int(n_expansion)
         self.tol = float(tol)
@@ -350,10 +371,10 @@ class SVMDualMarginal(Marginal):
         self.n_generic = 0
         self._generic: CvxpyMarginal | None = None
 
-    def _solve_subset(self, B: Array, y: Array, K: Array, K_inv: Array,
+    def _solve_subset(self, B: Array, y: Array, C: Array, K: Array, K_inv: Array,
                       warm: Solution | None) -> Solution:
         """Solve the dual on some of the points; warm = (α, bound mask, free mask) or None."""
-        C, tol = self.C, self.tol
+        tol = self.tol
         if warm is not None:
             # Cheaper than an interior point when L-BFGS took a small step: then
             # few points change side. Past its budget the interior point wins.
@@ -393,7 +414,8 @@ class SVMDualMarginal(Marginal):
         warm = None if last is None or len(last) < 5 else last
         while True:
             sub = None if warm is None else (warm[0][work], warm[3][work], warm[4][work])
-            alpha_w, beta, b, *partition = self._solve_subset(B[work], y[work], K, K_inv, sub)
+            alpha_w, beta, b, *partition = self._solve_subset(B[work], y[work], self.C[work], K,
+                                                              K_inv, sub)
             g = B @ beta + y * b - 1.0
             missed = ~work & (g < -self.tol)
             alpha = np.zeros(N)
@@ -424,13 +446,11 @@ class SVMDualMarginal(Marginal):
             self._last = None
             self.n_generic += 1
             if self._generic is None:
-                from sparsify_plugins.svm import SVM  # svm imports this module
-
-                self._generic = CvxpyMarginal(SVM(self.C), self.X, self.y, self.kernel,
+                self._generic = CvxpyMarginal(self.formulation, self.X, self.y, self.kernel,
                                               self.n_expansion, tol=self.tol)
             return self._generic.evaluate(Z, grad)
         g = B @ beta + self.y * b - 1.0
-        value = float(0.5 * beta @ K @ beta + self.C * np.maximum(0.0, -g).sum())
+        value = float(0.5 * beta @ K @ beta + self.C @ np.maximum(0.0, -g))
         if not grad:
             return Evaluation(value, None, beta, b, "svm-dual")
         nu = alpha * self.y

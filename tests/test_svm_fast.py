@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import cvxpy as cp
 import numpy as np
 import pytest
 from sklearn.svm import SVC
 from sparsify_plugins.svm import SVM
 from sparsify_plugins.svm_fast import SVMDualMarginal, _active_set_solve
 
-from sparsify import CvxpyMarginal, SparseSVC
+from sparsify import CvxpyMarginal, Declaration, SparseSVC
 from sparsify.datasets import load_banana
 from sparsify.gradcheck import check_gradient, random_problem
 from sparsify.kernels import make_kernel
@@ -80,7 +81,50 @@ def test_active_set_solve_refuses_more_margin_points_than_unknowns() -> None:
     B = y[:, None] * make_kernel("rbf", X)(X, X[:3])
     free = np.zeros(20, bool)
     free[:5] = True  # 5 margin points, only Nz + 1 = 4 unknowns
-    assert _active_set_solve(B, y.astype(float), K, 1.0, np.zeros(20, bool), free) is None
+    assert _active_set_solve(B, y.astype(float), K, np.ones(20), np.zeros(20, bool), free) is None
+
+
+class _WeightedSVM(SVM):
+    """The SVM with one hinge weight per point, as the semi-supervised SVM's stages use."""
+
+    name = "weighted_svm"
+
+    def __init__(self, costs) -> None:
+        self.costs = np.asarray(costs, dtype=float)
+
+    def declare(self, out):
+        b = cp.Variable()
+        hinge = cp.pos(1 - cp.multiply(out.y, out.f + b))
+        return Declaration(cp.Minimize(0.5 * out.norm_w2 + self.costs @ hinge), [], b)
+
+
+@pytest.mark.parametrize("kernel_name", ["rbf", "rbf+linear"])
+def test_per_point_costs_agree_with_the_generic_path(kernel_name: str) -> None:
+    X, y = random_problem(60, 3, random_state=2)
+    kernel = make_kernel(kernel_name, X)
+    costs = np.where(np.arange(60) < 15, 5.0, 0.05)  # labeled points weigh 100× more
+    fast = SVMDualMarginal(costs, X, y, kernel, 6, tol=1e-10, formulation=_WeightedSVM(costs))
+    generic = CvxpyMarginal(_WeightedSVM(costs), X, y, kernel, 6, solver="clarabel", tol=1e-10)
+    rng = np.random.default_rng(1)
+    Z = initial_expansion_vectors(X, 6, "random", 0)
+    for _ in range(3):
+        ev, ref = fast.evaluate(Z), generic.evaluate(Z)
+        assert ev.value == pytest.approx(ref.value, rel=1e-6)
+        np.testing.assert_allclose(ev.grad, ref.grad, rtol=0,
+                                   atol=1e-5 * np.abs(ref.grad).max())
+        Z = Z + 0.02 * rng.normal(size=Z.shape)
+    assert fast.n_generic == 0
+
+
+def test_per_point_costs_need_the_formulation_and_the_right_shape() -> None:
+    X, y = random_problem(20, 2)
+    kernel = make_kernel("rbf", X)
+    with pytest.raises(ValueError, match="formulation="):
+        SVMDualMarginal(np.ones(20), X, y, kernel, 3)
+    with pytest.raises(ValueError, match="shape"):
+        SVMDualMarginal(np.ones(7), X, y, kernel, 3, formulation=_WeightedSVM(np.ones(7)))
+    with pytest.raises(ValueError, match="positive"):
+        SVMDualMarginal(np.zeros(20), X, y, kernel, 3, formulation=_WeightedSVM(np.zeros(20)))
 
 
 def test_auto_takes_the_fast_path_and_a_named_backend_the_generic_one() -> None:
