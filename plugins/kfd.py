@@ -31,6 +31,7 @@ from numpy.typing import NDArray
 
 from sparsify import Declaration, Evaluation, Formulation, Kernel, Marginal, Outputs, hookimpl
 from sparsify.discriminant import SparseKFD, class_contrast, within_class_centring
+from sparsify.marginal import check_expansion_vectors, kernel_blocks
 
 Array = NDArray[np.float64]
 
@@ -141,7 +142,8 @@ class RayleighMarginal(Marginal):
     formulation_name = "skfd"
 
     def __init__(self, X: Array, y: NDArray[Any], kernel: Kernel, mu: float,
-                 jitter: float = 1e-10) -> None:
+                 jitter: float = 1e-10, n_expansion: int | None = None) -> None:
+        self.n_expansion = n_expansion
         self.X = np.asarray(X, dtype=float)
         self.y = _check_labels(self.formulation_name, y)
         self.kernel = kernel
@@ -151,9 +153,9 @@ class RayleighMarginal(Marginal):
         self.centre = within_class_centring(self.y)
 
     def evaluate(self, Z: Array, grad: bool = True) -> Evaluation:
-        Z = np.asarray(Z, dtype=float)
-        K_xz = self.kernel(self.X, Z)
-        K_zz = self.kernel(Z, Z)
+        nz = self.n_expansion if self.n_expansion is not None else np.shape(Z)[0]
+        Z = check_expansion_vectors(Z, nz, self.X.shape[1], self.formulation_name)
+        K_xz, K_zz = kernel_blocks(self.kernel, self.X, Z)
         HK = self.centre(K_xz)
         B = HK.T @ HK + self.mu * (K_zz + self.jitter * np.eye(len(Z)))
         d = K_xz.T @ self.a
@@ -214,7 +216,8 @@ class SKFD(KFD):
 
     def marginal(self, X: Array, y: NDArray[Any] | None, kernel: Kernel, n_expansion: int,
                  solver: str, tol: float) -> Marginal:
-        return RayleighMarginal(X, _check_labels(self.name, y), kernel, self.mu)
+        return RayleighMarginal(X, _check_labels(self.name, y), kernel, self.mu,
+                                n_expansion=n_expansion)
 
 
 @hookimpl

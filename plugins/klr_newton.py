@@ -38,7 +38,13 @@ from numpy.typing import NDArray
 from scipy.special import expit, log_expit, logsumexp
 
 from sparsify.kernels import Kernel
-from sparsify.marginal import Evaluation, Marginal, expansion_factor
+from sparsify.marginal import (
+    Evaluation,
+    Marginal,
+    check_expansion_vectors,
+    expansion_factor,
+    kernel_blocks,
+)
 from sparsify.solvers import SolverError
 
 __all__ = ["NewtonKLRMarginal"]
@@ -266,9 +272,8 @@ class NewtonKLRMarginal(Marginal):
     # -- the Marginal interface ---------------------------------------------------------------
 
     def evaluate(self, Z: Array, grad: bool = True) -> Evaluation:
-        Z = np.asarray(Z, dtype=float)
-        K_xz = self.kernel(self.X, Z)
-        K_zz = self.kernel(Z, Z)
+        Z = check_expansion_vectors(Z, self.n_expansion, self.X.shape[1], self.formulation_name)
+        K_xz, K_zz = kernel_blocks(self.kernel, self.X, Z)
         Phi, to_u, to_beta = self._whiten(K_xz, K_zz)
         U, b = self._start(to_u)
         U, b, value, D, _ = self._newton(Phi, U, b)

@@ -40,7 +40,13 @@ from scipy.linalg.lapack import dgesv as _gesv
 
 from sparsify.formulation import Formulation
 from sparsify.kernels import Kernel
-from sparsify.marginal import CvxpyMarginal, Evaluation, Marginal
+from sparsify.marginal import (
+    CvxpyMarginal,
+    Evaluation,
+    Marginal,
+    check_expansion_vectors,
+    kernel_blocks,
+)
 
 Array = NDArray[np.float64]
 #: α, β, b and, from the active-set solve, its partition (bound, free masks)
@@ -246,7 +252,7 @@ def _interior_point(
     N = len(y)
     alpha = 0.5 * C
     lam, mu, b = np.ones(N), np.ones(N), 0.0
-    next_polish = 1e-3  # try the exact polish at gaps 1e-3, then 10× lower each time
+    next_polish = 1e-3  # try the exact polish at gaps 1e-3, then 100× lower each time
     for _ in range(max_iter):
         s = C - alpha
         beta = K_inv @ (B.T @ alpha)
@@ -258,7 +264,7 @@ def _interior_point(
             # A bound counts as active where its slack is below its multiplier
             # (α/C < λ, (C − α)/C < μ): on the central path the two separate
             # long before the gap closes.
-            next_polish = gap / 10
+            next_polish = gap / 100
             upper = s < C * mu
             free = ~upper & (alpha >= C * lam)
             polished = polish(np.where(upper, C, np.where(free, alpha, 0.0)), upper, free)
@@ -444,16 +450,17 @@ class SVMDualMarginal(Marginal):
             warm = solution if partition else None
 
     def evaluate(self, Z: Array, grad: bool = True) -> Evaluation:
-        Z = np.asarray(Z, dtype=float)
-        K_xz = self.kernel(self.X, Z)
-        K_zz = self.kernel(Z, Z)
+        Z = check_expansion_vectors(Z, self.n_expansion, self.X.shape[1], self.formulation_name)
+        K_xz, K_zz = kernel_blocks(self.kernel, self.X, Z)
         K = K_zz + self.jitter * np.eye(len(Z))
         B = self.y[:, None] * K_xz
         try:
-            alpha, beta, b = self._solve(B, K)
-        except (_Stalled, np.linalg.LinAlgError):
-            # rare numerical breakdown (nearly singular K_ZZ, extreme C): the
-            # generic path, this one's reference, answers this evaluation
+            # a division by zero or a NaN is a breakdown too, not a warning to go on from
+            with np.errstate(divide="raise", invalid="raise"):
+                alpha, beta, b = self._solve(B, K)
+        except (_Stalled, np.linalg.LinAlgError, ZeroDivisionError, FloatingPointError):
+            # rare numerical breakdown (nearly singular K_ZZ, extreme C, degenerate
+            # data): the generic path, this one's reference, answers this evaluation
             self._last = None
             self.n_generic += 1
             if self._generic is None:

@@ -15,12 +15,14 @@ from sparsify.ivm import ImportVectorMachine
 from sparsify.kernels import RBF, Kernel, Linear, Polynomial, SumKernel
 from sparsify.kmra import KernelMatchingReduction
 from sparsify.logistic import SparseKernelLogisticRegression
+from sparsify.manifold import ManifoldKernel
 from sparsify.marginal import CvxpyMarginal, Evaluation, Marginal, NonDifferentiableWarning
 from sparsify.outlier import SparseOneClassSVM
 from sparsify.plugins import register_plugin
 from sparsify.reduced_set import ReducedSetSVC
 from sparsify.rsvm import ReducedSVC
 from sparsify.rvm import RVMClassifier
+from sparsify.semi_supervised import SemiSupervisedSVC
 from sparsify.solvers import SolverError
 from sparsify.taylor import TaylorGaussianFeatures, TaylorRBF
 
@@ -36,6 +38,7 @@ __all__ = [
     "Kernel",
     "KernelMatchingReduction",
     "Linear",
+    "ManifoldKernel",
     "Marginal",
     "NonDifferentiableWarning",
     "Outputs",
@@ -43,6 +46,7 @@ __all__ = [
     "RVMClassifier",
     "ReducedSVC",
     "ReducedSetSVC",
+    "SemiSupervisedSVC",
     "SolverError",
     "SparseKFD",
     "SparseKernelLogisticRegression",

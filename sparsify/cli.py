@@ -32,6 +32,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 import sparsify
+from sparsify.persistence import IncompatibleVersionError, is_compatible
 from sparsify.solvers import SolverError
 
 __all__ = ["MODEL_FORMAT", "build_parser", "load_model", "main", "save_model"]
@@ -552,10 +553,6 @@ def save_model(payload: dict[str, Any]) -> bytes:
     )
 
 
-def _major_minor(version: str) -> tuple[str, ...]:
-    return tuple(str(version).split(".")[:2])
-
-
 def load_model(path: str | Path) -> dict[str, Any]:
     """Load and check a model file written by ``sparsify fit --out``.
 
@@ -586,6 +583,8 @@ def load_model(path: str | Path) -> dict[str, Any]:
     try:
         with path.open("rb") as fh:
             payload = pickle.load(fh)
+    except IncompatibleVersionError as exc:  # the estimator inside refused to load
+        raise ValueError(f"{path}: {exc} ({refit})") from exc
     except (pickle.UnpicklingError, EOFError, AttributeError, ImportError, IndexError,
             TypeError, ValueError) as exc:
         raise ValueError(f"{path} is not a readable sparsify model file ({exc!r}); if it came "
@@ -594,7 +593,7 @@ def load_model(path: str | Path) -> dict[str, Any]:
         raise ValueError(f"{path} is not a sparsify model file (no format marker "
                          f"{MODEL_FORMAT!r}); write one with 'sparsify fit --out'.")
     saved = str(payload.get("sparsify_version", "unknown"))
-    if _major_minor(saved) != _major_minor(sparsify.__version__):
+    if not is_compatible(saved):
         raise ValueError(f"{path} was saved by sparsify {saved} and this is sparsify "
                          f"{sparsify.__version__}; models are read only by the same major.minor "
                          f"version, so {refit}.")

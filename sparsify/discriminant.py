@@ -24,6 +24,7 @@ from sklearn.utils.validation import validate_data
 from sparsify.estimators import SparseKernelClassifier
 from sparsify.expansion import expansion_coefficients
 from sparsify.kernels import Kernel
+from sparsify.solvers import SolverError
 
 __all__ = ["SparseKFD", "class_contrast", "full_kfd", "within_class_centring"]
 
@@ -289,9 +290,21 @@ class SparseKFD(SparseKernelClassifier):
         if len(classes) >= 2 and counts.min() < 2:
             raise ValueError(
                 f"{type(self).__name__} needs at least 2 samples of each class to estimate "
-                f"the within-class scatter; class {classes[counts.argmin()]!r} has 1 sample."
+                f"the within-class scatter; class {classes.tolist()[counts.argmin()]!r} has 1 "
+                "sample."
             )
-        super().fit(X, y)
+        try:
+            super().fit(X, y)
+        except SolverError as exc:
+            if self.method != "convex" or "infeasible" not in str(exc):
+                raise
+            # the convex KFD's targets f + b = y cannot be met when the inputs do not tell
+            # the classes apart (constant features); the Rayleigh quotient is then just 0
+            raise ValueError(
+                f"The convex KFD is infeasible on these inputs: they do not separate the "
+                f"classes at all (for example constant features). Use method='rayleigh', or "
+                f"check the features. ({exc})"
+            ) from exc
         if self.method == "rayleigh":
             self._svm_step(X, y)
         return self

@@ -17,7 +17,7 @@ from numpy.typing import ArrayLike, NDArray
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.preprocessing import LabelEncoder
 from sklearn.svm import SVC
-from sklearn.utils import check_random_state, gen_batches
+from sklearn.utils import TransformerTags, check_random_state, gen_batches
 from sklearn.utils._param_validation import Interval, RealNotInt, StrOptions
 from sklearn.utils.multiclass import check_classification_targets, type_of_target
 from sklearn.utils.validation import check_is_fitted, validate_data
@@ -26,6 +26,7 @@ from sparsify.formulation import Formulation, make_formulation
 from sparsify.kernels import RBF, Kernel, Linear, Polynomial, make_kernel
 from sparsify.marginal import make_marginal
 from sparsify.optimize import INIT_METHODS, initial_expansion_vectors, minimize_marginal
+from sparsify.persistence import VersionedPickleMixin
 from sparsify.plugins import get_registry
 
 __all__ = [
@@ -72,9 +73,10 @@ def validate_classification(
     encoder = LabelEncoder().fit(y)
     estimator.classes_ = encoder.classes_
     if len(encoder.classes_) < 2:
+        # tolist() gives the plain Python label: 0, not np.int64(0)
         raise ValueError(
             f"{type(estimator).__name__} needs samples of at least 2 classes in the data; got "
-            f"1 class ({encoder.classes_[0]!r})."
+            f"1 class ({encoder.classes_.tolist()[0]!r})."
         )
     if binary_only and len(encoder.classes_) > 2:
         raise ValueError(
@@ -137,13 +139,72 @@ def _fit_start(
     }
 
 
-class KernelMachineMixin:
+class KernelMachineMixin(VersionedPickleMixin):
     """Prediction of a fitted kernel machine τ(x) = Σ_j β_j k(z_j, x) + b.
 
     Needs the fitted attributes ``kernel_``, ``expansion_vectors_`` (Nz, d),
     ``expansion_coef_`` (n_outputs, Nz), ``intercept_`` (n_outputs,) and
     ``classes_``; one output is a binary decision, several are one per class.
+
+    Also gives the feature map :meth:`transform` (x ↦ k(x, z_j), one column
+    per XV) and pickling that records the sparsify version and refuses a model
+    saved by another major.minor version
+    (:class:`~sparsify.persistence.VersionedPickleMixin`).
     """
+
+    def _kernel_features(self, X: Array) -> Array:
+        """k(x_i, z_j) for a block of validated rows; a machine with another kernel overrides it."""
+        return self.kernel_(X, self.expansion_vectors_)
+
+    def transform(self, X: ArrayLike) -> Array:
+        """The feature map x ↦ (k(x, z_1), …, k(x, z_Nz)): one column per XV.
+
+        The model is linear in these features: ``transform(X) @ expansion_coef_.T
+        + intercept_`` is :meth:`decision_function` (one column per output; ravel
+        it for one output), so prediction can run wherever a linear model runs.
+        A one-vs-rest model returns the stacked XVs of all its binary problems,
+        per-class blocks in ``expansion_vectors_`` order, and each row of
+        ``expansion_coef_`` is zero outside its own block.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+
+        Returns
+        -------
+        ndarray of shape (n_samples, n_expansion_vectors)
+            Computed in row blocks so memory stays bounded.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from sklearn.datasets import make_moons
+        >>> from sparsify import SparseSVC
+        >>> X, y = make_moons(60, noise=0.1, random_state=0)
+        >>> clf = SparseSVC(n_expansion=4, gamma=2.0, max_iter=10, random_state=0).fit(X, y)
+        >>> features = clf.transform(X)
+        >>> features.shape
+        (60, 4)
+        >>> scores = features @ clf.expansion_coef_.T + clf.intercept_
+        >>> bool(np.allclose(scores.ravel(), clf.decision_function(X)))
+        True
+        """
+        check_is_fitted(self)
+        X = validate_data(self, X, dtype=np.float64, reset=False)
+        out = np.empty((len(X), len(self.expansion_vectors_)))
+        block = max(1, 2**22 // max(1, len(self.expansion_vectors_)))
+        for rows in gen_batches(len(X), block):
+            out[rows] = self._kernel_features(X[rows])
+        return out
+
+    def fit_transform(self, X: ArrayLike, y: ArrayLike | None = None, **fit_params: Any) -> Array:
+        """Fit, then return :meth:`transform` of the training inputs.
+
+        Returns
+        -------
+        ndarray of shape (n_samples, n_expansion_vectors)
+        """
+        return self.fit(X, y, **fit_params).transform(X)  # type: ignore[attr-defined]
 
     def decision_function(self, X: ArrayLike) -> Array:
         """Decision values τ(x) = Σ_j β_j k(z_j, x) + b.
@@ -160,7 +221,7 @@ class KernelMachineMixin:
         out = np.empty((len(X), len(self.intercept_)))
         block = max(1, 2**22 // max(1, len(self.expansion_vectors_)))
         for rows in gen_batches(len(X), block):
-            out[rows] = self.kernel_(X[rows], self.expansion_vectors_) @ self.expansion_coef_.T
+            out[rows] = self._kernel_features(X[rows]) @ self.expansion_coef_.T
         out += self.intercept_
         return out.ravel() if out.shape[1] == 1 else out
 
@@ -174,6 +235,12 @@ class KernelMachineMixin:
         scores = self.decision_function(X)
         idx = (scores > 0).astype(int) if scores.ndim == 1 else scores.argmax(1)
         return self.classes_[idx]
+
+    def __sklearn_tags__(self):  # type: ignore[no-untyped-def]
+        tags = super().__sklearn_tags__()  # type: ignore[misc]
+        # transform makes it a transformer as well (a feature map of float64 columns)
+        tags.transformer_tags = TransformerTags(preserves_dtype=["float64"])
+        return tags
 
 
 class SparseKernelClassifier(KernelMachineMixin, ClassifierMixin, BaseEstimator):

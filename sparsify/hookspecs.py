@@ -8,23 +8,34 @@ exposed through the ``sparsify`` entry-point group::
 
 Each hook receives a ``register`` callable; call it once per thing the plugin
 provides. The built-in formulations (``plugins/`` in the source tree, the
-``sparsify_plugins`` package) use exactly this mechanism.
+``sparsify_plugins`` package) use exactly this mechanism. A hook whose
+parameters are not these, a hook name sparsify does not define, and a
+``register_*`` function without ``@hookimpl`` each give a
+:class:`~sparsify.plugins.PluginWarning` naming the plugin and its
+distribution (docs/plugins.md is the guide; :mod:`sparsify.testing` checks a
+formulation).
 """
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 import pluggy
 
-__all__ = ["hookimpl", "hookspec"]
+if TYPE_CHECKING:
+    from sparsify.formulation import Formulation
+    from sparsify.kernels import Kernel
+    from sparsify.solvers import SolverBackend
+
+__all__ = ["HOOKS", "hookimpl", "hookspec"]
 
 hookspec = pluggy.HookspecMarker("sparsify")
 hookimpl = pluggy.HookimplMarker("sparsify")
 
 
 @hookspec
-def register_formulations(register: Any) -> None:
+def register_formulations(register: Callable[[type[Formulation]], None]) -> None:
     """Register convex kernel learning algorithms.
 
     Call ``register(cls)`` with a subclass of :class:`sparsify.Formulation`. The
@@ -33,7 +44,7 @@ def register_formulations(register: Any) -> None:
 
 
 @hookspec
-def register_kernels(register: Any) -> None:
+def register_kernels(register: Callable[[type[Kernel]], None]) -> None:
     """Register kernels.
 
     Call ``register(cls)`` with a subclass of :class:`sparsify.kernels.Kernel`;
@@ -44,10 +55,14 @@ def register_kernels(register: Any) -> None:
 
 
 @hookspec
-def register_solvers(register: Any) -> None:
+def register_solvers(register: Callable[[SolverBackend], None]) -> None:
     """Register solver backends.
 
     Call ``register(backend)`` with an instance of
     :class:`sparsify.solvers.SolverBackend`; its ``name`` is the name users pass
     (``solver="clarabel"``).
     """
+
+
+#: Every hook sparsify calls, in the order the registry calls them.
+HOOKS = ("register_formulations", "register_kernels", "register_solvers")

@@ -37,7 +37,7 @@ from sklearn.utils import check_random_state, gen_batches
 from sklearn.utils._param_validation import Interval, RealNotInt, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from sparsify.estimators import validate_classification
+from sparsify.estimators import KernelMachineMixin, validate_classification
 
 __all__ = ["KernelMatchingReduction", "gaussian_dictionary", "neighbour_widths"]
 
@@ -105,7 +105,7 @@ def _linear_svm(G: Array, y: NDArray[np.intp], C: float) -> SVC:
     return SVC(C=C, kernel="precomputed", tol=1e-4).fit(G, y)
 
 
-class KernelMatchingReduction(ClassifierMixin, BaseEstimator):
+class KernelMatchingReduction(KernelMachineMixin, ClassifierMixin, BaseEstimator):
     """Kernel matching reduction: backward deletion of Gaussians under a linear SVM.
 
     Starts from one Gaussian per training point with per-point widths from the p
@@ -333,6 +333,10 @@ class KernelMatchingReduction(ClassifierMixin, BaseEstimator):
         self.n_functions_ = len(best["idx"])
         self.C_ = float(best["C"])
         return self
+
+    def _kernel_features(self, X: Array) -> Array:
+        # transform's feature map: each centre has its own width
+        return gaussian_dictionary(X, self.expansion_vectors_, self.widths_)
 
     def decision_function(self, X: ArrayLike) -> Array:
         """Decision values Σ_i w_i exp(−‖x − c_i‖² / (2σ_i²)) + b; positive means ``classes_[1]``.

@@ -38,7 +38,9 @@ __all__ = [
     "Evaluation",
     "Marginal",
     "NonDifferentiableWarning",
+    "check_expansion_vectors",
     "expansion_factor",
+    "kernel_blocks",
     "make_marginal",
 ]
 
@@ -85,6 +87,78 @@ class Marginal(ABC):
         """Solve at fixed XVs ``Z`` (Nz, d) and return W, ∇W and the solution."""
 
 
+def check_expansion_vectors(
+    Z: NDArray[Any], n_expansion: int, n_features: int, formulation_name: str = ""
+) -> Array:
+    """Return the XVs ``Z`` as float64 of shape (Nz, d), or a ValueError that says what to change.
+
+    Every :meth:`Marginal.evaluate` should start with it, so that a wrong shape
+    or a NaN reaches the user as such and not as an error deep in a solver.
+
+    Parameters
+    ----------
+    Z : array-like
+        The XVs to evaluate W at.
+    n_expansion, n_features : int
+        Nz the marginal was built for, and d of its training inputs.
+    formulation_name : str, optional
+        For the message.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> check_expansion_vectors([[0, 1], [2, 3]], 2, 2).dtype
+    dtype('float64')
+    >>> check_expansion_vectors([[0.0, np.nan]], 1, 2)
+    Traceback (most recent call last):
+    ...
+    ValueError: The expansion vectors Z contain NaN or infinity (row 0); pass finite XVs.
+    """
+    Z = np.asarray(Z, dtype=float)
+    where = f" of the {formulation_name!r} formulation" if formulation_name else ""
+    if Z.shape != (n_expansion, n_features):
+        raise ValueError(
+            f"The expansion vectors Z{where} must have shape ({n_expansion}, {n_features}) "
+            f"(Nz, n_features); got {Z.shape}."
+        )
+    bad = ~np.isfinite(Z).all(axis=1)
+    if bad.any():
+        raise ValueError(f"The expansion vectors Z{where} contain NaN or infinity (row "
+                         f"{int(np.argmax(bad))}); pass finite XVs.")
+    return Z
+
+
+def kernel_blocks(kernel: Kernel, X: Array, Z: Array) -> tuple[Array, Array]:
+    """Return ``K_XZ`` and ``K_ZZ``, or a ValueError if the kernel overflowed.
+
+    For any :class:`Marginal`'s ``evaluate``: a polynomial or linear kernel on
+    features of size 1e100 gives infinities that would otherwise surface as a
+    solver's or LAPACK's complaint.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sparsify import Polynomial
+    >>> K_xz, K_zz = kernel_blocks(Polynomial(degree=2), np.ones((3, 2)), np.ones((1, 2)))
+    >>> K_xz.shape, K_zz.shape
+    ((3, 1), (1, 1))
+    >>> big = np.full((1, 1), 1e200)
+    >>> kernel_blocks(Polynomial(degree=3), big, big)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    ValueError: The kernel Polynomial(...) gave NaN or infinite values at these XVs; lower ...
+    """
+    with np.errstate(over="ignore", invalid="ignore"):
+        K_xz = kernel(X, Z)
+        K_zz = kernel(Z, Z)
+    if not (np.isfinite(K_xz).all() and np.isfinite(K_zz).all()):
+        raise ValueError(
+            f"The kernel {kernel!r} gave NaN or infinite values at these XVs; lower gamma or "
+            "degree, or rescale the data."
+        )
+    return K_xz, K_zz
+
+
 def expansion_factor(K_zz: Array) -> Array:
     """Return R with ``RᵀR = K_ZZ`` (eigenvalues clipped at 0), shape (Nz, Nz).
 
@@ -101,6 +175,38 @@ def expansion_factor(K_zz: Array) -> Array:
     """
     lam, V = np.linalg.eigh(K_zz)
     return np.sqrt(np.clip(lam, 0.0, None))[:, None] * V.T
+
+
+#: What to change when every backend that answered gave the same certain verdict. A
+#: badly scaled problem (a linear kernel on features of size 1e8) can draw either
+#: verdict from a solver, so each hint names that cause too.
+_HINTS = {
+    cp.INFEASIBLE: (
+        "The solver finds the problem infeasible at these XVs: its constraints cannot all "
+        "hold. Check the formulation's constraints and the data (identical inputs in "
+        "different classes cannot be told apart; XVs far from the data make K(X, Z) "
+        "underflow to 0), or rescale the data if it is badly scaled."
+    ),
+    cp.UNBOUNDED: (
+        "The solver finds the objective unbounded below: every variable of the formulation "
+        "must be bounded by its objective or its constraints (a loss on f, a ||w||^2 term); "
+        "if it is, the problem is badly scaled: rescale the data."
+    ),
+    cp.USER_LIMIT: (
+        "The solver hit its iteration or time limit: raise max_iter in the backend's "
+        "settings, loosen solver_tol, or rescale the data."
+    ),
+}
+
+
+def _hint(statuses: list[str]) -> str:
+    """The hint for a unanimous, certain verdict; else the general advice."""
+    # A crashed backend says nothing about the problem, and an inaccurate verdict is
+    # no certificate (OSQP calls an ill-conditioned SVM "unbounded_inaccurate").
+    verdicts = {s for s in statuses if not s.startswith("error")}
+    if len(verdicts) == 1 and (verdict := verdicts.pop()) in _HINTS:
+        return _HINTS[verdict]
+    return "Try another solver=, a looser tol, or rescale the data."
 
 
 def _resolve_backends(solver: str) -> list[SolverBackend]:
@@ -173,16 +279,34 @@ class CvxpyMarginal(Marginal):
         self.formulation = formulation
         self.formulation_name = formulation.name or type(formulation).__name__
         self.X = np.asarray(X, dtype=float)
+        self._check_inputs(y, n_expansion)
         self.y = y
         self.kernel = kernel
         self.n_expansion = int(n_expansion)
         self.tol = tol
-        self.jitter = jitter * max(float(np.mean(kernel.diag(self.X))), 1e-300)
+        #: mean kernel diagonal on X: far from 1, the solvers meet a badly scaled problem
+        self.kernel_scale = float(np.mean(kernel.diag(self.X)))
+        self.jitter = jitter * max(self.kernel_scale, 1e-300)
         self.backends = _resolve_backends(solver)
         self._warned = False
         self._build()
 
     # -- construction -------------------------------------------------------------------------
+
+    def _check_inputs(self, y: NDArray[Any] | None, n_expansion: int) -> None:
+        # the estimators validate their data; a direct caller gets the same clear errors
+        X, name = self.X, self.formulation_name
+        if X.ndim != 2 or X.shape[0] < 1 or X.shape[1] < 1:
+            raise ValueError(f"The {name!r} formulation needs X of shape (n_samples, "
+                             f"n_features) with at least one of each; got shape {X.shape}.")
+        if not np.isfinite(X).all():
+            raise ValueError(f"X passed to the {name!r} formulation contains NaN or infinity; "
+                             "remove or impute those values.")
+        if y is not None and len(y) != len(X):
+            raise ValueError(f"X has {len(X)} samples but y has {len(y)}; pass one target per "
+                             "sample.")
+        if int(n_expansion) < 1:
+            raise ValueError(f"n_expansion must be at least 1; got {n_expansion}.")
 
     def _fail(self, what: str) -> ValueError:
         return ValueError(f"The {self.formulation_name!r} formulation {what}")
@@ -255,6 +379,7 @@ class CvxpyMarginal(Marginal):
 
     def _solve(self) -> SolverBackend:
         statuses = []
+        self._solver_exception: Exception | None = None
         for backend in self.backends:
             # Aim below tol first; if the solver breaks down there (it happens on
             # exponential cones), ask for tol itself before trying the next backend.
@@ -262,12 +387,20 @@ class CvxpyMarginal(Marginal):
                 status = self._try(backend, aim)
                 if status == "accepted":
                     return backend
-            statuses.append(f"{backend.name}: {status}")
+            statuses.append(status)
+        report = "; ".join(f"{b.name}: {st}" for b, st in zip(self.backends, statuses,
+                                                                strict=True))
         raise SolverError(
             f"The {' then '.join(b.name for b in self.backends)} solver did not solve the "
             f"{self.formulation_name!r} formulation (N={len(self.X)}, Nz={self.n_expansion}): "
-            f"{'; '.join(statuses)}. Try another solver=, a looser tol, or rescale the data."
-        )
+            f"{report}. {_hint(statuses)}{self._scale_note()}"
+        ) from self._solver_exception
+
+    def _scale_note(self) -> str:
+        if 1e-6 <= abs(self.kernel_scale) <= 1e6:
+            return ""
+        return (f" The kernel's diagonal on X averages {self.kernel_scale:.1e}, far from 1: "
+                "standardise the features or lower gamma.")
 
     def _try(self, backend: SolverBackend, aim: float) -> str:
         """Solve once; 'accepted' or the status that was not."""
@@ -281,17 +414,24 @@ class CvxpyMarginal(Marginal):
                     **backend.options(self.tol, aim),
                 )
         except cp.error.SolverError as exc:
+            self._solver_exception = exc
             return f"error ({exc})"
+        except Exception as exc:
+            # a solver's own crash (not cvxpy's wrapper of it) is that backend's failure too;
+            # the SolverError raised when every backend failed chains the last one
+            self._solver_exception = exc
+            return f"error ({type(exc).__name__}: {exc})"
         status = self.problem.status
         accepted = status == cp.OPTIMAL or (
             status == cp.OPTIMAL_INACCURATE and backend.accepts_inaccurate
         )
-        return "accepted" if accepted and self.link_f.dual_value is not None else status
+        if accepted and self.link_f.dual_value is None:
+            return f"{status} without duals"
+        return "accepted" if accepted else status
 
     def evaluate(self, Z: Array, grad: bool = True) -> Evaluation:
-        Z = np.asarray(Z, dtype=float)
-        K_xz = self.kernel(self.X, Z)
-        K_zz = self.kernel(Z, Z)
+        Z = check_expansion_vectors(Z, self.n_expansion, self.X.shape[1], self.formulation_name)
+        K_xz, K_zz = kernel_blocks(self.kernel, self.X, Z)
         self.K_xz.value = K_xz
         self.R.value = expansion_factor(K_zz + self.jitter * np.eye(len(Z)))
         backend = self._solve()

@@ -109,6 +109,18 @@ class OptimizeResult:
     seconds: float = field(default=0.0)
 
 
+def _check_finite(marginal: Marginal, ev: Evaluation) -> None:
+    """A non-finite W or ∇W would send L-BFGS astray: report it like a failed solve."""
+    if np.isfinite(ev.value) and (ev.grad is None or np.isfinite(ev.grad).all()):
+        return
+    name = getattr(marginal, "formulation_name", "") or type(marginal).__name__
+    raise SolverError(
+        f"The {ev.solver} solver returned a non-finite W(Z) = {ev.value} or gradient for the "
+        f"{name!r} formulation at these XVs; rescale the data (standardise the features), or "
+        "try another solver= or a looser tol."
+    )
+
+
 def minimize_marginal(
     marginal: Marginal,
     Z0: Array,
@@ -144,12 +156,18 @@ def minimize_marginal(
     Notes
     -----
     If the solver fails after the first evaluation (for example an inaccurate
-    solve where two XVs collide), the optimisation stops, keeps the best XVs
-    found so far and warns with a :class:`~sklearn.exceptions.ConvergenceWarning`
-    naming the solver and the formulation. A failure at the first evaluation is
-    a :class:`SolverError`.
+    solve where two XVs collide), or returns a non-finite W or gradient, the
+    optimisation stops, keeps the best XVs found so far and warns with a
+    :class:`~sklearn.exceptions.ConvergenceWarning` naming the solver and the
+    formulation. A failure at the first evaluation is a :class:`SolverError`.
     """
-    shape = np.shape(Z0)
+    Z0 = np.asarray(Z0, dtype=float)
+    if Z0.ndim != 2 or Z0.size == 0:
+        raise ValueError(f"Z0 must be a non-empty array of shape (Nz, n_features); got shape "
+                         f"{Z0.shape}.")
+    if not np.isfinite(Z0).all():
+        raise ValueError("Z0 contains NaN or infinity; pass finite initial XVs.")
+    shape = Z0.shape
     start = time.perf_counter()
     best: list[tuple[Array, Evaluation]] = []
     last: dict = {}
@@ -163,6 +181,7 @@ def minimize_marginal(
         else:
             ev = marginal.evaluate(z.reshape(shape))
             n_eval += 1
+            _check_finite(marginal, ev)
             last.update(z=z.copy(), ev=ev)
             if not best or ev.value < best[0][1].value:
                 best[:] = [(z.reshape(shape).copy(), ev)]

@@ -65,6 +65,20 @@ def _problem(message: str) -> None:
     warnings.warn(message, PluginWarning, stacklevel=3)
 
 
+def _lint(manager: pluggy.PluginManager, plugin: Any) -> list[str]:
+    """Mistakes pluggy lets through silently: unknown hook names, hooks without @hookimpl."""
+    problems = []
+    for attr in dir(plugin):
+        if manager.parse_hookimpl_opts(plugin, attr) is not None:
+            if attr not in hookspecs.HOOKS:
+                problems.append(f"declares the hook {attr!r}, which sparsify does not define; "
+                                f"it is ignored. The hooks are {list(hookspecs.HOOKS)}.")
+        elif attr in hookspecs.HOOKS and callable(getattr(plugin, attr, None)):
+            problems.append(f"defines {attr}() without the @sparsify.hookimpl decorator; it is "
+                            "ignored until decorated.")
+    return problems
+
+
 class Registry:
     """Everything the plugins registered, by kind and name.
 
@@ -88,14 +102,33 @@ class Registry:
                 continue
             dist = ep.dist.name if ep.dist is not None else "unknown distribution"
             try:
-                self.manager.register(ep.load(), name=ep.name)
+                plugin = ep.load()
             except Exception as exc:  # a broken plugin must not take the host down
                 _problem(f"sparsify plugin {ep.name!r} from {dist!r} failed to load: {exc!r}")
                 continue
-            self._sources[ep.name] = dist
+            if self._register(plugin, ep.name, dist):
+                self._sources[ep.name] = dist
         for kind, hook_name in _KINDS.items():
             for impl in getattr(self.manager.hook, hook_name).get_hookimpls():
                 self._call(kind, impl)
+
+    def _register(self, plugin: Any, name: str, dist: str) -> bool:
+        """Register one plugin object; warn (or raise in strict mode) and skip it if it is bad."""
+        try:
+            # pluggy checks every hook's parameters against the spec before it changes any
+            # state, so a refused plugin leaves nothing half-registered.
+            self.manager.register(plugin, name=name)
+        except pluggy.PluginValidationError as exc:
+            _problem(f"sparsify plugin {name!r} from {dist!r} has a hook with a wrong signature "
+                     f"and was not loaded: {exc}. The hooks and their parameters are listed in "
+                     "sparsify.hookspecs.")
+            return False
+        except ValueError as exc:  # the same name or object twice
+            _problem(f"sparsify plugin {name!r} from {dist!r} could not be registered: {exc}")
+            return False
+        for message in _lint(self.manager, plugin):
+            _problem(f"sparsify plugin {name!r} from {dist!r} {message}")
+        return True
 
     def _call(self, kind: str, impl: Any) -> None:
         plugin = impl.plugin_name
@@ -122,7 +155,8 @@ class Registry:
 
     def add(self, plugin: Any, name: str, distribution: str = "(registered at run time)") -> None:
         """Register one more plugin object now and collect what its hooks register."""
-        self.manager.register(plugin, name=name)
+        if not self._register(plugin, name, distribution):
+            return
         self._sources[name] = distribution
         for kind, hook_name in _KINDS.items():
             for impl in getattr(self.manager.hook, hook_name).get_hookimpls():

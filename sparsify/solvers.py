@@ -11,7 +11,8 @@ ECOS.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from importlib.metadata import version
 from typing import Any
 
@@ -49,12 +50,26 @@ class SolverBackend:
         the nonnegative orthant), like OSQP.
     warm_start : bool
         Whether re-solves with new parameter values start from the last solution.
+    settings : mapping, optional
+        Solver keyword options that override those :meth:`options` derives from
+        the tolerance (for example ``{"max_iter": 50}``); register such a backend
+        under a name of its own to use it.
+
+    Examples
+    --------
+    A Clarabel backend with a lower iteration limit:
+
+    >>> short = SolverBackend("clarabel_short", cp.CLARABEL, settings={"max_iter": 50})
+    >>> short.options(1e-8)["max_iter"]
+    50
     """
 
     name: str
     cvxpy_name: str
     quadratic_only: bool = False
     warm_start: bool = False
+    # a dict is not hashable: leave it out of the generated __hash__
+    settings: Mapping[str, Any] = field(default_factory=dict, hash=False)
 
     def options(self, tol: float, aim: float = 1e-2) -> dict[str, Any]:
         """Solver keyword options that guarantee accuracy ``tol`` (gap and feasibility).
@@ -64,7 +79,11 @@ class SolverBackend:
         still meets ``tol`` (see :attr:`accepts_inaccurate`): their duals, and so
         the gradients, are then as accurate as the primal values. ``aim=1``
         asks for ``tol`` only (the retry after a failure at the tighter aim).
+        :attr:`settings` override these options.
         """
+        return {**self._tolerance_options(tol, aim), **self.settings}
+
+    def _tolerance_options(self, tol: float, aim: float) -> dict[str, Any]:
         aim = max(tol * aim, 1e-15)
         if self.cvxpy_name == cp.CLARABEL:
             return {

@@ -31,6 +31,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from sparsify.hookspecs import hookimpl
 from sparsify.kernels import Kernel
+from sparsify.persistence import VersionedPickleMixin
 
 __all__ = ["TaylorGaussianFeatures", "TaylorRBF"]
 
@@ -88,7 +89,7 @@ class TaylorRBF(Kernel):
         return 2 * self.gamma * ((G * D).T @ X - (G * K).sum(0)[:, None] * Z)
 
 
-class TaylorGaussianFeatures(TransformerMixin, BaseEstimator):
+class TaylorGaussianFeatures(VersionedPickleMixin, TransformerMixin, BaseEstimator):
     """Explicit feature map of the approximate Gaussian kernel of order m (seed 001, eq. 7).
 
     ⟨Φ(x), Φ(y)⟩ = K_m(x, y) exactly; the output has C(n + m, m) columns

@@ -102,3 +102,14 @@ def _is_numeric_row(line: str) -> bool:
     except ValueError:
         return False
     return True
+
+
+# Generators of the semi-supervised benchmarks (seed 003).
+from sparsify.datasets.semi_supervised import (  # noqa: E402
+    labeled_split,
+    make_g241c,
+    make_g241d,
+    make_two_moons,
+)
+
+__all__ += ["labeled_split", "make_g241c", "make_g241d", "make_two_moons"]

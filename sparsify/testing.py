@@ -1,0 +1,650 @@
+"""The conformance suite for formulations: what any plugin author runs on a new algorithm.
+
+:func:`check_formulation` runs every check on one formulation and returns a
+:class:`ConformanceReport`; :func:`formulation_checks` yields the same checks
+one by one for ``pytest.mark.parametrize`` (like scikit-learn's
+``parametrize_with_checks``). The checks:
+
+``declaration``
+    The core's own build checks pass: ``declare`` returns a
+    :class:`~sparsify.Declaration` with a ``cp.Minimize`` objective, the
+    problem is DCP and DPP, it creates no cvxpy Parameters of its own, and it
+    uses the outputs ``f``.
+``full_problem[kernel-solver]``
+    With the XVs on the training points (Z = X, Nz = N) W(Z) equals a direct
+    solve of the formulation with the full kernel matrix: ``f = K β`` and
+    ``‖w‖² = βᵀKβ = ‖Rβ‖²`` with ``RᵀR = K``, built here without the core's
+    Parameters and links.
+``gradient[kernel-solver]``
+    ∇W(Z) of the generic cvxpy path (Lemma 1, from the duals) against central
+    finite differences of W (:func:`sparsify.gradcheck.check_gradient`).
+``own_value[kernel]``, ``own_gradient[kernel]``
+    Only for a formulation that supplies W and ∇W itself
+    (:meth:`~sparsify.Formulation.marginal`): its W(Z) equals the generic
+    path's, its reference, and its gradient matches finite differences.
+``estimator``
+    scikit-learn's ``check_estimator`` on ``formulation.estimator`` built with
+    ``formulation.estimator_params`` (and small, fast settings), when the
+    formulation names an estimator.
+
+A failed check raises an :class:`AssertionError` that names the check, gives
+the figures and says what to fix.
+"""
+
+from __future__ import annotations
+
+import unittest
+import warnings
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import cvxpy as cp
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from sparsify.formulation import Formulation, Outputs, make_formulation
+from sparsify.gradcheck import check_gradient, random_problem
+from sparsify.kernels import Kernel, make_kernel
+from sparsify.marginal import CvxpyMarginal, Marginal, NonDifferentiableWarning, expansion_factor
+from sparsify.plugins import get_registry
+from sparsify.solvers import SolverBackend, SolverError
+
+__all__ = [
+    "CheckResult",
+    "ConformanceReport",
+    "FormulationCheck",
+    "check_formulation",
+    "formulation_checks",
+    "parametrize_formulation_checks",
+]
+
+Array = NDArray[np.float64]
+
+#: Estimator parameters the estimator check sets, where the estimator has them, so that
+#: scikit-learn's many small fits stay fast.
+FAST_ESTIMATOR_PARAMS: dict[str, Any] = {"n_expansion": 3, "max_iter": 5, "random_state": 0}
+
+
+@dataclass(frozen=True)
+class CheckResult:
+    """The outcome of one conformance check.
+
+    Attributes
+    ----------
+    name : str
+        The check, e.g. ``"gradient[rbf-clarabel]"``.
+    status : {"passed", "failed", "skipped"}
+    message : str
+        The figures (passed), what went wrong and what to fix (failed), or why
+        the check did not apply (skipped).
+    figures : dict
+        The measured numbers, e.g. ``{"rel_error": 3e-9}``.
+    """
+
+    name: str
+    status: str
+    message: str
+    figures: dict[str, float] = field(default_factory=dict)
+
+
+@dataclass
+class ConformanceReport:
+    """What :func:`check_formulation` found, one :class:`CheckResult` per check.
+
+    Attributes
+    ----------
+    formulation : str
+        The formulation's name.
+    results : list of CheckResult
+    """
+
+    formulation: str
+    results: list[CheckResult]
+
+    @property
+    def passed(self) -> bool:
+        """True when no check failed (skipped checks do not count)."""
+        return all(r.status != "failed" for r in self.results)
+
+    def result(self, name: str) -> CheckResult:
+        """The result of the check called ``name``."""
+        for r in self.results:
+            if r.name == name:
+                return r
+        raise KeyError(f"No check {name!r}; the checks are {[r.name for r in self.results]}.")
+
+    def as_dict(self) -> dict[str, Any]:
+        """JSON-ready summary."""
+        return {
+            "formulation": self.formulation,
+            "passed": self.passed,
+            "checks": [
+                {"name": r.name, "status": r.status, "message": r.message, **r.figures}
+                for r in self.results
+            ],
+        }
+
+    def table(self, failures: bool = True) -> str:
+        """One line per check; ``failures=False`` leaves out the failed checks' messages."""
+        width = max((len(r.name) for r in self.results), default=0)
+        lines = [f"conformance of the {self.formulation!r} formulation:"]
+        for r in self.results:
+            message = r.message if failures or r.status != "failed" else "(above)"
+            lines.append(f"  {r.name:<{width}}  {r.status:<7}  {message}")
+        return "\n".join(lines)
+
+    def __str__(self) -> str:
+        return self.table()
+
+
+class _Skip(Exception):
+    """A check that does not apply; the message says why."""
+
+
+@dataclass(frozen=True)
+class FormulationCheck:
+    """One named conformance check; call it to run it.
+
+    Calling it returns the figures when it passes, raises :class:`AssertionError`
+    when it fails, and raises :class:`unittest.SkipTest` (a skip under pytest and
+    unittest) when it does not apply. ``str(check)`` is its name, so
+    ``pytest.mark.parametrize("check", formulation_checks(...), ids=str)``
+    gives readable test ids.
+    """
+
+    name: str
+    formulation: str
+    function: Callable[[], dict[str, float]] = field(repr=False)
+    skip_reason: str | None = None
+
+    def __call__(self) -> dict[str, float]:
+        if self.skip_reason is not None:
+            raise unittest.SkipTest(self.skip_reason)
+        try:
+            return self.function()
+        except _Skip as exc:
+            raise unittest.SkipTest(str(exc)) from None
+        except SolverError as exc:
+            raise _fail(self.name, self.formulation, f"a convex solve failed: {exc}",
+                        "the problem must be solvable to solver_tol: try another solver=, a "
+                        "looser solver_tol, or rescale the objective (the built-in one-class "
+                        "SVM multiplies its objective by νN for this reason).") from exc
+
+    def __str__(self) -> str:
+        return self.name
+
+
+# --------------------------------------------------------------------------- the checks
+
+
+def _fail(name: str, formulation: str, what: str, fix: str) -> AssertionError:
+    return AssertionError(f"Conformance check {name!r} of the {formulation!r} formulation "
+                          f"failed: {what} To fix: {fix}")
+
+
+def _relative(a: float, b: float) -> float:
+    return abs(a - b) / max(abs(a), abs(b), 1.0)
+
+
+@dataclass
+class _Context:
+    """Everything the checks share: the formulation, the data and the settings."""
+
+    formulation: Formulation
+    X: Array
+    y: NDArray[Any] | None
+    n_expansion: int
+    gamma: float | str
+    tol: float
+    solver_tol: float
+    random_state: int
+
+    @property
+    def name(self) -> str:
+        return self.formulation.name or type(self.formulation).__name__
+
+    def kernel(self, kernel: str | Kernel) -> Kernel:
+        return make_kernel(kernel, self.X, gamma=self.gamma)
+
+    def generic(self, kernel: Kernel, n_expansion: int, solver: str) -> CvxpyMarginal:
+        """The core's generic path, after refusing a solver that cannot take the problem."""
+        if solver != "auto":
+            backend: SolverBackend = get_registry().get("solver", solver)
+            if not backend.available():
+                raise _Skip(f"the solver {solver!r} is not installed")
+            if backend.quadratic_only:
+                probe = CvxpyMarginal(self.formulation, self.X, self.y, kernel, n_expansion,
+                                      solver="auto", tol=self.solver_tol)
+                if not probe.problem.is_qp():
+                    raise _Skip(f"{solver!r} solves quadratic programs only and the "
+                                f"{self.name!r} formulation is not one")
+        return CvxpyMarginal(self.formulation, self.X, self.y, kernel, n_expansion,
+                             solver=solver, tol=self.solver_tol)
+
+
+def _check_declaration(ctx: _Context, name: str) -> dict[str, float]:
+    try:
+        marginal = CvxpyMarginal(ctx.formulation, ctx.X, ctx.y, ctx.kernel("rbf"),
+                                 min(ctx.n_expansion, len(ctx.X)), solver="auto",
+                                 tol=ctx.solver_tol)
+    except ValueError as exc:  # the core's own DCP, DPP, Parameter and use-of-f checks
+        raise _fail(name, ctx.name, f"building its problem failed: {exc}",
+                    "declare a cp.Minimize problem over out.f and out.norm_w2 (or out.norms_w2) "
+                    "and variables of its own, with hyperparameters as plain numbers, that "
+                    "cvxpy calls DCP and DPP (problem.is_dcp(), problem.is_dpp()); pass X and y "
+                    "as the formulation expects them.") from exc
+    except Exception as exc:
+        raise _fail(name, ctx.name, f"declare() raised {exc!r}.",
+                    "declare(out) must return a sparsify.Declaration built from the fields of "
+                    "sparsify.Outputs (docs/plugins.md).") from exc
+    return {"n_variables": float(len(marginal.problem.variables())),
+            "n_constraints": float(len(marginal.problem.constraints))}
+
+
+def _direct_full_value(ctx: _Context, kernel: Kernel, backend: SolverBackend | None) -> float:
+    """W of the full problem solved directly: f = Kβ, ‖w‖² = ‖Rβ‖², RᵀR = K, no Parameters."""
+    N = len(ctx.X)
+    K = kernel(ctx.X, ctx.X)
+    R = expansion_factor(K)
+    k = int(ctx.formulation.n_outputs(ctx.y))
+    beta = cp.Variable((N,) if k == 1 else (N, k))
+    f = cp.Variable(beta.shape)
+    norms = (cp.sum_squares(R @ beta),) if k == 1 else tuple(
+        cp.sum_squares(R @ beta[:, j]) for j in range(k))
+    out = Outputs(f=f, norm_w2=cp.sum_squares(R @ beta), norms_w2=norms, y=ctx.y,
+                  n_samples=N, n_outputs=k)
+    decl = ctx.formulation.declare(out)
+    problem = cp.Problem(decl.objective, [f == K @ beta, *decl.constraints])
+    chain = ([backend] if backend is not None
+             else [get_registry().get("solver", s) for s in ("clarabel", "ecos")])
+    statuses = []
+    for b in chain:
+        if b.quadratic_only and not problem.is_qp():
+            continue
+        try:
+            with warnings.catch_warnings():
+                warnings.filterwarnings("ignore", "Solution may be inaccurate")
+                problem.solve(solver=b.cvxpy_name, **b.options(ctx.solver_tol))
+        except cp.error.SolverError as exc:
+            statuses.append(f"{b.name}: error ({exc})")
+            continue
+        if problem.status == cp.OPTIMAL or (problem.status == cp.OPTIMAL_INACCURATE
+                                            and b.accepts_inaccurate):
+            return float(problem.value)
+        statuses.append(f"{b.name}: {problem.status}")
+    raise _Skip(f"the direct full problem could not be solved ({'; '.join(statuses)}), so "
+                "there is no reference to compare with")
+
+
+def _check_full_problem(ctx: _Context, name: str, kernel_name: str | Kernel,
+                        solver: str) -> dict[str, float]:
+    kernel = ctx.kernel(kernel_name)
+    N = len(ctx.X)
+    if len(np.unique(ctx.X, axis=0)) < N:
+        raise _Skip("X has duplicate rows, so Z = X would repeat XVs")
+    sparse = ctx.generic(kernel, N, solver).evaluate(ctx.X, grad=False)
+    backend = None if solver == "auto" else get_registry().get("solver", solver)
+    direct = _direct_full_value(ctx, kernel, backend)
+    rel = _relative(sparse.value, direct)
+    figures = {"value_z_eq_x": sparse.value, "value_direct": direct, "rel_diff": rel}
+    if not rel <= ctx.tol:
+        raise _fail(name, ctx.name,
+                    f"with Z = X (Nz = N = {N}) W(Z) = {sparse.value:.10g}, but the direct solve "
+                    f"of the full kernel problem gives {direct:.10g} (relative difference "
+                    f"{rel:.2e} > tol {ctx.tol:g}).",
+                    "declare() must be a pure function of `out` and the hyperparameters: use the "
+                    "data only through out.f, out.norm_w2, out.norms_w2, out.y and "
+                    "out.n_samples, keep no state between calls, and do not depend on Nz. If "
+                    "another solver= agrees, the difference is the solver's accuracy.")
+    return figures
+
+
+def _gradient_figures(ctx: _Context, name: str, form_marginal: Marginal, kernel: Kernel,
+                      n_expansion: int, solver: str, own: bool) -> dict[str, float]:
+    who = "its own (Formulation.marginal)" if own else f"the generic path's ({solver})"
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", NonDifferentiableWarning)
+        res = check_gradient(ctx.formulation, kernel, solver, X=ctx.X, y=ctx.y,
+                             n_expansion=n_expansion, tol=ctx.solver_tol,
+                             random_state=ctx.random_state, marginal=form_marginal)
+    g, g_fd = float(np.linalg.norm(res.grad)), float(np.linalg.norm(res.numeric))
+    figures = {"rel_error": res.rel_error, "value": res.value, "grad_norm": g,
+               "numeric_norm": g_fd}
+    shape = f"Nz = {res.grad.shape[0]}, d = {res.grad.shape[1]}"
+    nondiff = [str(w.message) for w in caught if issubclass(w.category, NonDifferentiableWarning)]
+    if max(g, g_fd) <= 1e-8 * max(1.0, abs(res.value)):
+        raise _fail(name, ctx.name,
+                    f"∇W(Z) and its finite differences are both zero here (‖g‖ = {g:.2e}, "
+                    f"‖g_fd‖ = {g_fd:.2e}, W = {res.value:.6g}, {shape}), so the check cannot "
+                    "tell a right gradient from a wrong one.",
+                    "pass data X, y and hyperparameters for which W depends on the XVs.")
+    if not res.rel_error <= ctx.tol:
+        hint = (f" The core warned that W is not differentiable there: {nondiff[0]}"
+                if nondiff else "")
+        fix = (
+            "the evaluate() of the Marginal that Formulation.marginal returns must give the "
+            "derivative of the value it returns: check its signs, and the K_ZZ term, which "
+            "depends on Z through both arguments (Kernel.vjp_zz)."
+            if own else
+            "the generic gradient (Lemma 1) is exact where W is differentiable and the duals "
+            "are accurate: have Formulation.nondifferentiable say where W is not "
+            "differentiable, or try another solver= ('ecos', 'clarabel') or a tighter "
+            "solver_tol; a relative error near tol is the solver's accuracy."
+        )
+        raise _fail(name, ctx.name,
+                    f"{who} ∇W(Z) differs from central finite differences of W by a relative "
+                    f"{res.rel_error:.2e} > tol {ctx.tol:g} (‖g‖ = {g:.4g}, ‖g_fd‖ = "
+                    f"{g_fd:.4g}, W = {res.value:.6g}, {shape}).{hint}", fix)
+    return figures
+
+
+def _check_gradient(ctx: _Context, name: str, kernel_name: str | Kernel,
+                    solver: str) -> dict[str, float]:
+    kernel = ctx.kernel(kernel_name)
+    nz = min(ctx.n_expansion, len(ctx.X))
+    marginal = ctx.generic(kernel, nz, solver)
+    return _gradient_figures(ctx, name, marginal, kernel, nz, solver, own=False)
+
+
+def _own(ctx: _Context, name: str, kernel: Kernel, nz: int) -> Marginal:
+    own = ctx.formulation.marginal(ctx.X, ctx.y, kernel, nz, "auto", ctx.solver_tol)
+    if own is None:
+        raise _Skip("the formulation supplies no W(Z) of its own (Formulation.marginal "
+                    "returns None), so the generic path is all there is")
+    if not isinstance(own, Marginal):
+        raise _fail(name, ctx.name,
+                    f"Formulation.marginal returned a {type(own).__name__}, not a "
+                    "sparsify.Marginal.",
+                    "return a subclass of sparsify.Marginal (evaluate(Z, grad) -> Evaluation) "
+                    "or None.")
+    return own
+
+
+def _check_own_value(ctx: _Context, name: str, kernel_name: str | Kernel) -> dict[str, float]:
+    kernel = ctx.kernel(kernel_name)
+    nz = min(ctx.n_expansion, len(ctx.X))
+    own = _own(ctx, name, kernel, nz)
+    rng = np.random.default_rng(ctx.random_state)
+    Z = ctx.X[rng.choice(len(ctx.X), nz, replace=False)]
+    Z = Z + 0.05 * ctx.X.std(0) * rng.normal(size=Z.shape)
+    mine = own.evaluate(Z, grad=False).value
+    reference = ctx.generic(kernel, nz, "auto").evaluate(Z, grad=False).value
+    rel = _relative(mine, reference)
+    if not rel <= ctx.tol:
+        raise _fail(name, ctx.name,
+                    f"its own W(Z) = {mine:.10g} (Formulation.marginal) but the generic cvxpy "
+                    f"path, its reference, gives {reference:.10g} at the same Z (relative "
+                    f"difference {rel:.2e} > tol {ctx.tol:g}, Nz = {nz}).",
+                    "Formulation.marginal must compute the W(Z) of the problem declare() "
+                    "states; if it deliberately computes an equivalent objective of another "
+                    "scale, skip this check with that reason.")
+    return {"own_value": mine, "generic_value": reference, "rel_diff": rel}
+
+
+def _check_own_gradient(ctx: _Context, name: str,
+                        kernel_name: str | Kernel) -> dict[str, float]:
+    kernel = ctx.kernel(kernel_name)
+    nz = min(ctx.n_expansion, len(ctx.X))
+    own = _own(ctx, name, kernel, nz)
+    return _gradient_figures(ctx, name, own, kernel, nz, "auto", own=True)
+
+
+def _check_estimator(ctx: _Context, name: str, estimator: Any,
+                     expected_failed_checks: Mapping[str, str] | None) -> dict[str, float]:
+    from sklearn.base import BaseEstimator
+    from sklearn.utils.estimator_checks import check_estimator
+
+    if estimator is False:
+        raise _Skip("estimator=False")
+    if isinstance(estimator, BaseEstimator):
+        est = estimator
+    else:
+        cls = getattr(ctx.formulation, "estimator", None)
+        if cls is None:
+            raise _Skip("the formulation names no estimator (Formulation.estimator is None)")
+        est = cls()
+        accepted = est.get_params()
+        fast = {k: v for k, v in FAST_ESTIMATOR_PARAMS.items() if k in accepted}
+        est.set_params(**{**fast, **getattr(ctx.formulation, "estimator_params", {})})
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # convergence warnings of the tiny fits
+        results = check_estimator(est, expected_failed_checks=dict(expected_failed_checks or {}),
+                                  on_skip=None, on_fail=None)
+    failed = [r for r in results if r["status"] == "failed"]
+    if failed:
+        first = failed[0]
+        names = ", ".join(r["check_name"] for r in failed)
+        raise _fail(name, ctx.name,
+                    f"scikit-learn's check_estimator on {est!r} failed {len(failed)} of "
+                    f"{len(results)} checks ({names}); the first, {first['check_name']}, "
+                    f"raised {first['exception']!r}.",
+                    "make Formulation.estimator follow the scikit-learn API (the developer "
+                    "guide's 'Rolling your own estimator'); pass expected_failed_checks= with a "
+                    "reason for a check that cannot apply.")
+    return {"n_checks": float(len(results)),
+            "n_skipped": float(sum(r["status"] == "skipped" for r in results))}
+
+
+# --------------------------------------------------------------------------- public API
+
+
+def formulation_checks(
+    formulation: str | Formulation,
+    X: ArrayLike | None = None,
+    y: ArrayLike | None = None,
+    *,
+    kernels: Sequence[str | Kernel] = ("rbf",),
+    solvers: Sequence[str] = ("clarabel",),
+    n_expansion: int = 4,
+    gamma: float | str = "scale",
+    tol: float = 1e-6,
+    solver_tol: float = 1e-9,
+    estimator: bool | Any = True,
+    expected_failed_checks: Mapping[str, str] | None = None,
+    skip: Mapping[str, str] | None = None,
+    random_state: int = 0,
+) -> Iterator[FormulationCheck]:
+    """Yield the conformance checks of a formulation one by one, for ``pytest.mark.parametrize``.
+
+    Parameters are those of :func:`check_formulation`. Each item is a
+    :class:`FormulationCheck`: call it to run the check.
+
+    Examples
+    --------
+    In a plugin's own tests::
+
+        import pytest
+        from sparsify.testing import formulation_checks
+
+        @pytest.mark.parametrize("check", formulation_checks(MyFormulation()), ids=str)
+        def test_conformance(check):
+            check()
+
+    >>> for check in formulation_checks("svm", solvers=("clarabel", "osqp")):
+    ...     print(check)
+    declaration
+    full_problem[rbf-clarabel]
+    gradient[rbf-clarabel]
+    full_problem[rbf-osqp]
+    gradient[rbf-osqp]
+    own_value[rbf]
+    own_gradient[rbf]
+    estimator
+    """
+    form = make_formulation(formulation)
+    if X is None:
+        X, y = random_problem(30, 3, random_state)
+    X = np.asarray(X, dtype=float)
+    y = None if y is None else np.asarray(y)
+    ctx = _Context(form, X, y, int(n_expansion), gamma, float(tol), float(solver_tol),
+                   int(random_state))
+    skip = dict(skip or {})
+
+    def label(kernel: str | Kernel) -> str:
+        return kernel if isinstance(kernel, str) else type(kernel).__name__
+
+    specs: list[tuple[str, str, Callable[[], dict[str, float]]]] = []
+
+    def add(base: str, name: str, run: Callable[[str], dict[str, float]]) -> None:
+        specs.append((base, name, lambda: run(name)))
+
+    add("declaration", "declaration", lambda n: _check_declaration(ctx, n))
+    for kernel in kernels:
+        for solver in solvers:
+            tag = f"{label(kernel)}-{solver}"
+            add("full_problem", f"full_problem[{tag}]",
+                lambda n, k=kernel, s=solver: _check_full_problem(ctx, n, k, s))
+            add("gradient", f"gradient[{tag}]",
+                lambda n, k=kernel, s=solver: _check_gradient(ctx, n, k, s))
+    for kernel in kernels:
+        add("own_value", f"own_value[{label(kernel)}]",
+            lambda n, k=kernel: _check_own_value(ctx, n, k))
+        add("own_gradient", f"own_gradient[{label(kernel)}]",
+            lambda n, k=kernel: _check_own_gradient(ctx, n, k))
+    add("estimator", "estimator",
+        lambda n: _check_estimator(ctx, n, estimator, expected_failed_checks))
+    for base, name, run in specs:
+        reason = skip.get(name, skip.get(base))
+        yield FormulationCheck(name, ctx.name, run, reason)
+
+
+def parametrize_formulation_checks(formulation: str | Formulation, **kwargs: Any) -> Any:
+    """A ``pytest.mark.parametrize("check", ...)`` decorator over :func:`formulation_checks`.
+
+    Examples
+    --------
+    ::
+
+        from sparsify.testing import parametrize_formulation_checks
+
+        @parametrize_formulation_checks(MyFormulation(), kernels=("rbf", "poly"))
+        def test_conformance(check):
+            check()
+    """
+    import pytest
+
+    checks = list(formulation_checks(formulation, **kwargs))
+    return pytest.mark.parametrize("check", checks, ids=[c.name for c in checks])
+
+
+def check_formulation(
+    formulation: str | Formulation,
+    X: ArrayLike | None = None,
+    y: ArrayLike | None = None,
+    *,
+    kernels: Sequence[str | Kernel] = ("rbf",),
+    solvers: Sequence[str] = ("clarabel",),
+    n_expansion: int = 4,
+    gamma: float | str = "scale",
+    tol: float = 1e-6,
+    solver_tol: float = 1e-9,
+    estimator: bool | Any = True,
+    expected_failed_checks: Mapping[str, str] | None = None,
+    skip: Mapping[str, str] | None = None,
+    random_state: int = 0,
+) -> ConformanceReport:
+    """Run the conformance suite on a formulation; raise if any check fails.
+
+    Parameters
+    ----------
+    formulation : str or Formulation
+        A registered name or an instance (with its hyperparameters).
+    X, y : array-like, optional
+        Data, with y as the formulation expects it (−1/+1 for binary
+        classifiers, class labels for multi-output ones, None when
+        unsupervised); by default :func:`sparsify.gradcheck.random_problem`
+        (30 points in 3 dimensions, labels −1/+1).
+    kernels : sequence of str or Kernel, default=("rbf",)
+        Kernels the full-problem and gradient checks run with.
+    solvers : sequence of str, default=("clarabel",)
+        cvxpy backends of the generic path; a backend that cannot take the
+        problem (OSQP on a non-quadratic one) is skipped with that reason.
+    n_expansion : int, default=4
+        Nz of the gradient checks.
+    gamma : float or str, default="scale"
+        Kernel coefficient.
+    tol : float, default=1e-6
+        Largest relative error that passes: gradient against finite
+        differences, and W against its reference.
+    solver_tol : float, default=1e-9
+        Accuracy of every convex solve.
+    estimator : bool or estimator, default=True
+        True checks ``formulation.estimator(**formulation.estimator_params)``
+        with :data:`FAST_ESTIMATOR_PARAMS`; an estimator instance is checked as
+        it is; False skips the check.
+    expected_failed_checks : mapping, optional
+        scikit-learn checks expected to fail, with the reason (passed to
+        ``check_estimator``).
+    skip : mapping, optional
+        Checks that do not apply, by name (``"own_value"`` or
+        ``"own_value[rbf]"``), with the reason; they are reported as skipped.
+    random_state : int, default=0
+        Seed of the default data and of the checked XVs.
+
+    Returns
+    -------
+    ConformanceReport
+
+    Raises
+    ------
+    AssertionError
+        When a check fails; the message names each failed check, gives the
+        figures and says what to fix.
+
+    Examples
+    --------
+    >>> report = check_formulation("oneclass", estimator=False)
+    >>> report.passed, report.result("gradient[rbf-clarabel]").status
+    (True, 'passed')
+    >>> report.result("own_value[rbf]").status  # oneclass has only the generic path
+    'skipped'
+
+    A formulation that creates a cvxpy Parameter of its own fails the
+    ``declaration`` check; the message quotes the core's reason and says what to
+    change, and the checks that depend on the declaration are not run:
+
+    >>> import cvxpy as cp
+    >>> from sparsify import Declaration, Formulation
+    >>> class Tunable(Formulation):
+    ...     name = "tunable"
+    ...     def declare(self, out):
+    ...         lam = cp.Parameter(nonneg=True, value=1.0)
+    ...         return Declaration(cp.Minimize(cp.sum_squares(out.f - out.y) + lam * out.norm_w2))
+    >>> check_formulation(Tunable(), estimator=False)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    AssertionError: The 'tunable' formulation failed 1 of 6 conformance checks:...
+    """
+    checks = list(formulation_checks(
+        formulation, X, y, kernels=kernels, solvers=solvers, n_expansion=n_expansion,
+        gamma=gamma, tol=tol, solver_tol=solver_tol, estimator=estimator,
+        expected_failed_checks=expected_failed_checks, skip=skip, random_state=random_state))
+    name = checks[0].formulation
+    results: list[CheckResult] = []
+    declared = True
+    for check in checks:
+        if not declared:
+            results.append(CheckResult(check.name, "skipped", "not run: the declaration check "
+                                       "failed"))
+            continue
+        try:
+            figures = check()
+        except unittest.SkipTest as exc:
+            results.append(CheckResult(check.name, "skipped", str(exc)))
+            continue
+        except AssertionError as exc:
+            results.append(CheckResult(check.name, "failed", str(exc)))
+            declared = check.name != "declaration"
+            continue
+        summary = ", ".join(f"{k} = {v:.3g}" for k, v in figures.items())
+        results.append(CheckResult(check.name, "passed", summary, figures))
+    report = ConformanceReport(name, results)
+    failed = [r for r in results if r.status == "failed"]
+    if failed:
+        raise AssertionError(
+            f"The {name!r} formulation failed {len(failed)} of {len(results)} conformance "
+            "checks:\n" + "\n".join(f"- {r.message}" for r in failed)
+            + f"\n\n{report.table(failures=False)}"
+        )
+    return report

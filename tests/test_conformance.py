@@ -1,0 +1,265 @@
+"""The conformance suite: every built-in formulation passes it, broken ones fail it clearly."""
+
+from __future__ import annotations
+
+import re
+import unittest
+from typing import Any
+
+import cvxpy as cp
+import numpy as np
+import pytest
+from sparsify_plugins.svm import SVM
+
+from sparsify import Declaration, Evaluation, Formulation, Marginal
+from sparsify.gradcheck import random_problem
+from sparsify.plugins import get_registry
+from sparsify.testing import (
+    ConformanceReport,
+    FormulationCheck,
+    check_formulation,
+    formulation_checks,
+    parametrize_formulation_checks,
+)
+
+
+def _three_classes(n: int = 30) -> tuple[np.ndarray, np.ndarray]:
+    X, _ = random_problem(n, 3)
+    score = X[:, 0] + 0.5 * X[:, 1] ** 2
+    return X, np.digitize(score, np.quantile(score, [1 / 3, 2 / 3]))
+
+
+# scikit-learn's checks already run for these estimators through parametrize_with_checks, with
+# the suite's settings (n_expansion=3, max_iter=5, random_state=0; KLR with max_iter=3); running
+# them again here would add about 40 s to the test suite for the same checks.
+_SAME_SKLEARN_CHECKS = {
+    "kfd": "SparseKFD passes parametrize_with_checks in tests/test_kfd.py (method='convex' "
+           "shares every line of it but the formulation's name)",
+    "skfd": "SparseKFD(method='rayleigh') passes parametrize_with_checks in tests/test_kfd.py",
+    "oneclass": "SparseOneClassSVM passes parametrize_with_checks in tests/test_oneclass.py",
+    "klr": "SparseKernelLogisticRegression passes parametrize_with_checks in tests/test_klr.py",
+}
+
+_X3, _Y3 = _three_classes()
+
+#: (id, formulation, keyword arguments of formulation_checks)
+BUILTINS: list[tuple[str, str, dict[str, Any]]] = [
+    ("kfd", "kfd", {"kernels": ("rbf", "rbf+linear"), "solvers": ("clarabel", "osqp"),
+                    "skip": {"estimator": _SAME_SKLEARN_CHECKS["kfd"]}}),
+    ("oneclass", "oneclass", {"solvers": ("clarabel", "ecos"),
+                              "skip": {"estimator": _SAME_SKLEARN_CHECKS["oneclass"]}}),
+    # Clarabel's exponential-cone duals are good to 1e-6 to 3e-6 relative (tests/test_klr.py),
+    # just above the suite's tol; ECOS's to 1e-8 to 3e-7.
+    ("klr-binary", "klr", {"solvers": ("ecos",),
+                           "skip": {"estimator": _SAME_SKLEARN_CHECKS["klr"]}}),
+    ("klr-multiclass", "klr", {"X": _X3, "y": _Y3, "solvers": ("ecos",),
+                               "skip": {"estimator": _SAME_SKLEARN_CHECKS["klr"]}}),
+    ("skfd", "skfd", {"skip": {
+        "own_value": "skfd's own W is the Rayleigh quotient's, −4 / W of the convex KFD it "
+                     "declares, not the same value (the relation is tested in tests/test_kfd.py)",
+        "estimator": _SAME_SKLEARN_CHECKS["skfd"],
+    }}),
+]
+
+
+def _params() -> list[Any]:
+    params = []
+    for case, name, kwargs in BUILTINS:
+        kwargs = dict(kwargs)
+        X, y = kwargs.pop("X", None), kwargs.pop("y", None)
+        for check in formulation_checks(name, X, y, **kwargs):
+            params.append(pytest.param(check, id=f"{case}-{check}"))
+    return params
+
+
+@parametrize_formulation_checks(
+    "svm", kernels=("rbf", "poly"), solvers=("clarabel", "osqp"),
+    skip={"estimator": "run by test_svm_estimator_passes_the_suite, marked slow"})
+def test_svm_passes_the_suite(check: FormulationCheck) -> None:
+    check()
+
+
+@pytest.mark.slow
+def test_svm_estimator_passes_the_suite() -> None:
+    # about 3 s: scikit-learn's check_estimator fits SparseSVC some 60 times
+    report = check_formulation("svm", kernels=(), solvers=())
+    assert report.result("estimator").status == "passed"
+    assert report.result("estimator").figures["n_checks"] > 40
+
+
+@pytest.mark.parametrize("check", _params())
+def test_builtin_formulations_pass_the_suite(check: FormulationCheck) -> None:
+    check()
+
+
+def test_s3vm_passes_the_suite_when_registered() -> None:
+    if "s3vm" not in get_registry().names("formulation"):
+        pytest.skip("the 's3vm' formulation is not registered (its plugin is being written)")
+    try:
+        check_formulation("s3vm", kernels=(), solvers=(), estimator=False)
+    except AssertionError as exc:
+        if "'declaration'" in str(exc):
+            pytest.skip(f"the 's3vm' formulation does not declare a problem yet: {exc}")
+        raise
+    report = check_formulation("s3vm", skip={
+        "estimator": "SemiSupervisedSVC passes parametrize_with_checks in tests/test_s3vm.py"})
+    assert report.passed
+    assert report.result("gradient[rbf-clarabel]").status == "passed"
+
+
+def test_report_lists_every_check_with_its_figures() -> None:
+    report = check_formulation("oneclass", estimator=False, solvers=("clarabel", "osqp"))
+    assert isinstance(report, ConformanceReport) and report.passed
+    names = [r.name for r in report.results]
+    assert names == ["declaration", "full_problem[rbf-clarabel]", "gradient[rbf-clarabel]",
+                     "full_problem[rbf-osqp]", "gradient[rbf-osqp]", "own_value[rbf]",
+                     "own_gradient[rbf]", "estimator"]
+    gradient = report.result("gradient[rbf-osqp]")
+    assert gradient.status == "passed" and gradient.figures["rel_error"] < 1e-6
+    assert gradient.figures["grad_norm"] > 0
+    full = report.result("full_problem[rbf-clarabel]").figures
+    assert full["value_z_eq_x"] == pytest.approx(full["value_direct"], rel=1e-6)
+    assert report.result("own_value[rbf]").status == "skipped"
+    assert report.result("estimator").message == "estimator=False"
+    assert "gradient[rbf-osqp]" in str(report)
+    assert report.as_dict()["passed"] is True
+
+
+def test_a_solver_that_cannot_take_the_problem_is_skipped_with_the_reason() -> None:
+    report = check_formulation("klr", solvers=("osqp",), estimator=False)
+    skipped = report.result("gradient[rbf-osqp]")
+    assert skipped.status == "skipped"
+    assert "quadratic programs only" in skipped.message
+    assert report.result("own_gradient[rbf]").status == "passed"  # the Newton fast path
+
+
+# --------------------------------------------------------------------------- broken plugins
+
+
+class NotDCP(Formulation):
+    name = "broken_not_dcp"
+
+    def declare(self, out):  # type: ignore[no-untyped-def]
+        return Declaration(cp.Minimize(cp.sum_squares(out.f - out.y) - out.norm_w2))
+
+
+class NotDPP(Formulation):
+    name = "broken_not_dpp"
+
+    def declare(self, out):  # type: ignore[no-untyped-def]
+        # quad_form with a Parameter matrix: DCP (P is declared PSD) but not DPP
+        P = cp.Parameter((out.n_samples, out.n_samples), PSD=True, value=np.eye(out.n_samples))
+        return Declaration(cp.Minimize(cp.quad_form(out.f - out.y, P) + out.norm_w2))
+
+
+class ForeignParameter(Formulation):
+    name = "broken_parameter"
+
+    def declare(self, out):  # type: ignore[no-untyped-def]
+        lam = cp.Parameter(nonneg=True, value=1.0)  # DPP, but a Parameter of its own
+        return Declaration(cp.Minimize(cp.sum_squares(out.f - out.y) + lam * out.norm_w2))
+
+
+class IgnoresF(Formulation):
+    name = "broken_ignores_f"
+
+    def declare(self, out):  # type: ignore[no-untyped-def]
+        return Declaration(cp.Minimize(out.norm_w2))
+
+
+class Stateful(Formulation):
+    """Changes its own hyperparameter at every declare(): the problem depends on the call."""
+
+    name = "broken_stateful"
+
+    def __init__(self) -> None:
+        self.C = 1.0
+
+    def declare(self, out):  # type: ignore[no-untyped-def]
+        self.C *= 2.0
+        hinge = cp.sum(cp.pos(1 - cp.multiply(out.y, out.f)))
+        return Declaration(cp.Minimize(0.5 * out.norm_w2 + self.C * hinge))
+
+
+class _Tampered(Marginal):
+    """The SVM's exact W(Z) with a bug: a flipped gradient or a shifted value."""
+
+    def __init__(self, inner: Marginal, flip: bool, shift: float) -> None:
+        self.inner, self.flip, self.shift = inner, flip, shift
+        self.formulation_name = inner.formulation_name
+
+    def evaluate(self, Z, grad=True):  # type: ignore[no-untyped-def]
+        ev = self.inner.evaluate(Z, grad)
+        g = None if ev.grad is None else (-ev.grad if self.flip else ev.grad)
+        return Evaluation(ev.value + self.shift, g, ev.coef, ev.intercept, ev.solver)
+
+
+class WrongGradient(SVM):
+    name = "broken_gradient"
+
+    def marginal(self, X, y, kernel, n_expansion, solver, tol):  # type: ignore[no-untyped-def]
+        inner = super().marginal(X, y, kernel, n_expansion, solver, tol)
+        return None if inner is None else _Tampered(inner, flip=True, shift=0.0)
+
+
+class WrongValue(SVM):
+    name = "broken_value"
+
+    def marginal(self, X, y, kernel, n_expansion, solver, tol):  # type: ignore[no-untyped-def]
+        inner = super().marginal(X, y, kernel, n_expansion, solver, tol)
+        return None if inner is None else _Tampered(inner, flip=False, shift=1.0)
+
+
+@pytest.mark.parametrize(
+    ("formulation", "check", "message"),
+    [
+        (NotDCP(), "declaration", r"is not DCP .* To fix: declare a cp\.Minimize problem"),
+        (NotDPP(), "declaration", r"is not DPP"),
+        (ForeignParameter(), "declaration", r"creates cvxpy Parameters of its own"),
+        (IgnoresF(), "declaration", r"ignores the outputs f"),
+        (Stateful(), "full_problem[rbf-clarabel]",
+         r"with Z = X \(Nz = N = 30\) W\(Z\) = .* but the direct solve .* gives .* To fix: "
+         r"declare\(\) must be a pure function"),
+        (WrongGradient(), "own_gradient[rbf]",
+         r"its own \(Formulation\.marginal\) ∇W\(Z\) differs from central finite differences "
+         r"of W by a relative 2\.00e\+00 > tol 1e-06 .* To fix: the evaluate\(\) of the "
+         r"Marginal"),
+        (WrongValue(), "own_value[rbf]",
+         r"its own W\(Z\) = .* but the generic cvxpy path, its reference, gives"),
+    ],
+    ids=["not-dcp", "not-dpp", "foreign-parameter", "ignores-f", "stateful", "wrong-gradient",
+         "wrong-value"],
+)
+def test_broken_formulations_fail_with_the_check_and_the_fix(
+    formulation: Formulation, check: str, message: str
+) -> None:
+    with pytest.raises(AssertionError) as info:
+        check_formulation(formulation, estimator=False)
+    text = str(info.value)
+    assert f"Conformance check {check!r} of the {formulation.name!r} formulation failed" in text
+    assert re.search(message, text, flags=re.DOTALL), text
+    # the failed check is the only failure; a failed declaration stops the others
+    lines = [line for line in text.splitlines() if line.startswith("- ")]
+    assert len(lines) == 1, text
+    if check == "declaration":
+        assert "not run: the declaration check failed" in text
+
+
+def test_wrong_value_keeps_a_right_gradient() -> None:
+    """A shifted W has the right derivative: only the value check can catch it."""
+    checks = {c.name: c for c in formulation_checks(WrongValue(), estimator=False)}
+    assert checks["own_gradient[rbf]"]()["rel_error"] < 1e-6
+    with pytest.raises(AssertionError, match="own_value"):
+        checks["own_value[rbf]"]()
+
+
+def test_checks_skip_through_unittest_and_take_reasons() -> None:
+    checks = {c.name: c for c in formulation_checks(
+        "kfd", estimator=False, skip={"gradient": "measured elsewhere"})}
+    with pytest.raises(unittest.SkipTest, match="estimator=False"):
+        checks["estimator"]()
+    with pytest.raises(unittest.SkipTest, match="measured elsewhere"):
+        checks["gradient[rbf-clarabel]"]()
+    with pytest.raises(unittest.SkipTest, match="supplies no W"):
+        checks["own_value[rbf]"]()
+    assert str(checks["declaration"]) == "declaration"

@@ -1,0 +1,96 @@
+"""One-vs-rest training and a hyperparameter search on a local Dask cluster (loopback only).
+
+sparsify parallelises through joblib, so ``joblib.parallel_config(backend="dask")`` moves its
+jobs onto a Dask cluster; the models must be the same as with joblib's default backend.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator
+from typing import Any
+
+import joblib
+import numpy as np
+import pytest
+from sklearn.datasets import make_blobs, make_moons
+from sklearn.model_selection import GridSearchCV
+
+from sparsify import SparseSVC
+
+distributed = pytest.importorskip("distributed", reason="needs dask[distributed]")
+
+
+def _network_cause(exc: BaseException) -> BaseException | None:
+    """The socket error or timeout behind a failed cluster start, if that is what it was."""
+    seen: BaseException | None = exc
+    while seen is not None:
+        if isinstance(seen, OSError | TimeoutError):
+            return seen
+        seen = seen.__cause__ or seen.__context__
+    return None
+
+
+@pytest.fixture(scope="module")
+def client() -> Iterator[Any]:
+    """A scheduler and two single-threaded workers talking TCP on 127.0.0.1; closed afterwards.
+
+    The workers are threads of this process (``processes=False``): every task still goes
+    through the scheduler over TCP as a pickle, but no interpreter has to start and import
+    sparsify, which keeps the test to a few seconds.
+    """
+    try:
+        cluster = distributed.LocalCluster(
+            n_workers=2, threads_per_worker=1, processes=False, protocol="tcp",
+            host="127.0.0.1", dashboard_address=None, silence_logs=logging.ERROR,
+        )
+    except Exception as exc:  # only a network failure is a reason to skip; the rest fails
+        cause = _network_cause(exc)
+        if cause is None:
+            raise
+        pytest.skip(f"dask.distributed cannot start a LocalCluster on 127.0.0.1: {cause!r}")
+    with cluster, distributed.Client(cluster) as dask_client:
+        yield dask_client
+
+
+def _on_dask(client: Any, fit: Any) -> tuple[Any, list[dict[str, Any]]]:
+    """Run ``fit()`` under joblib's Dask backend; also return the tasks the cluster ran."""
+    with distributed.get_task_stream(client) as stream, joblib.parallel_config(backend="dask"):
+        result = fit()
+    return result, stream.data
+
+
+def _assert_same_model(a: SparseSVC, b: SparseSVC, X: np.ndarray) -> None:
+    for name in ["expansion_vectors_", "expansion_coef_", "intercept_", "objective_",
+                 "n_expansion_", "n_iter_"]:
+        np.testing.assert_array_equal(getattr(a, name), getattr(b, name), err_msg=name)
+    np.testing.assert_array_equal(a.decision_function(X), b.decision_function(X))
+
+
+def test_one_vs_rest_on_a_dask_cluster(client: Any) -> None:
+    X, y = make_blobs(n_samples=60, centers=3, cluster_std=1.0, random_state=2)
+    params = {"n_expansion": 3, "max_iter": 10, "random_state": 0, "n_jobs": 2}
+    local = SparseSVC(**params).fit(X, y)
+    remote, tasks = _on_dask(client, lambda: SparseSVC(**params).fit(X, y))
+    # the 3 binary problems ran on the workers (joblib names a task after its function)
+    assert sum("_fit_start" in t["key"] for t in tasks) == 3
+    assert {t["worker"] for t in tasks} <= set(client.scheduler_info()["workers"])
+    _assert_same_model(remote, local, X)
+
+
+def test_grid_search_on_a_dask_cluster(client: Any) -> None:
+    X, y = make_moons(n_samples=60, noise=0.15, random_state=0)
+    grid = {"C": [1.0, 10.0], "gamma": [1.0, 2.0]}
+
+    def search() -> GridSearchCV:
+        est = SparseSVC(n_expansion=4, max_iter=10, random_state=0)
+        return GridSearchCV(est, grid, cv=3, n_jobs=2).fit(X, y)
+
+    local = search()
+    remote, tasks = _on_dask(client, search)
+    # every (candidate, fold) fit went to the cluster
+    assert sum("fit_and_score" in t["key"] for t in tasks) == 4 * 3
+    assert remote.best_params_ == local.best_params_
+    for key in ["mean_test_score", "std_test_score", "rank_test_score"]:
+        np.testing.assert_array_equal(remote.cv_results_[key], local.cv_results_[key])
+    _assert_same_model(remote.best_estimator_, local.best_estimator_, X)
