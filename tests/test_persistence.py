@@ -34,7 +34,6 @@ from sparsify.persistence import (
     VERSION_KEY,
     IncompatibleVersionError,
     VersionedPickleMixin,
-    is_compatible,
     major_minor,
 )
 
