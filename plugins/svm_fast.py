@@ -326,13 +326,16 @@ class SVMDualMarginal(Marginal):
         The formulation this solves, for the generic path that answers an
         evaluation where this one stalls; ``SVM(C)`` by default. Required when
         ``C`` is an array.
+    fallback : Marginal, optional
+        What answers an evaluation where this one stalls instead of the generic
+        cvxpy path of ``formulation`` (a faster exact solver for the same problem).
 
     Attributes
     ----------
     n_active_set, n_interior_point, n_generic : int
         How many solves the warm-started active-set method settled, how many
         needed the interior-point method, and how many evaluations fell back
-        to the generic cvxpy path.
+        to the generic cvxpy path (or to ``fallback``).
 
     Examples
     --------
@@ -355,6 +358,7 @@ class SVMDualMarginal(Marginal):
         tol: float = 1e-9,
         jitter: float = 1e-10,
         formulation: Formulation | None = None,
+        fallback: Marginal | None = None,
     ) -> None:
         self.X = np.asarray(X, dtype=float)
         self.y = np.asarray(y, dtype=float)
@@ -386,7 +390,7 @@ class SVMDualMarginal(Marginal):
         self.n_active_set = 0
         self.n_interior_point = 0
         self.n_generic = 0
-        self._generic: CvxpyMarginal | None = None
+        self._generic: Marginal | None = fallback
 
     def _solve_subset(self, B: Array, y: Array, C: Array, K: Array, K_inv: Array,
                       warm: Solution | None) -> Solution:

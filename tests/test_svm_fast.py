@@ -170,3 +170,14 @@ def test_a_stalled_interior_point_falls_back_to_the_generic_path(monkeypatch) ->
     ev = fast.evaluate(X[:4])
     assert fast.n_generic == 1 and ev.solver == "clarabel"
     assert ev.value == pytest.approx(generic.evaluate(X[:4]).value, rel=1e-6)
+
+
+def test_a_stalled_interior_point_hands_over_to_the_fallback_given(monkeypatch) -> None:
+    import sparsify_plugins.svm_fast as svm_fast
+
+    monkeypatch.setattr(svm_fast, "_interior_point", lambda *args, **kwargs: None)
+    X, y = random_problem(40, 2)
+    kernel = make_kernel("rbf", X)
+    generic = CvxpyMarginal(SVM(1.0), X, y, kernel, 4, solver="ecos", tol=1e-10)
+    fast = SVMDualMarginal(1.0, X, y, kernel, 4, tol=1e-10, fallback=generic)
+    assert fast.evaluate(X[:4]).solver == "ecos" and fast.n_generic == 1
