@@ -20,7 +20,7 @@ the full kernel problem (Z = X) libsvm on the precomputed kernel
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 import cvxpy as cp
 import numpy as np
@@ -141,6 +141,8 @@ class S3VM(Formulation):
 
     name = "s3vm"
     estimator = SemiSupervisedSVC
+    # the command line reads -1/+1 label files, so 0 marks an unlabeled point there
+    estimator_params: ClassVar[dict[str, Any]] = {"unlabeled": 0}
 
     def __init__(
         self, C: float = 1.0, C_star: float = 1e-3, labeled: ArrayLike | None = None
@@ -191,16 +193,13 @@ class S3VM(Formulation):
         """
         if solver != "auto" or y is None:
             return None
-        fast = SVMDualMarginal(self.costs(len(X)), X, y, kernel, n_expansion, tol=tol,
-                               formulation=self)
         # Where the fast path's interior point stalls (cold starts with costs that span
-        # 1e5, C against the annealed C*), it answers through ``_generic``: libsvm on the
-        # low-rank kernel does that 5-10× faster than the cvxpy path at N = 1500. If the
-        # attribute goes away, the fast path keeps its own (exact, slower) fallback.
-        if hasattr(fast, "_generic"):
-            fast._generic = LowRankSVMMarginal(  # type: ignore[assignment]
-                self, X, y, kernel, n_expansion, tol=tol)
-        return fast
+        # 1e5, C against the annealed C*), libsvm on the low-rank kernel answers 5-10×
+        # faster than the cvxpy path would at N = 1500.
+        return SVMDualMarginal(self.costs(len(X)), X, y, kernel, n_expansion, tol=tol,
+                               formulation=self,
+                               fallback=LowRankSVMMarginal(self, X, y, kernel, n_expansion,
+                                                           tol=tol))
 
     def solve_precomputed(self, K: ArrayLike, y: ArrayLike, tol: float = 1e-8) -> FullSolution:
         """The full kernel problem (XVs = all training points) by libsvm on a precomputed kernel.
