@@ -114,6 +114,26 @@ def test_per_point_costs_agree_with_the_generic_path(kernel_name: str) -> None:
     assert fast.n_generic == 0
 
 
+def test_costs_spanning_decades_are_solved_by_the_fast_path_itself() -> None:
+    """A semi-supervised stage: C = 100 on 20 labeled points, 1e-2 on the rest.
+
+    The interior point's gap wanders there; its best iterate, polished, is exact.
+    """
+    from sparsify.datasets import make_g241c
+
+    X, y = make_g241c(n_samples=400, random_state=0)
+    X = X / np.sqrt(((X - X.mean(0)) ** 2).sum(1).mean())
+    costs = np.full(400, 1e-2)
+    costs[np.random.default_rng(0).choice(400, 20, replace=False)] = 100.0
+    kernel = make_kernel("rbf", X, gamma=0.5)
+    fast = SVMDualMarginal(costs, X, y, kernel, 30, tol=1e-9, formulation=_WeightedSVM(costs))
+    generic = CvxpyMarginal(_WeightedSVM(costs), X, y, kernel, 30, solver="clarabel",
+                            tol=1e-10)
+    ev = fast.evaluate(X[:30] + 0.01)
+    assert fast.n_generic == 0 and ev.solver == "svm-dual"
+    assert ev.value == pytest.approx(generic.evaluate(X[:30] + 0.01).value, rel=1e-6)
+
+
 def test_per_point_costs_need_the_formulation_and_the_right_shape() -> None:
     X, y = random_problem(20, 2)
     kernel = make_kernel("rbf", X)
