@@ -288,8 +288,10 @@ def fit_config(cfg: Config, task: Task, mask: NDArray[np.bool_], balance: float 
     else:
         if cfg.key == "sparse":
             kw.update(max_iter=args.sparse_max_iter, mkl_max_iter=args.sparse_mkl_max_iter)
-        kernels = mkl_kernels(task, cfg.gamma_ratio, cfg.laplacian_power,
-                              "none" if cfg.key == "mkl5-raw" else args.kernel_norm)
+        norm = "none" if cfg.key == "mkl5-raw" else args.kernel_norm
+        kernels = mkl_kernels(task, cfg.gamma_ratio, cfg.laplacian_power, norm)
+        # the estimator scales to unit trace itself by default; the raw row must not
+        kw["normalize_kernels"] = norm == "trace"
         model = SemiSupervisedSVC(kernels=kernels, p=cfg.p, n_expansion=cfg.n_expansion, **kw)
     model.fit(X, y_semi)
     seconds = time.perf_counter() - start
