@@ -397,7 +397,7 @@ class SVMDualMarginal(Marginal):
         self.n_active_set = 0
         self.n_interior_point = 0
         self.n_generic = 0
-        self._generic: Marginal | None = fallback
+        self._fallback: Marginal | None = fallback
 
     def _solve_subset(self, B: Array, y: Array, C: Array, K: Array, K_inv: Array,
                       warm: Solution | None) -> Solution:
@@ -473,10 +473,10 @@ class SVMDualMarginal(Marginal):
             # data): the generic path, this one's reference, answers this evaluation
             self._last = None
             self.n_generic += 1
-            if self._generic is None:
-                self._generic = CvxpyMarginal(self.formulation, self.X, self.y, self.kernel,
+            if self._fallback is None:
+                self._fallback = CvxpyMarginal(self.formulation, self.X, self.y, self.kernel,
                                               self.n_expansion, tol=self.tol)
-            return self._generic.evaluate(Z, grad)
+            return self._fallback.evaluate(Z, grad)
         g = B @ beta + self.y * b - 1.0
         value = float(0.5 * beta @ K @ beta + self.C @ np.maximum(0.0, -g))
         if not grad:
