@@ -9,8 +9,8 @@ Its dual is a box-constrained QP over α ∈ [0, C]ᴺ with yᵀα = 0 whose Hes
 Q = B K_ZZ⁻¹ Bᵀ (B = diag(y) K_XZ) has rank Nz. Two exact methods share it:
 
 * a primal active-set method, warm-started from the previous L-BFGS
-  evaluation's α: when L-BFGS takes a small step few points change side, and
-  each change costs one small (Nz + |free| + 1) solve.
+  evaluation's α and compiled with numba: when L-BFGS takes a small step few
+  points change side, and each change costs one small (Nz + |free| + 1) solve.
 * a primal-dual interior-point method (Mehrotra) whose Newton systems cost
   O(N·Nz²) by the Sherman-Morrison-Woodbury identity: used when the warm start
   runs past its budget (large steps, large N). Its rounded iterates seed the
@@ -30,13 +30,14 @@ constraint yᵀα = 0 puts support vectors in both classes, so W is differentiab
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+from numba import njit
 from numpy.typing import NDArray
-from scipy.linalg.lapack import dgesv as _gesv
 
 from sparsify.formulation import Formulation
 from sparsify.kernels import Kernel
@@ -53,58 +54,261 @@ Array = NDArray[np.float64]
 Solution = tuple[Any, ...]
 
 
-def _active_set_solve(
-    B_F: Array, y_F: Array, K: Array, v: Array, cy: float, scale: float
-) -> tuple[Array, Array, float] | None:
-    """(α_F, β, b) for a guessed partition, or None if its KKT system is singular.
+# The active-set moves are compiled (numba): each is a few loops over at most N
+# points and a (2 Nz + 2)-sized solve, which numpy would spend in call overhead.
+# Plain loops, not numpy calls, keep numba's one-off compile to seconds.
 
-    Unknowns β (Nz), b and α on the free points F; α_i = C_i on the bound set U,
-    0 elsewhere (C holds the per-point costs). U enters only through
-    v = B_Uᵀ C_U and cy = y_Uᵀ C_U, which the caller keeps up to date::
+
+def _compiled(function: Callable[..., Any]) -> Any:
+    """``function`` compiled by numba, cached on disk where a cache directory is writable."""
+    try:
+        return njit(cache=True)(function)
+    except RuntimeError:  # no writable cache directory: compile once per process instead
+        return njit(function)
+
+
+@_compiled
+def _solve_square(A: Array, rhs: Array) -> tuple[Array, bool]:
+    """x with A x = rhs by Gaussian elimination with partial pivoting (LAPACK's getrf order).
+
+    Returns (x, False) on an exact zero pivot; the caller checks the residual
+    for near-singular systems, which return garbage without a zero pivot.
+    """
+    n = len(rhs)
+    M, x = A.copy(), rhs.copy()
+    for k in range(n):
+        p = k
+        for i in range(k + 1, n):
+            if abs(M[i, k]) > abs(M[p, k]):
+                p = i
+        if M[p, k] == 0.0:
+            return x, False
+        if p != k:
+            for j in range(n):
+                M[k, j], M[p, j] = M[p, j], M[k, j]
+            x[k], x[p] = x[p], x[k]
+        for i in range(k + 1, n):
+            f = M[i, k] / M[k, k]
+            if f != 0.0:
+                for j in range(k + 1, n):
+                    M[i, j] -= f * M[k, j]
+                x[i] -= f * x[k]
+    for k in range(n - 1, -1, -1):
+        s = x[k]
+        for j in range(k + 1, n):
+            s -= M[k, j] * x[j]
+        x[k] = s / M[k, k]
+    return x, True
+
+
+@_compiled
+def _active_set_solve(
+    B: Array, y: Array, F: NDArray[np.int64], m: int, K: Array, v: Array, cy: float,
+    scale: float,
+) -> tuple[Array, bool]:
+    """[β, b, α_F] for a guessed partition, and whether its KKT system solved.
+
+    Unknowns β (Nz), b and α on the m free points F[:m] (indices into B's rows);
+    α_i = C_i on the bound set U, 0 elsewhere (C holds the per-point costs). U
+    enters only through v = B_Uᵀ C_U and cy = y_Uᵀ C_U, which the caller keeps
+    up to date::
 
         K β − B_Fᵀ α_F = v              (stationarity in β)
         B_F β + y_F b  = 1              (free points lie on the margin)
         y_Fᵀ α_F       = −cy            (stationarity in b)
     """
-    nz, m = len(K), len(y_F)
-    if m > nz + 1:  # more margin points than unknowns: α_F is not unique
-        return None
+    nz = len(K)
     n = nz + 1 + m
-    lhs = np.zeros((n, n))
-    lhs[:nz, :nz] = K
-    lhs[:nz, nz + 1:] = -B_F.T
-    lhs[nz + 1:, :nz] = B_F
-    lhs[nz + 1:, nz] = y_F
-    lhs[nz, nz + 1:] = y_F
-    rhs = np.ones(n)
-    rhs[:nz] = v
+    if m > nz + 1:  # more margin points than unknowns: α_F is not unique
+        return np.zeros(n), False
+    lhs, rhs = np.zeros((n, n)), np.ones(n)
+    for a in range(nz):
+        rhs[a] = v[a]
+        for c in range(nz):
+            lhs[a, c] = K[a, c]
     rhs[nz] = -cy
-    # LAPACK directly: numpy's solve costs several times more at this size
-    sol, info = _gesv(lhs, rhs)[2:]
-    if info != 0:
-        return None
-    # A nearly singular system returns garbage without an error: check it solved.
-    if np.abs(lhs @ sol - rhs).max() > 1e-9 * (scale + np.abs(rhs).max()):
-        return None
-    return sol[nz + 1:], sol[:nz], float(sol[nz])
+    for k in range(m):
+        i, row = F[k], nz + 1 + k
+        for a in range(nz):
+            lhs[a, row] = -B[i, a]
+            lhs[row, a] = B[i, a]
+        lhs[row, nz] = lhs[nz, row] = y[i]
+    sol, ok = _solve_square(lhs, rhs)
+    # a nearly singular system solves without a zero pivot: check it solved
+    residual, size = 0.0, 0.0
+    for a in range(n):
+        r = -rhs[a]
+        for c in range(n):
+            r += lhs[a, c] * sol[c]
+        if not math.isfinite(r):
+            return sol, False
+        residual, size = max(residual, abs(r)), max(size, abs(rhs[a]))
+    return sol, ok and residual <= 1e-9 * (scale + size)
 
 
-def _null_vector(M: Array) -> Array:
-    """A unit vector d with M d = 0, for M with one column more than its rank.
+@_compiled
+def _null_vector(B: Array, y: Array, F: NDArray[np.int64], m: int) -> tuple[Array, bool]:
+    """A unit vector d with [B_F, y_F]ᵀ d ≈ 0 for the m free points F[:m], and whether it is finite.
 
-    Fixing the last component and solving the square rest is several times
-    cheaper than an SVD; the SVD is the fallback when that rest is singular.
+    Gaussian elimination with complete pivoting, stopped one pivot short of
+    m (or at a zero pivot), sets the first column left without a pivot to one
+    and solves for the pivots. With more points than the Nz + 1 rows that is
+    an exact null vector; where a free set with full column rank made the
+    subproblem singular only numerically, the smallest last pivot is the one
+    dropped, so d is a direction of near-linear change, as the smallest right
+    singular vector would be. The moves stay exact either way: only a full
+    step to a subproblem solution is accepted.
     """
-    try:
-        head = np.linalg.solve(M[:, :-1], -M[:, -1]) if M.shape[0] == M.shape[1] - 1 else None
-    except np.linalg.LinAlgError:
-        head = None
-    if head is not None:
-        d = np.append(head, 1.0)
-        d /= np.linalg.norm(d)
-        if np.abs(M @ d).max() <= 1e-10 * np.abs(M).max():  # else the rest was near-singular
-            return d
-    return np.linalg.svd(M)[2][-1]
+    nz = B.shape[1]
+    A, cols, big = np.empty((nz + 1, m)), np.empty(m, dtype=np.int64), 0.0
+    for k in range(m):
+        cols[k] = k
+        for a in range(nz + 1):
+            A[a, k] = B[F[k], a] if a < nz else y[F[k]]
+            big = max(big, abs(A[a, k]))
+    rank = 0
+    while rank < min(nz + 1, m - 1):
+        k, p, q = rank, rank, rank
+        for i in range(k, nz + 1):
+            for j in range(k, m):
+                if abs(A[i, j]) > abs(A[p, q]):
+                    p, q = i, j
+        if abs(A[p, q]) <= 1e-12 * big:
+            break
+        for j in range(m):
+            A[k, j], A[p, j] = A[p, j], A[k, j]
+        for i in range(nz + 1):
+            A[i, k], A[i, q] = A[i, q], A[i, k]
+        cols[k], cols[q] = cols[q], cols[k]
+        for i in range(k + 1, nz + 1):
+            f = A[i, k] / A[k, k]
+            for j in range(k, m):
+                A[i, j] -= f * A[k, j]
+        rank += 1
+    x = np.zeros(m)
+    x[rank] = 1.0
+    for k in range(rank - 1, -1, -1):
+        s = 0.0
+        for j in range(k + 1, rank + 1):
+            s -= A[k, j] * x[j]
+        x[k] = s / A[k, k]
+    d, norm = np.empty(m), 0.0
+    for k in range(m):
+        d[cols[k]] = x[k]
+        norm += x[k] * x[k]
+    for k in range(m):
+        d[k] /= math.sqrt(norm)
+    return d, math.isfinite(norm)
+
+
+@_compiled
+def _active_set(
+    B: Array, y: Array, K: Array, K_inv: Array, C: Array, alpha: Array,
+    upper: NDArray[np.bool_], free: NDArray[np.bool_], tol: float, max_iter: int,
+) -> tuple[bool, Array, float]:
+    """The moves of :func:`_warm_active_set`, compiled.
+
+    Updates ``alpha``, ``upper`` and ``free`` in place; returns whether every
+    KKT condition holds to ``tol`` within ``max_iter`` moves, and β, b.
+    Non-finite values count as failure: compiled code raises no floating-point
+    errors.
+    """
+    N, nz = B.shape
+    # the bound points enter the subproblem only through these sums; each move updates them
+    v, cy = np.zeros(nz), 0.0
+    for i in range(N):
+        if upper[i]:
+            cy += C[i] * y[i]
+            for a in range(nz):
+                v[a] += C[i] * B[i, a]
+    scale = 0.0
+    for i in range(N):
+        scale = max(scale, C[i])
+    beta, b = np.zeros(nz), 0.0
+    F, d, u, w = np.empty(N, dtype=np.int64), np.empty(N), np.empty(nz), np.empty(nz)
+    for _ in range(max_iter):
+        m = 0
+        for i in range(N):
+            if free[i]:
+                F[m] = i
+                m += 1
+        sol, solved = _active_set_solve(B, y, F, m, K, v, cy, scale)
+        if solved:
+            for a in range(nz):
+                beta[a] = sol[a]
+            b = sol[nz]
+            for k in range(m):
+                d[k] = sol[nz + 1 + k] - alpha[F[k]]
+        elif m == 0:  # no margin point: b is not unique; the interior point copes
+            return False, beta, b
+        else:  # singular subproblem: a direction of linear decrease
+            null, ok = _null_vector(B, y, F, m)
+            if not ok:
+                return False, beta, b
+            # the dual objective's slope along it: (B_F K⁻¹ (B_Fᵀ α_F + v) − 1)ᵀ null
+            for a in range(nz):
+                u[a] = v[a]
+                for k in range(m):
+                    u[a] += alpha[F[k]] * B[F[k], a]
+            for a in range(nz):
+                w[a] = 0.0
+                for c in range(nz):
+                    w[a] += K_inv[a, c] * u[c]
+            slope = 0.0
+            for k in range(m):
+                s = -1.0
+                for a in range(nz):
+                    s += B[F[k], a] * w[a]
+                slope += s * null[k]
+            for k in range(m):
+                d[k] = -null[k] if slope > 0 else null[k]
+        j, step = 0, math.inf
+        for k in range(m):  # ratio test: the first bound the step meets
+            i = F[k]
+            if d[k] > 1e-14 * C[i]:
+                r = (C[i] - alpha[i]) / d[k]
+            elif d[k] < -1e-14 * C[i]:
+                r = -alpha[i] / d[k]
+            else:
+                continue
+            if r < step:
+                j, step = k, r
+        if solved and step >= 1.0:
+            for k in range(m):
+                alpha[F[k]] = sol[nz + 1 + k]
+            worst, violation = -1, tol
+            for i in range(N):
+                if free[i]:
+                    continue
+                g = y[i] * b - 1.0  # margin slack y_i(f_i + b) − 1
+                for a in range(nz):
+                    g += B[i, a] * beta[a]
+                if upper[i]:
+                    g = -g
+                if -g > violation:
+                    worst, violation = i, -g
+            if worst < 0:
+                return True, beta, b
+            if upper[worst]:
+                cy -= C[worst] * y[worst]
+                for a in range(nz):
+                    v[a] -= C[worst] * B[worst, a]
+            upper[worst], free[worst] = False, True
+            continue
+        if not math.isfinite(step):
+            return False, beta, b
+        for k in range(m):
+            alpha[F[k]] += step * d[k]
+        i = F[j]
+        free[i] = False
+        if d[j] > 0:
+            alpha[i], upper[i] = C[i], True
+            cy += C[i] * y[i]
+            for a in range(nz):
+                v[a] += C[i] * B[i, a]
+        else:
+            alpha[i] = 0.0
+    return False, beta, b
 
 
 def _warm_active_set(
@@ -127,52 +331,10 @@ def _warm_active_set(
     a full step to a subproblem solution, so yᵀα = 0 holds exactly.
     """
     alpha, upper, free = alpha.copy(), upper.copy(), free.copy()
-    # the bound points enter the subproblem only through these sums; each move updates them
-    v = C[upper] @ B[upper]
-    cy = float(C[upper] @ y[upper])
-    scale = float(C.max())
-    for _ in range(max_iter):
-        F = np.flatnonzero(free)
-        B_F, y_F, C_F, alpha_F = B[F], y[F], C[F], alpha[F]
-        solved = _active_set_solve(B_F, y_F, K, v, cy, scale)
-        if solved is not None:
-            target, beta, b = solved
-            d = target - alpha_F
-        elif not len(F):  # no margin point: b is not unique; the interior point copes
-            return None
-        else:  # singular subproblem: a direction of linear decrease
-            null = _null_vector(np.vstack([B_F.T, y_F]))
-            grad = B_F @ (K_inv @ (B_F.T @ alpha_F + v)) - 1.0
-            d = -null if grad @ null > 0 else null
-        up, down = d > 1e-14 * C_F, d < -1e-14 * C_F
-        ratios = np.full(len(F), np.inf)
-        ratios[up] = (C_F[up] - alpha_F[up]) / d[up]
-        ratios[down] = -alpha_F[down] / d[down]
-        j = int(np.argmin(ratios)) if len(F) else 0
-        if solved is not None and (not len(F) or ratios[j] >= 1.0):
-            alpha[F] = target
-            g = B @ beta + y * b - 1.0  # margin slack y_i(f_i + b) − 1
-            violation = np.where(upper, g, np.where(free, 0.0, -g))
-            worst = int(np.argmax(violation))
-            if violation[worst] <= tol:
-                return alpha, beta, b, upper, free
-            if upper[worst]:
-                v -= C[worst] * B[worst]
-                cy -= C[worst] * y[worst]
-            upper[worst], free[worst] = False, True
-            continue
-        if not np.isfinite(ratios[j]):
-            return None
-        alpha[F] = alpha_F + ratios[j] * d
-        i = F[j]
-        free[i] = False
-        if d[j] > 0:
-            alpha[i], upper[i] = C[i], True
-            v += C[i] * B[i]
-            cy += C[i] * y[i]
-        else:
-            alpha[i] = 0.0
-    return None
+    # one layout, so numba compiles one specialisation
+    B, y, K, K_inv, C = (np.ascontiguousarray(a, dtype=float) for a in (B, y, K, K_inv, C))
+    ok, beta, b = _active_set(B, y, K, K_inv, C, alpha, upper, free, float(tol), int(max_iter))
+    return (alpha, beta, float(b), upper, free) if ok else None
 
 
 class _Stalled(Exception):
@@ -248,8 +410,8 @@ def _interior_point(
     100-fold; that usually ends the method well before the gap reaches ``tol``.
     Where the method stalls instead (per-point costs spanning decades can make
     the gap wander back up), the partition of the iterate with the lowest gap
-    gets one more polish with a budget of min(N, 4 Nz + 40) moves. Plain numpy: at N in the
-    hundreds an iteration is a few dozen vector operations.
+    gets one more polish. Plain numpy: at N in the hundreds an iteration is a
+    few dozen vector operations.
     """
     N = len(y)
     alpha = 0.5 * C
@@ -300,7 +462,7 @@ def _interior_point(
             mu = mu + t * dmu
     except (np.linalg.LinAlgError, ZeroDivisionError, FloatingPointError):
         pass  # a breakdown: fall through to the best iterate
-    return None if best is None else polish(*best[1:], max_iter=min(N, 4 * len(K) + 40))
+    return None if best is None else polish(*best[1:])
 
 
 class SVMDualMarginal(Marginal):
@@ -403,18 +565,20 @@ class SVMDualMarginal(Marginal):
                       warm: Solution | None) -> Solution:
         """Solve the dual on some of the points; warm = (α, bound mask, free mask) or None."""
         tol = self.tol
+        # A move is compiled and costs O(N·Nz); the interior point costs some twenty
+        # O(N·Nz²) iterations of numpy calls, so a warm start may take many moves.
+        budget = 10 * self.n_expansion + 100
+
+        def polish(alpha: Array, upper: NDArray[np.bool_],
+                   free: NDArray[np.bool_]) -> Solution | None:
+            return _warm_active_set(B, y, K, K_inv, C, alpha, upper, free, tol, budget)
+
         if warm is not None:
-            # Cheaper than an interior point when L-BFGS took a small step: then
-            # few points change side. Past its budget the interior point wins.
-            solved = _warm_active_set(B, y, K, K_inv, C, *warm, tol,
-                                      max_iter=self.n_expansion + 10)
+            # when L-BFGS took a small step, few points change side
+            solved = polish(*warm)
             if solved is not None:
                 self.n_active_set += 1
                 return solved
-
-        def polish(alpha: Array, upper: NDArray[np.bool_], free: NDArray[np.bool_],
-                   max_iter: int = self.n_expansion + 10) -> Solution | None:
-            return _warm_active_set(B, y, K, K_inv, C, alpha, upper, free, tol, max_iter)
 
         solved = _interior_point(B, y, K, K_inv, C, 1e-2 * tol, polish)
         if solved is None:

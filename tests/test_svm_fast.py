@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from sklearn.svm import SVC
 from sparsify_plugins.svm import SVM
-from sparsify_plugins.svm_fast import SVMDualMarginal, _active_set_solve
+from sparsify_plugins.svm_fast import SVMDualMarginal, _active_set_solve, _null_vector
 
 from sparsify import CvxpyMarginal, Declaration, SparseSVC
 from sparsify.datasets import load_banana
@@ -79,7 +79,26 @@ def test_active_set_solve_refuses_more_margin_points_than_unknowns() -> None:
     X, y = random_problem(20, 2)
     B = y[:, None] * make_kernel("rbf", X)(X, X[:3])
     # 5 margin points, only Nz + 1 = 4 unknowns
-    assert _active_set_solve(B[:5], y[:5].astype(float), np.eye(3), np.zeros(3), 0.0, 1.0) is None
+    F = np.arange(5)
+    solved = _active_set_solve(B, y.astype(float), F, 5, np.eye(3), np.zeros(3), 0.0, 1.0)[1]
+    assert not solved
+
+
+@pytest.mark.parametrize("duplicate", [False, True])
+def test_null_vector_of_a_singular_free_set(duplicate: bool) -> None:
+    """Nz + 2 free points, or Nz + 1 of which two coincide: [B_F, y_F]ᵀ d = 0 exactly."""
+    rng = np.random.default_rng(0)
+    B, y = rng.normal(size=(8, 3)), rng.choice([-1.0, 1.0], size=8)
+    if duplicate:
+        B[6], y[6] = B[1], y[1]
+        F = np.array([0, 1, 2, 6, 7])
+    else:
+        F = np.array([0, 1, 2, 4, 7])
+    m = 4 if duplicate else 5  # only F[:m] is free
+    d, ok = _null_vector(B, y, F, m)
+    M = np.vstack([B[F[:m]].T, y[F[:m]]])
+    assert ok and np.linalg.norm(d) == pytest.approx(1.0)
+    assert np.abs(M @ d).max() <= 1e-12
 
 
 class _WeightedSVM(SVM):
