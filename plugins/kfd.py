@@ -8,7 +8,7 @@ Two formulations of the same discriminant (labels -1/+1):
     Σ_{i∈c} ξ_i = 0.
 ``"skfd"``
     The paper's sparse KFD (Appendix A, eq. 49-63): W(Z) = −(largest eigenvalue
-    of (B^z)⁻¹A^z), with its own W(Z) and ∇W(Z) (:class:`RayleighMarginal`).
+    of (B^z)⁻¹A^z), with its own W(Z) and ∇W(Z) (`RayleighMarginal`).
 
 With A the between-class and B the within-class scatter in feature space (sums
 over the samples, not means), the two share their minimisers: for any Z the
@@ -112,9 +112,9 @@ class RayleighMarginal(Marginal):
         ∂W/∂K_XZ = −2√λ a βᵀ + 2λ (H K β) βᵀ        ∂W/∂K_ZZ = λ μ β βᵀ
 
     and the kernel's vector-Jacobian products turn them into ∂W/∂Z in O(N·Nz·d).
-    The intercept is the midpoint of the projected class means (as in the
-    convex KFD); :class:`~sparsify.discriminant.SparseKFD` replaces β and b by
-    the SVM step on the final XVs, as the paper does.
+    The intercept is the midpoint of the projected class means (as in the convex
+    KFD); `SparseKFD` replaces β and b by the SVM step on the final XVs, as the
+    paper does.
 
     Parameters
     ----------
@@ -187,12 +187,12 @@ class SKFD(KFD):
 
     W(Z) = −(largest eigenvalue of (B^z)⁻¹A^z) with A^z, B^z the between-class
     and the regularised within-class scatter restricted to span φ(Z); W and
-    ∇W come from :class:`RayleighMarginal` (eq. 57-63), not from cvxpy.
+    ∇W come from `RayleighMarginal` (eq. 57-63), not from cvxpy.
 
     Its cvxpy declaration is the convex KFD with the same μ: for every Z it
     has the same β direction and the value 4/λ, so W_kfd = −4/W_skfd and the
     two share their minimisers over Z. The generic path (gradient checks,
-    :func:`sparsify.expansion_coefficients`) therefore serves as its reference.
+    `sparsify.expansion_coefficients`) therefore serves as its reference.
 
     Parameters
     ----------

@@ -10,7 +10,7 @@ gradient checks, the interior-point solvers reach the core's tight tolerances on
 the exponential cone far more often at that scale. So W(Z) = N·H(Z).
 
 With ``solver="auto"`` (the default) W(Z) and ∇W(Z) come from the formulation's
-exact fast path, :class:`sparsify_plugins.klr_newton.NewtonKLRMarginal` (damped
+exact fast path, `sparsify_plugins.klr_newton.NewtonKLRMarginal` (damped
 Newton on the same N·H, no cvxpy; about 1e-15 relative agreement in W); a named
 cvxpy backend ("clarabel", "ecos") keeps the generic path, its reference in the tests.
 """
@@ -98,7 +98,7 @@ class KLR(Formulation):
         solver: str,
         tol: float,
     ) -> Marginal | None:
-        """The exact Newton solver of :mod:`sparsify_plugins.klr_newton` for ``solver="auto"``.
+        """The exact Newton solver of `sparsify_plugins.klr_newton` for ``solver="auto"``.
 
         A named cvxpy backend ("clarabel", "ecos") keeps the generic path, the
         fast path's reference.

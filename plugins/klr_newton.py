@@ -3,7 +3,7 @@
 For fixed XVs Z the KLR inner problem is smooth and strictly convex. With the
 whitened coefficients u = Rβ (RᵀR = K_ZZ + jitter·I, R the transposed Cholesky
 factor) and the features Φ = K_XZ R⁻¹ it reads, exactly as the cvxpy
-declaration of :class:`sparsify_plugins.klr.KLR` (same N·H scaling)::
+declaration of `sparsify_plugins.klr.KLR` (same N·H scaling)::
 
     W(Z) = min_{U, b}  (Nλ/2) Σ_k ‖u_k‖² + Σ_i loss_i(Φ U + b)
 
@@ -67,7 +67,7 @@ class NewtonKLRMarginal(Marginal):
         Training inputs.
     y : ndarray of shape (N,)
         Labels: two distinct values (the larger is the positive class) or K > 2
-        classes (class k is the k-th smallest label), as :class:`KLR` reads them.
+        classes (class k is the k-th smallest label), as `KLR` reads them.
     kernel : Kernel
         Kernel with vector-Jacobian products.
     n_expansion : int
@@ -78,9 +78,9 @@ class NewtonKLRMarginal(Marginal):
         accurate to about ``tol²`` relative and (β, b) to about ``tol``.
     jitter : float, default=1e-10
         Added to the diagonal of K_ZZ relative to the mean kernel diagonal on X,
-        exactly as :class:`sparsify.CvxpyMarginal` does (the same W).
+        exactly as `sparsify.CvxpyMarginal` does (the same W).
     max_newton : int, default=100
-        Newton steps per evaluation before giving up with a :class:`SolverError`.
+        Newton steps per evaluation before giving up with a `SolverError`.
 
     Examples
     --------

@@ -9,7 +9,7 @@ sparsify declares the same problem with the objective multiplied by νN,
 so w, ρ and the machine τ(x) = ⟨w, φ(x)⟩ − ρ (intercept −ρ) are Schölkopf's,
 and W(Z) is νN times his optimal value; by strong duality, at Z = X,
 W = −(νN/2) αᵀKα = −α'ᵀKα' / (2νN) with libsvm's multipliers α' = νN·α
-(0 ≤ α' ≤ 1, Σα' = νN). :class:`sklearn.svm.OneClassSVM`'s decision function
+(0 ≤ α' ≤ 1, Σα' = νN). `sklearn.svm.OneClassSVM`'s decision function
 is νN·τ. Why the factor: unscaled, W is of order 1e-2 and ECOS at tol 1e-9
 stops with "numerical problems" on about a third of the gradient-check
 problems (measured: 18 of 60 kernel × ν × seed cases; 0 of 16 with the factor).
@@ -33,13 +33,12 @@ class OneClass(Formulation):
     nu : float, default=0.9
         In (0, 1]: an upper bound on the fraction of training points outside
         the estimated support and a lower bound on the fraction of support
-        vectors, as in :class:`sklearn.svm.OneClassSVM`. The default is not
-        sklearn's 0.5 (which :class:`~sparsify.outlier.SparseOneClassSVM`
-        keeps): with a linear or an odd polynomial kernel on centred data the
-        origin lies in the reduced convex hull of the mapped data for small ν,
-        so w = 0 and W ≡ 0 (seen for ν ≤ 0.7 on
-        :func:`sparsify.gradcheck.random_problem`); 0.9 makes the default
-        problem one with a gradient to check.
+        vectors, as in `sklearn.svm.OneClassSVM`. The default is not sklearn's
+        0.5 (which `SparseOneClassSVM` keeps): with a linear or an odd
+        polynomial kernel on centred data the origin lies in the reduced
+        convex hull of the mapped data for small ν, so w = 0 and W ≡ 0 (seen
+        for ν ≤ 0.7 on `sparsify.gradcheck.random_problem`); 0.9 makes the
+        default problem one with a gradient to check.
 
     Examples
     --------

@@ -9,12 +9,12 @@ costs (C on labeled points, C* on unlabeled ones)::
 
     min ½‖w‖² + Σ_i c_i ξ_i   s.t.  y_i (f_i + b) ≥ 1 − ξ_i, ξ ≥ 0
 
-This convex problem is the formulation :class:`S3VM`; the labels are searched
+This convex problem is the formulation `S3VM`; the labels are searched
 outside it (annealing and pairwise label switching in
-:class:`sparsify.semi_supervised.SemiSupervisedSVC`). Its exact fast path is
-the SVM's dual solver with per-point costs (:class:`SVMDualMarginal`), and for
+`sparsify.semi_supervised.SemiSupervisedSVC`). Its exact fast path is
+the SVM's dual solver with per-point costs (`SVMDualMarginal`), and for
 the full kernel problem (Z = X) libsvm on the precomputed kernel
-(:meth:`S3VM.solve_precomputed`).
+(`S3VM.solve_precomputed`).
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ Array = NDArray[np.float64]
 
 @dataclass(frozen=True)
 class FullSolution:
-    """The full kernel problem's solution (Z = X) from :meth:`S3VM.solve_precomputed`.
+    """The full kernel problem's solution (Z = X) from `S3VM.solve_precomputed`.
 
     Attributes
     ----------

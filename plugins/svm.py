@@ -22,7 +22,7 @@ class SVM(Formulation):
     Parameters
     ----------
     C : float, default=1.0
-        Weight of the hinge loss, as in :class:`sklearn.svm.SVC`.
+        Weight of the hinge loss, as in `sklearn.svm.SVC`.
 
     Examples
     --------
@@ -66,7 +66,7 @@ class SVM(Formulation):
         solver: str,
         tol: float,
     ) -> Marginal | None:
-        """The exact dual solver of :mod:`sparsify_plugins.svm_fast` for ``solver="auto"``.
+        """The exact dual solver of `sparsify_plugins.svm_fast` for ``solver="auto"``.
 
         A named cvxpy backend keeps the generic path, the fast path's reference.
         """

@@ -206,7 +206,7 @@ def _active_set(
     B: Array, y: Array, K: Array, K_inv: Array, C: Array, alpha: Array,
     upper: NDArray[np.bool_], free: NDArray[np.bool_], tol: float, max_iter: int,
 ) -> tuple[bool, Array, float]:
-    """The moves of :func:`_warm_active_set`, compiled.
+    """The moves of `_warm_active_set`, compiled.
 
     Updates ``alpha``, ``upper`` and ``free`` in place; returns whether every
     KKT condition holds to ``tol`` within ``max_iter`` moves, and β, b.
@@ -468,7 +468,7 @@ def _interior_point(
 class SVMDualMarginal(Marginal):
     """W(Z) and ∇W(Z) of the SVM formulation by its dedicated exact solver.
 
-    The default path of :class:`~sparsify.SparseSVC` (``solver="auto"``); a
+    The default path of `SparseSVC` (``solver="auto"``); a
     named cvxpy backend selects the generic path instead, which is the
     reference this one is tested against.
 

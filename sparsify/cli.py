@@ -3,7 +3,7 @@
 Every command validates what it can (files, data, names, shapes) before the
 expensive work, writes its output files only once everything has succeeded,
 and writes them atomically (a temporary file in the same directory, then
-:func:`os.replace`). Bad input ends with one line ``sparsify: error: ...`` on
+`os.replace`). Bad input ends with one line ``sparsify: error: ...`` on
 stderr and exit status 2; ``check-gradient`` exits 1 when the gradient check
 fails its threshold.
 """

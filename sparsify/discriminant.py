@@ -1,10 +1,10 @@
 """The sparse kernel Fisher discriminant (paper, Appendix A) as a scikit-learn estimator.
 
-:class:`SparseKFD` serves two registered formulations (found by name, never
+`SparseKFD` serves two registered formulations (found by name, never
 imported): ``"skfd"``, the paper's Rayleigh-quotient KFD whose W(Z) and ∇W(Z)
 come from an eigenproblem (eq. 57-63), followed by the SVM step on the final
 XVs for β and b (eq. 37-45), and ``"kfd"``, the convex KFD of Mika et al.
-(2003) through the generic cvxpy path. :func:`full_kfd` is the full,
+(2003) through the generic cvxpy path. `full_kfd` is the full,
 non-sparse KFD in closed form, the reference both are measured against.
 """
 
@@ -80,7 +80,7 @@ def full_kfd(K: ArrayLike, y: ArrayLike, mu: float) -> tuple[Array, float, float
 
     The convex KFD with Z = X, minimise ‖ξ‖² + μ‖w‖² subject to Kα + b = y + ξ
     and Σ_{i∈c} ξ_i = 0 per class, is min αᵀ(KHK + μK)α subject to aᵀKα = 2
-    (:func:`class_contrast`), solved by α ∝ (HK + μI)⁻¹a even when K is singular.
+    (`class_contrast`), solved by α ∝ (HK + μI)⁻¹a even when K is singular.
 
     Parameters
     ----------
@@ -149,7 +149,7 @@ class SparseKFD(SparseKernelClassifier):
         refers to.
     kernel : str or Kernel, default="rbf"
         "rbf", "poly", "linear", a plugin's kernel, names joined by "+" for a
-        sum, or a :class:`sparsify.Kernel` instance.
+        sum, or a `sparsify.Kernel` instance.
     gamma : {"scale", "auto"} or float, default="scale"
         Kernel coefficient for "rbf" and "poly" ("scale" is 1 / (d · Var(X))).
     degree : int, default=3
@@ -179,7 +179,7 @@ class SparseKFD(SparseKernelClassifier):
     verbose : int, default=0
         Print L-BFGS progress when > 0.
     callback : callable or None, default=None
-        Called with a :class:`sparsify.optimize.IterationInfo` after each
+        Called with a `sparsify.optimize.IterationInfo` after each
         iteration; returning True stops that problem's optimisation.
 
     Attributes

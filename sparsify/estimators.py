@@ -1,8 +1,8 @@
 """scikit-learn estimators built on the direct sparse method.
 
-:class:`SparseKernelClassifier` holds what every sparse classifier shares
+`SparseKernelClassifier` holds what every sparse classifier shares
 (validation, the number of XVs, one-vs-rest in parallel, stacked XVs for
-prediction); :class:`SparseSVC` is the sparse large margin classifier (SLMC).
+prediction); `SparseSVC` is the sparse large margin classifier (SLMC).
 """
 
 from __future__ import annotations
@@ -41,7 +41,7 @@ Array = NDArray[np.float64]
 
 
 def full_svm(kernel: Kernel, C: float) -> SVC:
-    """An unfitted :class:`sklearn.svm.SVC` with the same kernel and C (the full SVM).
+    """An unfitted `sklearn.svm.SVC` with the same kernel and C (the full SVM).
 
     Built-in kernels map to SVC's own; any other kernel is passed as a callable.
 
@@ -146,10 +146,9 @@ class KernelMachineMixin(VersionedPickleMixin):
     ``expansion_coef_`` (n_outputs, Nz), ``intercept_`` (n_outputs,) and
     ``classes_``; one output is a binary decision, several are one per class.
 
-    Also gives the feature map :meth:`transform` (x ↦ k(x, z_j), one column
+    Also gives the feature map `transform` (x ↦ k(x, z_j), one column
     per XV) and pickling that records the sparsify version and refuses a model
-    saved by another major.minor version
-    (:class:`~sparsify.persistence.VersionedPickleMixin`).
+    saved by another major.minor version (`VersionedPickleMixin`).
     """
 
     def _kernel_features(self, X: Array) -> Array:
@@ -160,7 +159,7 @@ class KernelMachineMixin(VersionedPickleMixin):
         """The feature map x ↦ (k(x, z_1), …, k(x, z_Nz)): one column per XV.
 
         The model is linear in these features: ``transform(X) @ expansion_coef_.T
-        + intercept_`` is :meth:`decision_function` (one column per output; ravel
+        + intercept_`` is `decision_function` (one column per output; ravel
         it for one output), so prediction can run wherever a linear model runs.
         A one-vs-rest model returns the stacked XVs of all its binary problems,
         per-class blocks in ``expansion_vectors_`` order, and each row of
@@ -198,7 +197,7 @@ class KernelMachineMixin(VersionedPickleMixin):
         return out
 
     def fit_transform(self, X: ArrayLike, y: ArrayLike | None = None, **fit_params: Any) -> Array:
-        """Fit, then return :meth:`transform` of the training inputs.
+        """Fit, then return `transform` of the training inputs.
 
         Returns
         -------
@@ -246,8 +245,8 @@ class KernelMachineMixin(VersionedPickleMixin):
 class SparseKernelClassifier(KernelMachineMixin, ClassifierMixin, BaseEstimator):
     """Shared machinery of the sparse kernel classifiers (binary or one-vs-rest).
 
-    Subclasses set :attr:`formulation_name` and implement
-    :meth:`_formulation_params`; a ratio ``n_expansion`` refers to the full SVM
+    Subclasses set `formulation_name` and implement
+    `_formulation_params`; a ratio ``n_expansion`` refers to the full SVM
     with the estimator's ``C`` (1.0 if it has none). Not for direct use.
     """
 
@@ -356,10 +355,10 @@ class SparseSVC(SparseKernelClassifier):
         a ratio of the full SVM's number of support vectors (the paper's
         Nz/NSV), per binary problem.
     C : float, default=1.0
-        Regularisation, as in :class:`sklearn.svm.SVC`.
+        Regularisation, as in `sklearn.svm.SVC`.
     kernel : str or Kernel, default="rbf"
         "rbf", "poly", "linear", a plugin's kernel, names joined by "+" for a
-        sum, or a :class:`sparsify.Kernel` instance.
+        sum, or a `sparsify.Kernel` instance.
     gamma : {"scale", "auto"} or float, default="scale"
         Kernel coefficient for "rbf" and "poly" ("scale" is 1 / (d · Var(X))).
     degree : int, default=3
@@ -390,7 +389,7 @@ class SparseSVC(SparseKernelClassifier):
     verbose : int, default=0
         Print L-BFGS progress when > 0.
     callback : callable or None, default=None
-        Called with a :class:`sparsify.optimize.IterationInfo` after each
+        Called with a `sparsify.optimize.IterationInfo` after each
         iteration; returning True stops that problem's optimisation.
 
     Attributes

@@ -47,7 +47,7 @@ def expansion_coefficients(
     formulation : str or Formulation, default="svm"
         A registered name (with ``formulation_params``, e.g. ``C=10``) or an instance.
     kernel, gamma, degree, coef0
-        The kernel, as in :func:`sparsify.kernels.make_kernel`.
+        The kernel, as in `sparsify.kernels.make_kernel`.
     solver : str, default="auto"
         Solver backend.
     tol : float, default=1e-8

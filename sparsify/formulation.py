@@ -54,7 +54,7 @@ class Outputs:
 
 @dataclass
 class Declaration:
-    """What a formulation returns: a convex problem over :class:`Outputs`.
+    """What a formulation returns: a convex problem over `Outputs`.
 
     Attributes
     ----------
@@ -74,9 +74,9 @@ class Declaration:
 class Formulation(ABC):
     """A convex kernel learning algorithm, declared once, made sparse by the core.
 
-    Subclasses set :attr:`name`, take their hyperparameters in ``__init__`` and
-    implement :meth:`declare`. They may override :meth:`n_outputs`,
-    :meth:`nondifferentiable` and :meth:`marginal`.
+    Subclasses set `name`, take their hyperparameters in ``__init__`` and
+    implement `declare`. They may override `n_outputs`,
+    `nondifferentiable` and `marginal`.
 
     Rules the core enforces when it builds the problem (each breach is a
     ``ValueError`` naming the formulation): the problem must be DCP and DPP, it
@@ -105,7 +105,7 @@ class Formulation(ABC):
     #: the command line's ``--formulation``); None if it has none.
     estimator: ClassVar[type | None] = None
 
-    #: Parameters that make :attr:`estimator` fit this formulation when it serves
+    #: Parameters that make `estimator` fit this formulation when it serves
     #: several (``{"method": "convex"}``); the command line sets them.
     estimator_params: ClassVar[dict[str, Any]] = {}
 

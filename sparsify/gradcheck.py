@@ -25,7 +25,7 @@ Array = NDArray[np.float64]
 
 @dataclass(frozen=True)
 class GradientCheck:
-    """Result of :func:`check_gradient`.
+    """Result of `check_gradient`.
 
     Attributes
     ----------
@@ -104,7 +104,7 @@ def check_gradient(
     solver : str, default="auto"
         Solver backend.
     X, y : array-like, optional
-        Data; by default :func:`random_problem`.
+        Data; by default `random_problem`.
     Z : array-like of shape (Nz, d), optional
         Where to check; by default a random subset of X, moved off the data
         points by a small random offset.
@@ -119,7 +119,7 @@ def check_gradient(
         Solver accuracy.
     marginal : Marginal, optional
         Check this W(Z) provider; by default the formulation's own
-        (:meth:`Formulation.marginal`) if it has one, else the generic cvxpy path.
+        (`Formulation.marginal`) if it has one, else the generic cvxpy path.
 
     Returns
     -------

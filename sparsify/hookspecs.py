@@ -1,6 +1,6 @@
 """The plugin contract: every hook sparsify calls, with its exact signature.
 
-A plugin is a module (or object) with functions decorated by :data:`hookimpl`,
+A plugin is a module (or object) with functions decorated by `hookimpl`,
 exposed through the ``sparsify`` entry-point group::
 
     [project.entry-points.sparsify]
@@ -10,10 +10,9 @@ Each hook receives a ``register`` callable; call it once per thing the plugin
 provides. The built-in formulations (``plugins/`` in the source tree, the
 ``sparsify_plugins`` package) use exactly this mechanism. A hook whose
 parameters are not these, a hook name sparsify does not define, and a
-``register_*`` function without ``@hookimpl`` each give a
-:class:`~sparsify.plugins.PluginWarning` naming the plugin and its
-distribution (docs/plugins.md is the guide; :mod:`sparsify.testing` checks a
-formulation).
+``register_*`` function without ``@hookimpl`` each give a `PluginWarning`
+naming the plugin and its distribution (docs/plugins.md is the guide;
+`sparsify.testing` checks a formulation).
 """
 
 from __future__ import annotations
@@ -38,7 +37,7 @@ hookimpl = pluggy.HookimplMarker("sparsify")
 def register_formulations(register: Callable[[type[Formulation]], None]) -> None:
     """Register convex kernel learning algorithms.
 
-    Call ``register(cls)`` with a subclass of :class:`sparsify.Formulation`. The
+    Call ``register(cls)`` with a subclass of `sparsify.Formulation`. The
     class attribute ``name`` is the name users pass (``formulation="svm"``).
     """
 
@@ -47,7 +46,7 @@ def register_formulations(register: Callable[[type[Formulation]], None]) -> None
 def register_kernels(register: Callable[[type[Kernel]], None]) -> None:
     """Register kernels.
 
-    Call ``register(cls)`` with a subclass of :class:`sparsify.kernels.Kernel`;
+    Call ``register(cls)`` with a subclass of `sparsify.kernels.Kernel`;
     its ``name`` is the name users pass (``kernel="rbf"``). The class must be
     constructible with keyword hyperparameters (``gamma``, ``degree``, ``coef0``)
     or none.
@@ -59,7 +58,7 @@ def register_solvers(register: Callable[[SolverBackend], None]) -> None:
     """Register solver backends.
 
     Call ``register(backend)`` with an instance of
-    :class:`sparsify.solvers.SolverBackend`; its ``name`` is the name users pass
+    `sparsify.solvers.SolverBackend`; its ``name`` is the name users pass
     (``solver="clarabel"``).
     """
 

@@ -84,9 +84,9 @@ class ImportVectorMachine(LogisticMixin, ClassifierMixin, BaseEstimator):
     ----------
     lam : float, default=1e-3
         Regularisation λ > 0 of (λ/2)‖w‖² in the mean log-loss objective H
-        (the same objective as :class:`SparseKernelLogisticRegression`).
+        (the same objective as `SparseKernelLogisticRegression`).
     kernel : str or Kernel, default="rbf"
-        "rbf", "poly", "linear", names joined by "+", or a :class:`sparsify.Kernel`.
+        "rbf", "poly", "linear", names joined by "+", or a `sparsify.Kernel`.
     gamma : {"scale", "auto"} or float, default="scale"
         Kernel coefficient for "rbf" and "poly".
     degree : int, default=3
@@ -103,7 +103,7 @@ class ImportVectorMachine(LogisticMixin, ClassifierMixin, BaseEstimator):
         Damped Newton steps on the enlarged set after each addition.
     refine : bool, default=False
         After the selection, use the import points as initial XVs of
-        :class:`SparseKernelLogisticRegression` and move them by L-BFGS (the
+        `SparseKernelLogisticRegression` and move them by L-BFGS (the
         direct sparse method); prediction then uses the refined machine.
     refine_max_iter : int, default=50
         L-BFGS iterations of the refinement.

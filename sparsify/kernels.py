@@ -4,12 +4,12 @@ A kernel gives the blocks ``K_XZ = K(X, Z)`` (N × Nz) and ``K_ZZ = K(Z, Z)``
 (Nz × Nz) and, for a cotangent ``G = ∂W/∂K``, the gradient ``∂W/∂Z`` without ever
 forming an N × Nz × d tensor: every product costs O(N·Nz·d).
 
-``K_ZZ`` depends on Z through both arguments, so :meth:`Kernel.vjp_zz` adds the two
+``K_ZZ`` depends on Z through both arguments, so `Kernel.vjp_zz` adds the two
 contributions; for a symmetric kernel they are the second-argument product with
 ``G`` and with ``Gᵀ``.
 
 Kernels are registered with the ``register_kernels`` hook (see
-:mod:`sparsify.hookspecs`); the built-in ones below register through the core's
+`sparsify.hookspecs`); the built-in ones below register through the core's
 default plugin, exactly like a third-party kernel would.
 """
 
@@ -40,7 +40,7 @@ Array = NDArray[np.float64]
 class Kernel(ABC):
     """A positive definite kernel k(a, b) with vector-Jacobian products.
 
-    Subclasses implement :meth:`__call__`, :meth:`diag` and :meth:`vjp_z`; the
+    Subclasses implement `__call__`, `diag` and `vjp_z`; the
     product for ``K_ZZ`` follows by symmetry. Kernels are small immutable
     dataclasses so they pickle and compare by value.
     """
@@ -79,7 +79,7 @@ class Kernel(ABC):
         """Return a copy with the given hyperparameters; unknown names are ignored.
 
         This lets an estimator pass ``gamma``, ``degree`` and ``coef0`` to whatever
-        kernel was chosen, as :class:`sklearn.svm.SVC` does.
+        kernel was chosen, as `sklearn.svm.SVC` does.
         """
         names = {f.name for f in fields(self)} if hasattr(self, "__dataclass_fields__") else set()
         kept = {k: v for k, v in params.items() if k in names and v is not None}
@@ -268,7 +268,7 @@ def make_kernel(
 def check_kernel_vjp(
     kernel: Kernel, X: ArrayLike, Z: ArrayLike, eps: float = 1e-6, seed: int = 0
 ) -> float:
-    """Compare :meth:`Kernel.vjp_z` and :meth:`Kernel.vjp_zz` with central differences.
+    """Compare `Kernel.vjp_z` and `Kernel.vjp_zz` with central differences.
 
     Returns the larger relative error of the two products for a random cotangent.
 

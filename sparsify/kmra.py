@@ -14,8 +14,8 @@ nearest *other centres of the current dictionary* (exact duplicates skipped, so
 no width is zero). When centres are deleted the neighbours are farther apart and
 the widths grow, as the seed asks.
 
-Linear SVM. :class:`sklearn.svm.SVC` on the precomputed linear Gram matrix
-ZZᵀ, not :class:`~sklearn.svm.LinearSVC`: it solves exactly the seed's problem
+Linear SVM. `sklearn.svm.SVC` on the precomputed linear Gram matrix
+ZZᵀ, not `LinearSVC`: it solves exactly the seed's problem
 (5), ½‖w‖² + C Σ ξ_i with the hinge loss and an unpenalised bias, whereas
 LinearSVC penalises the bias (and defaults to the squared hinge). The N × N
 Gram matrix is cheap at the sizes KMRA is meant for (a few hundred to a few
@@ -50,7 +50,7 @@ def _sqdist(A: Array, B: Array) -> Array:
 
 
 def _widths_from_sqdist(D2: Array, p: int, fallback: Array) -> Array:
-    """σ_i from the squared distances D2 (m × m) between centres (:func:`neighbour_widths`)."""
+    """σ_i from the squared distances D2 (m × m) between centres (`neighbour_widths`)."""
     D2 = np.where(D2 > 0, D2, np.inf)  # itself and exact duplicates are no neighbours
     k = min(p, D2.shape[1])
     near = np.sort(np.partition(D2, k - 1, axis=1)[:, :k], axis=1) if k else D2[:, :0]
@@ -109,7 +109,7 @@ class KernelMatchingReduction(KernelMachineMixin, ClassifierMixin, BaseEstimator
     """Kernel matching reduction: backward deletion of Gaussians under a linear SVM.
 
     Starts from one Gaussian per training point with per-point widths from the p
-    nearest neighbours (:func:`neighbour_widths`), trains a linear SVM on the
+    nearest neighbours (`neighbour_widths`), trains a linear SVM on the
     dictionary features, deletes the ``n_delete`` functions with the smallest
     |w_i|, recomputes the widths on the remaining dictionary and repeats while
     the training accuracy stays at or above ``delta`` (seed 002, steps 1-9).

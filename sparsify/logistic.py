@@ -64,9 +64,9 @@ class SparseKernelLogisticRegression(LogisticMixin, ClassifierMixin, BaseEstimat
         Number of expansion vectors Nz (at most the number of distinct training points).
     lam : float, default=1e-3
         Regularisation λ > 0. With a linear kernel and Nz ≥ rank of X this is
-        :class:`sklearn.linear_model.LogisticRegression` with ``C = 1 / (λ N)``.
+        `sklearn.linear_model.LogisticRegression` with ``C = 1 / (λ N)``.
     kernel : str or Kernel, default="rbf"
-        "rbf", "poly", "linear", names joined by "+", or a :class:`sparsify.Kernel`.
+        "rbf", "poly", "linear", names joined by "+", or a `sparsify.Kernel`.
     gamma : {"scale", "auto"} or float, default="scale"
         Kernel coefficient for "rbf" and "poly".
     degree : int, default=3

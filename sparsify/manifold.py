@@ -10,8 +10,8 @@ where ``K = k(X_g, X_g)`` and ``k_x = k(X_g, x)`` on the graph points X_g (all
 labeled and unlabeled training points). Seed 003 puts three such kernels beside
 three base kernels in its Lp-norm MKL combination. The deformed kernel is
 positive definite (it reproduces the norm ‖f‖² + f_gᵀ M f_g) and defined for
-any x and z, so it is an ordinary :class:`~sparsify.kernels.Kernel` with exact
-vector-Jacobian products: Z enters only through ``k(x, z)`` and ``k(X_g, z)``.
+any x and z, so it is an ordinary `Kernel` with exact vector-Jacobian products:
+Z enters only through ``k(x, z)`` and ``k(X_g, z)``.
 """
 
 from __future__ import annotations
@@ -77,7 +77,7 @@ def knn_graph(X: ArrayLike, n_neighbors: int = 5, gamma: float | None = None) ->
 def knn_laplacian(
     X: ArrayLike, n_neighbors: int = 5, gamma: float | None = None, normalized: bool = False
 ) -> Array:
-    """Graph Laplacian ``L = D − W`` of :func:`knn_graph` (dense, N × N).
+    """Graph Laplacian ``L = D − W`` of `knn_graph` (dense, N × N).
 
     With ``normalized=True`` it is ``I − D^{-1/2} W D^{-1/2}``.
 
@@ -117,8 +117,8 @@ class ManifoldKernel(Kernel):
         The kernel k that is deformed.
     X_graph : ndarray of shape (N_g, d) or None, default=None
         The graph points (labeled and unlabeled training points). None leaves
-        the kernel unbound: :class:`~sparsify.semi_supervised.SemiSupervisedSVC`
-        binds it to its training points at fit (:meth:`bind`).
+        the kernel unbound: `SemiSupervisedSVC` binds it to its training
+        points at fit (`bind`).
     n_neighbors : int, default=5
         k of the kNN graph (seed 003: 5; 50 for text-like data).
     gamma_ratio : float, default=1.0

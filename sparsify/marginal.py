@@ -92,7 +92,7 @@ def check_expansion_vectors(
 ) -> Array:
     """Return the XVs ``Z`` as float64 of shape (Nz, d), or a ValueError that says what to change.
 
-    Every :meth:`Marginal.evaluate` should start with it, so that a wrong shape
+    Every `Marginal.evaluate` should start with it, so that a wrong shape
     or a NaN reaches the user as such and not as an error deep in a solver.
 
     Parameters
@@ -131,7 +131,7 @@ def check_expansion_vectors(
 def kernel_blocks(kernel: Kernel, X: Array, Z: Array) -> tuple[Array, Array]:
     """Return ``K_XZ`` and ``K_ZZ``, or a ValueError if the kernel overflowed.
 
-    For any :class:`Marginal`'s ``evaluate``: a polynomial or linear kernel on
+    For any `Marginal`'s ``evaluate``: a polynomial or linear kernel on
     features of size 1e100 gives infinities that would otherwise surface as a
     solver's or LAPACK's complaint.
 
@@ -478,7 +478,7 @@ def make_marginal(
 
     With ``solver="auto"`` a formulation that has an exact fast path (or a W
     of its own, as the Rayleigh-quotient KFD) supplies it through
-    :meth:`Formulation.marginal`; a cvxpy backend name selects the generic path.
+    `Formulation.marginal`; a cvxpy backend name selects the generic path.
 
     Examples
     --------

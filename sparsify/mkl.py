@@ -91,7 +91,7 @@ def lp_weights(norms2: ArrayLike, p: float) -> Array:
 
 
 def combined_kernel(kernels: Sequence[Kernel], theta: ArrayLike) -> Kernel:
-    """The kernel Σ_m θ_m k_m of the f-step (a :class:`SumKernel`; one kernel stays itself).
+    """The kernel Σ_m θ_m k_m of the f-step (a `SumKernel`; one kernel stays itself).
 
     Examples
     --------
@@ -128,7 +128,7 @@ def block_norms2(
 
 @dataclass(frozen=True)
 class MKLResult:
-    """Outcome of :func:`alternate`.
+    """Outcome of `alternate`.
 
     Attributes
     ----------
@@ -162,7 +162,7 @@ def alternate(
     ----------
     f_step : callable ``f_step(theta, iteration) -> norms2``
         Fits the machine with the kernel Σ_m θ_m k_m and returns the block
-        norms ‖w_m‖² (shape (M,), e.g. from :func:`block_norms2`). It is called
+        norms ‖w_m‖² (shape (M,), e.g. from `block_norms2`). It is called
         once more after the last θ-step, so the model it keeps matches ``theta``.
     n_kernels : int
         M.

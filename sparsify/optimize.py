@@ -84,7 +84,7 @@ class IterationInfo:
 
 @dataclass
 class OptimizeResult:
-    """Outcome of :func:`minimize_marginal`.
+    """Outcome of `minimize_marginal`.
 
     Attributes
     ----------
@@ -144,7 +144,7 @@ def minimize_marginal(
         Stop when the relative decrease of W in an iteration falls below ``tol``
         (L-BFGS-B's ``ftol``).
     callback : callable, optional
-        Called with an :class:`IterationInfo` after each iteration; returning
+        Called with an `IterationInfo` after each iteration; returning
         True stops the optimisation.
     verbose : int, default=0
         Print one line per iteration when > 0.
@@ -158,8 +158,8 @@ def minimize_marginal(
     If the solver fails after the first evaluation (for example an inaccurate
     solve where two XVs collide), or returns a non-finite W or gradient, the
     optimisation stops, keeps the best XVs found so far and warns with a
-    :class:`~sklearn.exceptions.ConvergenceWarning` naming the solver and the
-    formulation. A failure at the first evaluation is a :class:`SolverError`.
+    `ConvergenceWarning` naming the solver and the formulation. A failure at
+    the first evaluation is a `SolverError`.
     """
     Z0 = np.asarray(Z0, dtype=float)
     if Z0.ndim != 2 or Z0.size == 0:

@@ -1,8 +1,8 @@
 """Sparse novelty detection: the one-class SVM with Nz optimised expansion vectors.
 
-:class:`SparseOneClassSVM` is the direct sparse method on the ν-one-class SVM
+`SparseOneClassSVM` is the direct sparse method on the ν-one-class SVM
 (the formulation registered as ``"oneclass"``), shaped like
-:class:`sklearn.svm.OneClassSVM`: ``decision_function`` is
+`sklearn.svm.OneClassSVM`: ``decision_function`` is
 ``score_samples − offset_`` and ``predict`` is +1 where it is ≥ 0.
 
 Scale: w and ρ are Schölkopf's (dual multipliers summing to one); libsvm's
@@ -44,7 +44,7 @@ FORMULATION = "oneclass"
 
 
 def full_oneclass_svm(kernel: Kernel, nu: float) -> OneClassSVM:
-    """An unfitted :class:`sklearn.svm.OneClassSVM` with the same kernel and ν.
+    """An unfitted `sklearn.svm.OneClassSVM` with the same kernel and ν.
 
     Built-in kernels map to libsvm's own; any other kernel is passed as a callable.
 
@@ -77,13 +77,13 @@ class SparseOneClassSVM(KernelMachineMixin, OutlierMixin, BaseEstimator):
     n_expansion : int or float, default=0.1
         Number of expansion vectors Nz: an int is a count; a float in (0, 1] is
         a ratio of the number of support vectors of the full
-        :class:`sklearn.svm.OneClassSVM` at the same ν and kernel.
+        `sklearn.svm.OneClassSVM` at the same ν and kernel.
     nu : float, default=0.5
         In (0, 1]: an upper bound on the fraction of training errors and a
         lower bound on the fraction of support vectors, as in OneClassSVM.
     kernel : str or Kernel, default="rbf"
         "rbf", "poly", "linear", a plugin's kernel, names joined by "+" for a
-        sum, or a :class:`sparsify.Kernel` instance.
+        sum, or a `sparsify.Kernel` instance.
     gamma : {"scale", "auto"} or float, default="scale"
         Kernel coefficient for "rbf" and "poly" ("scale" is 1 / (d · Var(X))).
     degree : int, default=3
@@ -110,7 +110,7 @@ class SparseOneClassSVM(KernelMachineMixin, OutlierMixin, BaseEstimator):
     verbose : int, default=0
         Print L-BFGS progress when > 0.
     callback : callable or None, default=None
-        Called with a :class:`sparsify.optimize.IterationInfo` after each
+        Called with a `sparsify.optimize.IterationInfo` after each
         iteration; returning True stops the optimisation.
 
     Attributes
@@ -252,8 +252,8 @@ class SparseOneClassSVM(KernelMachineMixin, OutlierMixin, BaseEstimator):
         """Raw scores Σ_j β_j k(z_j, x) = τ(x) + ρ (higher is more normal).
 
         The decision function τ(x) = Σ_j β_j k(z_j, x) − ρ, positive for inliers,
-        comes from :class:`~sparsify.estimators.KernelMachineMixin` (row blocks,
-        Nz kernel evaluations per sample).
+        comes from `KernelMachineMixin` (row blocks, Nz kernel evaluations per
+        sample).
 
         Returns
         -------

@@ -5,7 +5,7 @@ line's model files): a model is read only by the **same major.minor** version
 of sparsify that saved it. Patch releases (0.1.0 → 0.1.3) keep the fitted
 attributes and their meaning, so their models load; any other version (newer
 or older) may have renamed or re-defined a fitted attribute, so its models are
-refused with :class:`IncompatibleVersionError` and must be refitted. A pickle
+refused with `IncompatibleVersionError` and must be refitted. A pickle
 that records no version (written before the version was recorded) is refused
 too.
 
@@ -64,7 +64,7 @@ def is_compatible(saved: str | None, current: str | None = None) -> bool:
     saved : str or None
         The version recorded in the saved model; None if it records none.
     current : str, optional
-        The loading version; defaults to :func:`current_version`.
+        The loading version; defaults to `current_version`.
 
     Returns
     -------
@@ -113,10 +113,10 @@ def check_version(saved: str | None, what: str) -> None:
 class VersionedPickleMixin:
     """Pickling that records the sparsify version and refuses an incompatible one.
 
-    ``__getstate__`` adds :data:`VERSION_KEY` to the state; ``__setstate__``
-    removes it and raises :class:`IncompatibleVersionError` unless it has this
-    sparsify's major.minor (see :func:`check_version`). Place it before
-    :class:`sklearn.base.BaseEstimator` in the bases; it cooperates with
+    ``__getstate__`` adds `VERSION_KEY` to the state; ``__setstate__``
+    removes it and raises `IncompatibleVersionError` unless it has this
+    sparsify's major.minor (see `check_version`). Place it before
+    `sklearn.base.BaseEstimator` in the bases; it cooperates with
     scikit-learn's own version warning.
 
     Examples

@@ -2,7 +2,7 @@
 
 matplotlib is an optional dependency (``pip install "sparsify[plot]"``): it is
 imported only inside the functions here, with the non-interactive "Agg"
-backend, so importing :mod:`sparsify` never needs it and plots work on a
+backend, so importing `sparsify` never needs it and plots work on a
 machine without a display.
 """
 
@@ -22,7 +22,7 @@ _INSTALL_HINT = 'matplotlib is needed for plots; install it with: pip install "s
 
 
 def require_matplotlib() -> Any:
-    """Import matplotlib with the "Agg" backend and return :mod:`matplotlib.pyplot`.
+    """Import matplotlib with the "Agg" backend and return `matplotlib.pyplot`.
 
     Returns
     -------
@@ -60,7 +60,7 @@ def plot_decision_boundary(
     Parameters
     ----------
     clf : fitted classifier
-        A fitted :class:`sparsify.SparseSVC` (or any classifier with
+        A fitted `sparsify.SparseSVC` (or any classifier with
         ``decision_function``, ``classes_`` and, optionally,
         ``expansion_vectors_``) trained on 2 features.
     X : array-like of shape (n_samples, 2)

@@ -1,6 +1,6 @@
 """Plugin discovery: the registry of formulations, kernels and solver backends.
 
-The core's own kernels and solvers are listed in :data:`DEFAULT_PLUGINS` and
+The core's own kernels and solvers are listed in `DEFAULT_PLUGINS` and
 registered like any plugin; everything else, the built-in formulations
 included, comes from the ``sparsify`` entry-point group. Each entry point loads
 in its own ``try``: a broken plugin warns with its distribution's name and the
@@ -82,7 +82,7 @@ def _lint(manager: pluggy.PluginManager, plugin: Any) -> list[str]:
 class Registry:
     """Everything the plugins registered, by kind and name.
 
-    Use :func:`get_registry` rather than building one.
+    Use `get_registry` rather than building one.
     """
 
     def __init__(self) -> None:

@@ -232,7 +232,7 @@ def _fit_em(
 ) -> tuple[NDArray[np.intp], Array, Array, int, bool]:
     """MacKay's re-estimation α ← γ / μ² from all basis functions, pruning α > 1e9.
 
-    Returns what :func:`_fit_fast` returns.
+    Returns what `_fit_fast` returns.
     """
     n_basis = Phi.shape[1]
     active = np.arange(n_basis)
@@ -270,10 +270,10 @@ class RVMClassifier(KernelMachineMixin, ClassifierMixin, BaseEstimator):
     Parameters
     ----------
     kernel : "rbf" or Kernel, default="rbf"
-        The Gaussian kernel exp(−γ‖x − x'‖²), or any :class:`sparsify.Kernel`
+        The Gaussian kernel exp(−γ‖x − x'‖²), or any `sparsify.Kernel`
         instance (then ``gamma`` is ignored).
     gamma : {"scale", "auto"} or float, default="scale"
-        Width of the Gaussian kernel, as in :class:`sklearn.svm.SVC`.
+        Width of the Gaussian kernel, as in `sklearn.svm.SVC`.
     method : {"fast", "em"}, default="fast"
         ``"fast"``: Tipping & Faul's sequential add / re-estimate / delete, from
         the bias alone (O(N² M) per step for M functions in the model);
@@ -293,7 +293,7 @@ class RVMClassifier(KernelMachineMixin, ClassifierMixin, BaseEstimator):
     n_relevance_ : int
         Number of relevance vectors: kernel evaluations per prediction.
     expansion_vectors_ : ndarray of shape (n_relevance, n_features)
-        The relevance vectors (shared with :class:`KernelMachineMixin`).
+        The relevance vectors (shared with `KernelMachineMixin`).
     expansion_coef_ : ndarray of shape (n_outputs, n_relevance)
         Posterior-mode weights μ (0 where a class does not use a vector);
         one output for two classes, else one per class.

@@ -1,6 +1,6 @@
 """Semi-supervised SVM with Lp-norm multiple kernels and manifold kernels (seed 003).
 
-:class:`SemiSupervisedSVC` learns from a few labeled and many unlabeled points
+`SemiSupervisedSVC` learns from a few labeled and many unlabeled points
 (marked in ``y`` as scikit-learn's semi-supervised estimators do). It follows
 the seed's Algorithm 1 and 2: temporary labels for the unlabeled points from
 the ranked decision values of a supervised SVM, a convex SVM at fixed labels
@@ -307,7 +307,7 @@ class SemiSupervisedSVC(KernelMachineMixin, ClassifierMixin, BaseEstimator):
     one kernel or a weighted sum Σ_m θ_m k_m with θ ≥ 0, ‖θ‖_p ≤ 1.
 
     Unlabeled points are marked in ``y`` by ``unlabeled`` (-1 by default, the
-    convention of :mod:`sklearn.semi_supervised`); the other values are the
+    convention of `sklearn.semi_supervised`); the other values are the
     two class labels, of any type. **When the classes themselves are -1 and
     +1**, -1 cannot also mean "unlabeled": pass another marker, for example
     ``unlabeled=0`` (with y in {-1, 0, +1}) or ``unlabeled=np.nan`` with a
@@ -327,7 +327,7 @@ class SemiSupervisedSVC(KernelMachineMixin, ClassifierMixin, BaseEstimator):
         class of ``classes_``); None takes the fraction among the labeled points.
     kernel : str or Kernel, default="rbf"
         The kernel when ``kernels`` is None ("rbf", "poly", "linear", names
-        joined by "+", or a :class:`~sparsify.Kernel`); also the base of the
+        joined by "+", or a `Kernel`); also the base of the
         "manifold" entries of ``kernels``.
     gamma : {"scale", "auto"} or float, default="scale"
         Coefficient of "rbf" and "poly" kernels given by name.
@@ -336,16 +336,15 @@ class SemiSupervisedSVC(KernelMachineMixin, ClassifierMixin, BaseEstimator):
     coef0 : float, default=1.0
         Constant of "poly".
     kernels : list or None, default=None
-        Base kernels of the Lp-norm MKL combination. Each entry is a
-        :class:`~sparsify.Kernel` (a :class:`~sparsify.manifold.ManifoldKernel`
-        without ``X_graph`` is bound to the training points), a kernel name
-        resolved with ``gamma``, ``degree`` and ``coef0``, the string
+        Base kernels of the Lp-norm MKL combination. Each entry is a `Kernel` (a
+        `ManifoldKernel` without ``X_graph`` is bound to the training points), a
+        kernel name resolved with ``gamma``, ``degree`` and ``coef0``, the string
         ``"manifold"`` (``kernel`` deformed by the kNN-graph Laplacian of the
         training points, with the options of ``manifold``) or
         ``"manifold:<name>"`` (the named kernel deformed), or a dict
         ``{"kernel": <Kernel or name>, "manifold": <dict of ManifoldKernel
         options, True or None>}``. The seed's 3 base and 3 manifold Gaussian
-        kernels come from :meth:`default_mkl_kernels`.
+        kernels come from `default_mkl_kernels`.
     normalize_kernels : bool, default=True
         Scale each entry of ``kernels`` to mean diagonal 1 on the training
         points before learning θ (the usual practice of Lp-MKL, Kloft et al.
@@ -359,9 +358,9 @@ class SemiSupervisedSVC(KernelMachineMixin, ClassifierMixin, BaseEstimator):
         ``np.inf`` the unweighted sum.
     manifold : None, bool or dict, default=None
         Deform the single kernel into a manifold kernel (LapSVM); a dict holds
-        :class:`~sparsify.manifold.ManifoldKernel` options (``n_neighbors``,
-        ``gamma_ratio``, ``laplacian_power``, ``graph_gamma``, ``normalized``),
-        also used by "manifold" entries of ``kernels``.
+        `ManifoldKernel` options (``n_neighbors``, ``gamma_ratio``,
+        ``laplacian_power``, ``graph_gamma``, ``normalized``), also used by
+        "manifold" entries of ``kernels``.
     n_expansion : None, int or float, default=None
         None: dense, the XVs are all training points (the full kernel
         problem). An int Nz or a ratio in (0, 1] of the number of training
@@ -415,7 +414,7 @@ class SemiSupervisedSVC(KernelMachineMixin, ClassifierMixin, BaseEstimator):
     transduction_ : ndarray of shape (n_samples,)
         Labels of all training points: the given ones, and for unlabeled
         points the final temporary labels, which satisfy the balance
-        constraint (as :class:`sklearn.semi_supervised.LabelSpreading`'s
+        constraint (as `sklearn.semi_supervised.LabelSpreading`'s
         attribute). ``predict`` on the training points can differ from them
         for points inside the margin, and entirely when the kernel is too
         stiff to follow the labels (e.g. a manifold kernel with a huge
@@ -470,7 +469,7 @@ class SemiSupervisedSVC(KernelMachineMixin, ClassifierMixin, BaseEstimator):
     warm-started from the previous stage's.
 
     Label switching swaps every improving disjoint pair at once (see
-    :func:`switch_labels`) before re-solving; each round lowers the objective,
+    `switch_labels`) before re-solving; each round lowers the objective,
     so it ends. In the sparse version the re-solves during switching keep Z;
     the XVs move once per stage, and again in the last stage until no label
     switches. With several kernels the first f-step runs the full annealing,
@@ -632,9 +631,9 @@ class SemiSupervisedSVC(KernelMachineMixin, ClassifierMixin, BaseEstimator):
         gammas : array-like, optional
             Or the coefficients γ = 1 / (2σ²) directly.
         n_neighbors, gamma_ratio, laplacian_power, normalized
-            Options of the :class:`~sparsify.manifold.ManifoldKernel` entries,
-            which are unbound (the estimator builds their graph on its
-            training points); each graph's edge weights use its kernel's γ.
+            Options of the `ManifoldKernel` entries, which are unbound (the
+            estimator builds their graph on its training points); each
+            graph's edge weights use its kernel's γ.
 
         Returns
         -------

@@ -51,7 +51,7 @@ class SolverBackend:
     warm_start : bool
         Whether re-solves with new parameter values start from the last solution.
     settings : mapping, optional
-        Solver keyword options that override those :meth:`options` derives from
+        Solver keyword options that override those `options` derives from
         the tolerance (for example ``{"max_iter": 50}``); register such a backend
         under a name of its own to use it.
 
@@ -76,10 +76,10 @@ class SolverBackend:
 
         The interior-point backends aim ``aim`` × ``tol`` on the gap and take
         ``tol`` as their "reduced accuracy" threshold, so their inaccurate status
-        still meets ``tol`` (see :attr:`accepts_inaccurate`): their duals, and so
+        still meets ``tol`` (see `accepts_inaccurate`): their duals, and so
         the gradients, are then as accurate as the primal values. ``aim=1``
         asks for ``tol`` only (the retry after a failure at the tighter aim).
-        :attr:`settings` override these options.
+        `settings` override these options.
         """
         return {**self._tolerance_options(tol, aim), **self.settings}
 
@@ -117,7 +117,7 @@ class SolverBackend:
 
     @property
     def accepts_inaccurate(self) -> bool:
-        """Whether cvxpy's 'optimal_inaccurate' still meets ``tol`` with :meth:`options`."""
+        """Whether cvxpy's 'optimal_inaccurate' still meets ``tol`` with `options`."""
         return self.cvxpy_name in (cp.CLARABEL, cp.ECOS)
 
     def available(self) -> bool:

@@ -8,9 +8,9 @@ exp(−γ‖x − y‖²) = exp(−γ‖x‖²) exp(−γ‖y‖²) exp(2γ⟨x,
 a positive definite kernel that tends to the Gaussian kernel as m grows. Its
 feature map is finite (eq. 7): for every multi-index α with |α| = k ≤ m,
 exp(−γ‖x‖²) √((2γ)^k C_α^k / k!) x^α, with C_α^k = k! / Π_j α_j!. So a linear
-SVM on these features (LIBLINEAR, :class:`sklearn.svm.LinearSVC`) trains the
-approximate Gaussian SVM. :class:`TaylorRBF` is the same kernel for the direct
-sparse method; :class:`TaylorGaussianFeatures` is the feature map, and it keeps
+SVM on these features (LIBLINEAR, `sklearn.svm.LinearSVC`) trains the
+approximate Gaussian SVM. `TaylorRBF` is the same kernel for the direct
+sparse method; `TaylorGaussianFeatures` is the feature map, and it keeps
 sparse input sparse (seed 001, §3.3).
 """
 

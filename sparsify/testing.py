@@ -1,15 +1,14 @@
 """The conformance suite for formulations: what any plugin author runs on a new algorithm.
 
-:func:`check_formulation` runs every check on one formulation and returns a
-:class:`ConformanceReport`; :func:`formulation_checks` yields the same checks
+`check_formulation` runs every check on one formulation and returns a
+`ConformanceReport`; `formulation_checks` yields the same checks
 one by one for ``pytest.mark.parametrize`` (like scikit-learn's
 ``parametrize_with_checks``). The checks:
 
 ``declaration``
-    The core's own build checks pass: ``declare`` returns a
-    :class:`~sparsify.Declaration` with a ``cp.Minimize`` objective, the
-    problem is DCP and DPP, it creates no cvxpy Parameters of its own, and it
-    uses the outputs ``f``.
+    The core's own build checks pass: ``declare`` returns a `Declaration`
+    with a ``cp.Minimize`` objective, the problem is DCP and DPP, it creates
+    no cvxpy Parameters of its own, and it uses the outputs ``f``.
 ``full_problem[kernel-solver]``
     With the XVs on the training points (Z = X, Nz = N) W(Z) equals a direct
     solve of the formulation with the full kernel matrix: ``f = K β`` and
@@ -17,17 +16,17 @@ one by one for ``pytest.mark.parametrize`` (like scikit-learn's
     Parameters and links.
 ``gradient[kernel-solver]``
     ∇W(Z) of the generic cvxpy path (Lemma 1, from the duals) against central
-    finite differences of W (:func:`sparsify.gradcheck.check_gradient`).
+    finite differences of W (`sparsify.gradcheck.check_gradient`).
 ``own_value[kernel]``, ``own_gradient[kernel]``
-    Only for a formulation that supplies W and ∇W itself
-    (:meth:`~sparsify.Formulation.marginal`): its W(Z) equals the generic
-    path's, its reference, and its gradient matches finite differences.
+    Only for a formulation that supplies W and ∇W itself (`marginal`):
+    its W(Z) equals the generic path's, its reference, and its gradient
+    matches finite differences.
 ``estimator``
     scikit-learn's ``check_estimator`` on ``formulation.estimator`` built with
     ``formulation.estimator_params`` (and small, fast settings), when the
     formulation names an estimator.
 
-A failed check raises an :class:`AssertionError` that names the check, gives
+A failed check raises an `AssertionError` that names the check, gives
 the figures and says what to fix.
 """
 
@@ -90,7 +89,7 @@ class CheckResult:
 
 @dataclass
 class ConformanceReport:
-    """What :func:`check_formulation` found, one :class:`CheckResult` per check.
+    """What `check_formulation` found, one `CheckResult` per check.
 
     Attributes
     ----------
@@ -146,8 +145,8 @@ class _Skip(Exception):
 class FormulationCheck:
     """One named conformance check; call it to run it.
 
-    Calling it returns the figures when it passes, raises :class:`AssertionError`
-    when it fails, and raises :class:`unittest.SkipTest` (a skip under pytest and
+    Calling it returns the figures when it passes, raises `AssertionError`
+    when it fails, and raises `unittest.SkipTest` (a skip under pytest and
     unittest) when it does not apply. ``str(check)`` is its name, so
     ``pytest.mark.parametrize("check", formulation_checks(...), ids=str)``
     gives readable test ids.
@@ -447,8 +446,8 @@ def formulation_checks(
 ) -> Iterator[FormulationCheck]:
     """Yield the conformance checks of a formulation one by one, for ``pytest.mark.parametrize``.
 
-    Parameters are those of :func:`check_formulation`. Each item is a
-    :class:`FormulationCheck`: call it to run the check.
+    Parameters are those of `check_formulation`. Each item is a
+    `FormulationCheck`: call it to run the check.
 
     Examples
     --------
@@ -510,7 +509,7 @@ def formulation_checks(
 
 
 def parametrize_formulation_checks(formulation: str | Formulation, **kwargs: Any) -> Any:
-    """A ``pytest.mark.parametrize("check", ...)`` decorator over :func:`formulation_checks`.
+    """A ``pytest.mark.parametrize("check", ...)`` decorator over `formulation_checks`.
 
     Examples
     --------
@@ -553,7 +552,7 @@ def check_formulation(
     X, y : array-like, optional
         Data, with y as the formulation expects it (−1/+1 for binary
         classifiers, class labels for multi-output ones, None when
-        unsupervised); by default :func:`sparsify.gradcheck.random_problem`
+        unsupervised); by default `sparsify.gradcheck.random_problem`
         (30 points in 3 dimensions, labels −1/+1).
     kernels : sequence of str or Kernel, default=("rbf",)
         Kernels the full-problem and gradient checks run with.
@@ -571,7 +570,7 @@ def check_formulation(
         Accuracy of every convex solve.
     estimator : bool or estimator, default=True
         True checks ``formulation.estimator(**formulation.estimator_params)``
-        with :data:`FAST_ESTIMATOR_PARAMS`; an estimator instance is checked as
+        with `FAST_ESTIMATOR_PARAMS`; an estimator instance is checked as
         it is; False skips the check.
     expected_failed_checks : mapping, optional
         scikit-learn checks expected to fail, with the reason (passed to

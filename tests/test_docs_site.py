@@ -242,3 +242,21 @@ def test_estimators_page_covers_every_public_estimator() -> None:
               and issubclass(getattr(sparsify, name), BaseEstimator)}
     assert public, "sparsify exports no estimator"
     assert not public - headings, f"estimators without a section: {sorted(public - headings)}"
+
+
+# --------------------------------------------------------------------------- the docstrings
+
+
+def test_docstrings_use_markdown_not_sphinx_roles() -> None:
+    """Docstrings name objects in Markdown backticks, not with Sphinx roles.
+
+    mkdocstrings renders docstrings as Markdown, where a role such as ``:class:`~x.Y```
+    shows as literal text on the API page; write ``Y`` in backticks instead.
+    """
+    role = re.compile(r":(class|func|meth|attr|mod|obj|data|exc|ref|term|py:[a-z]+):`")
+    roots = [REPO / "sparsify", REPO / "plugins", REPO / "examples" / "sparsify-svdd"]
+    hits = [f"{path.relative_to(REPO).as_posix()}:{number}: {line.strip()}"
+            for root in roots for path in sorted(root.rglob("*.py"))
+            for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
+            if role.search(line)]
+    assert not hits, "Sphinx roles in docstrings (write `name` instead):\n" + "\n".join(hits)

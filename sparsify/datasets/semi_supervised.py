@@ -1,12 +1,12 @@
 """Synthetic data of the semi-supervised benchmarks (seed 003; Chapelle, Schölkopf & Zien 2006).
 
-* :func:`make_two_moons` — two interleaving half circles in 2-D (the seed's 2MOONS, 200 points).
-* :func:`make_g241c` — two unit-variance isotropic Gaussians in 241 dimensions whose centres are
+* `make_two_moons` — two interleaving half circles in 2-D (the seed's 2MOONS, 200 points).
+* `make_g241c` — two unit-variance isotropic Gaussians in 241 dimensions whose centres are
   2.5 apart along a random direction; the cluster assumption holds.
-* :func:`make_g241d` — each class a mixture of two such Gaussians (375 points each) whose
+* `make_g241d` — each class a mixture of two such Gaussians (375 points each) whose
   centres are 6 apart along one random direction, the classes shifted by 2.5 along another:
   the strongest cluster structure splits the data across the classes, so it misleads.
-* :func:`labeled_split` — a random labeled subset with at least one point of every class.
+* `labeled_split` — a random labeled subset with at least one point of every class.
 
 All labels are −1/+1 (int64), and every function is deterministic under ``random_state``. To draw
 a held-out test set from *the same* distribution, generate ``n_samples`` train + test points in one
@@ -60,7 +60,7 @@ def make_two_moons(
 ) -> tuple[Array, Labels]:
     """Two interleaving half circles (the seed's 2MOONS data).
 
-    A wrapper of :func:`sklearn.datasets.make_moons` with −1/+1 labels and the
+    A wrapper of `sklearn.datasets.make_moons` with −1/+1 labels and the
     samples in random order (scikit-learn returns them sorted by class).
 
     Parameters

@@ -12,7 +12,7 @@ sparsify owns the weight vector and hands the formulation its outputs
 
 The core does not hand a formulation k(x_i, x_i). For a kernel with a constant
 diagonal κ (the Gaussian and every other translation-invariant kernel) that is
-no loss, and :class:`SparseSVDD` refuses kernels whose diagonal varies over the
+no loss, and `SparseSVDD` refuses kernels whose diagonal varies over the
 training data. Written with R² in the constraints, ‖w‖² sits in every one of
 them, a second-order cone that Clarabel failed to solve to 1e-9 on 3 to 11 of
 40 random gradient-check problems (ECOS: none). A change of variable removes
@@ -25,7 +25,7 @@ scaled for the solvers, as the core's one-class SVM does)::
 a quadratic program (every backend, OSQP included), with the same optimal value
 W(Z) = νN·(R² − κ) + Σ ξ_i and the same centre. With a constant diagonal, SVDD and
 the ν-one-class SVM have the same dual (Tax & Duin 2004), so the full
-SVDD's decisions are :class:`sklearn.svm.OneClassSVM`'s; the tests check that.
+SVDD's decisions are `sklearn.svm.OneClassSVM`'s; the tests check that.
 """
 
 from __future__ import annotations
@@ -96,7 +96,7 @@ class SVDD(Formulation):
 class SparseSVDD(KernelMachineMixin, OutlierMixin, BaseEstimator):
     """Sparse SVDD: a novelty detector whose sphere centre uses exactly Nz optimised XVs.
 
-    The direct sparse method on :class:`SVDD`: the centre is constrained to
+    The direct sparse method on `SVDD`: the centre is constrained to
     a = Σ_j β_j φ(z_j) and the XVs z_j move by L-BFGS on W(Z). The decision
     function is (R² − ‖φ(x) − a‖²)/2, positive inside the sphere; for a
     translation-invariant kernel it is the kernel machine Σ_j β_j k(z_j, x) + b.
@@ -105,7 +105,7 @@ class SparseSVDD(KernelMachineMixin, OutlierMixin, BaseEstimator):
     ----------
     n_expansion : int or float, default=0.1
         Nz: a count, or a ratio in (0, 1] of the full SVDD's number of support
-        vectors (those of :class:`sklearn.svm.OneClassSVM` at the same ν, its
+        vectors (those of `sklearn.svm.OneClassSVM` at the same ν, its
         twin for a constant-diagonal kernel).
     nu : float, default=0.5
         In (0, 1]: C = 1/(νN), an upper bound on the fraction of training
