@@ -8,8 +8,9 @@ to one thread per process so that timings compare like with like):
   ``--repeats`` seeds of SparseSVC by the fast path (solver="auto") and the
   generic path (solver="clarabel"), and the fit time of sklearn's SVC.
 - ``usps``: the paper's USPS set-up (X scaled 2X − 1, γ = 1/128, C = 10), 10
-  one-vs-rest SLMCs at Nz = 10 % of each binary SVM's NSV, ``--n-jobs`` jobs;
-  total fit time (the 10 full SVMs that give the NSVs included) and test error.
+  one-vs-rest SLMCs at Nz = 10 % of each binary SVM's NSV, ``--n-jobs`` jobs,
+  once for each of ``--usps-repeats`` seeds: total fit time (the 10 full SVMs
+  that give the NSVs included) and test error.
 - ``predict``: the USPS test set, SLMC against SVC with the same (C, γ): kernel
   evaluations per point, median prediction time, test error.
 - ``scaling``: USPS digit 0 against the rest, random subsets of N points,
@@ -103,20 +104,26 @@ def banana(data_dir: Path, repeats: int) -> list[dict[str, Any]]:
     return rows
 
 
-def usps(data_dir: Path, n_jobs: int, seed: int) -> tuple[list[dict[str, Any]], SparseSVC, SVC]:
+def usps(data_dir: Path, n_jobs: int, seeds: list[int]
+         ) -> tuple[list[dict[str, Any]], SparseSVC, SVC]:
+    """The 10 one-vs-rest SLMCs once per seed (the random start moves the error by
+    about ±0.1 points), and the full SVM; the first seed's model is returned for
+    the prediction timings."""
     X, y, Xt, yt = load_usps(data_dir)
-    clf = SparseSVC(0.1, C=USPS_C, gamma=USPS_GAMMA, n_jobs=n_jobs, random_state=seed)
-    _, t_fit = _timed(lambda: clf.fit(X, y))
+    rows, models = [], []
+    for seed in seeds:
+        clf = SparseSVC(0.1, C=USPS_C, gamma=USPS_GAMMA, n_jobs=n_jobs, random_state=seed)
+        _, t_fit = _timed(lambda clf=clf: clf.fit(X, y))
+        models.append(clf)
+        rows.append({"part": "usps", "method": "SLMC fast path (10 one-vs-rest)", "N": len(X),
+                     "Nz": int(clf.n_expansion_.sum()), "nsv_sum": int(clf.full_n_support_.sum()),
+                     "seconds": t_fit, "error": 1 - clf.score(Xt, yt), "n_jobs": n_jobs,
+                     "repeat": seed, "n_iter": int(np.max(clf.n_iter_))})
     svc, t_svc = _timed(lambda: SVC(C=USPS_C, gamma=USPS_GAMMA).fit(X, y))
-    rows = [
-        {"part": "usps", "method": "SLMC fast path (10 one-vs-rest)", "N": len(X),
-         "Nz": int(clf.n_expansion_.sum()), "nsv_sum": int(clf.full_n_support_.sum()),
-         "seconds": t_fit, "error": 1 - clf.score(Xt, yt), "n_jobs": n_jobs},
-        {"part": "usps", "method": "SVC (one-vs-one, libsvm)", "N": len(X),
-         "Nz": int(svc.n_support_.sum()), "seconds": t_svc, "error": 1 - svc.score(Xt, yt),
-         "n_jobs": 1},
-    ]
-    return rows, clf, svc
+    rows.append({"part": "usps", "method": "SVC (one-vs-one, libsvm)", "N": len(X),
+                 "Nz": int(svc.n_support_.sum()), "seconds": t_svc,
+                 "error": 1 - svc.score(Xt, yt), "n_jobs": 1})
+    return rows, models[0], svc
 
 
 def predict(data_dir: Path, clf: SparseSVC, svc: SVC, repeats: int) -> list[dict[str, Any]]:
@@ -152,14 +159,29 @@ def _peak_rss() -> int:
     return _status_kb("VmHWM")
 
 
+def _load_compiled_solver() -> float:
+    """Run the fast path once on 4 points, so numba loads its compiled code; the MB it took."""
+    before = _status_kb("VmRSS")
+    X, y = np.array([[0.0, 0.0], [0.1, 0.2], [1.0, 1.0], [0.9, 1.1]]), np.array([-1, -1, 1, 1])
+    marginal = make_formulation("svm", C=1.0).marginal(X, y, RBF(1.0), 2, "auto", 1e-8)
+    for Z in (X[[0, 2]], X[[1, 3]]):  # the second evaluation is warm-started: the active set
+        marginal.evaluate(Z)
+    return (_status_kb("VmRSS") - before) / 1024
+
+
 def _scaling_point(data_dir: str, path: str, n: int, nz: int, n_iter: int,
                    seed: int) -> dict[str, Any]:
-    """One (path, N, Nz) measurement in a fresh process, so its peak memory is its own."""
+    """One (path, N, Nz) measurement in a fresh process, so its peak memory is its own.
+
+    The fast path's compiled code is loaded first (a one-off per process, in
+    ``runtime_mb``), so the time and memory columns show how the solve scales.
+    """
     X, y, _, _ = load_usps(Path(data_dir))
     rng = np.random.default_rng(seed)
     idx = rng.choice(len(X), n, replace=False)
     X, y = X[idx], np.where(y[idx] == 0, 1, -1)
     kernel = RBF(USPS_GAMMA)
+    runtime = _load_compiled_solver() if path == "fast" else ""
     base = _reset_peak_rss()
     with threadpool_limits(1):
         form = make_formulation("svm", C=USPS_C)
@@ -179,7 +201,8 @@ def _scaling_point(data_dir: str, path: str, n: int, nz: int, n_iter: int,
     return {"part": "scaling", "method": path, "N": n, "Nz": nz, "first_eval_s": first,
             "eval_s": per_eval, "solver_s": float(np.median(inside)) if inside else "",
             "overhead": per_eval / float(np.median(inside)) if inside else "",
-            "seconds": fit, "n_evaluations": res.n_evaluations, "peak_mb": peak / 1024}
+            "seconds": fit, "n_evaluations": res.n_evaluations, "peak_mb": peak / 1024,
+            "runtime_mb": runtime}
 
 
 def scaling(data_dir: Path, ns: list[int], nzs: list[int], n_fixed: int, nz_fixed: int,
@@ -279,19 +302,24 @@ def report(rows: list[dict[str, Any]], args: argparse.Namespace, wall: float) ->
                       "once; cached beside the module).", ""]
     us = [r for r in rows if r["part"] == "usps"]
     if us:
-        sl = us[0]
+        sl = [r for r in us if r["method"].startswith("SLMC")]
         lines += [
             "## USPS, 10 one-vs-rest SLMCs (γ = 1/128, C = 10, Nz = 10 % of each NSV)", "",
-            "| method | kernel expansions | fit s | test error |", "|---|---|---|---|",
+            "| method | seed | kernel expansions | fit s | test error | L-BFGS iterations "
+            "(most of the 10) |", "|---|---|---|---|---|---|",
         ]
         for r in us:
-            lines.append(f"| {r['method']} | {r['Nz']} | {r['seconds']:.1f} | "
-                         f"{100 * r['error']:.2f} % |")
-        ok = sl["seconds"] <= 300 and sl["error"] <= 0.048
-        lines += ["", f"SLMC: {sl['seconds'] / 60:.1f} min on {sl['n_jobs']} jobs (the 10 full "
-                  f"SVMs that set Nz included; Σ NSV = {sl['nsv_sum']}), paper 6.9 h; error "
-                  f"{100 * sl['error']:.2f} % (paper 4.7 %). Target ≤ 5 min and ≤ 4.8 %: "
-                  f"{'met' if ok else 'missed'}.", ""]
+            seed, iters = (r["repeat"], r["n_iter"]) if "n_iter" in r else ("—", "—")
+            lines.append(f"| {r['method']} | {seed} | {r['Nz']} | {r['seconds']:.1f} | "
+                         f"{100 * r['error']:.2f} % | {iters} |")
+        slowest = max(r["seconds"] for r in sl)
+        errors = 100 * np.array([r["error"] for r in sl])
+        time_ok, error_ok = slowest <= 300, errors.mean() <= 4.8
+        lines += ["", f"SLMC: at most {slowest / 60:.1f} min on {sl[0]['n_jobs']} jobs (the 10 "
+                  f"full SVMs that set Nz included; Σ NSV = {sl[0]['nsv_sum']}), paper 6.9 h; "
+                  f"error {errors.mean():.2f} ± {errors.std():.2f} % over {len(sl)} seeds "
+                  f"(paper 4.7 %, one run). Target ≤ 5 min: {'met' if time_ok else 'missed'}; "
+                  f"≤ 4.8 %: {'met' if error_ok else 'missed'}.", ""]
     pr = [r for r in rows if r["part"] == "predict"]
     if pr:
         s, f = (next(r for r in pr if r["method"] == m) for m in ("SLMC", "SVC"))
@@ -312,22 +340,24 @@ def report(rows: list[dict[str, Any]], args: argparse.Namespace, wall: float) ->
             f"Fit = {args.scaling_iter} L-BFGS iterations; eval = median W(Z)+∇W time; solver = "
             "time inside Clarabel (generic path), overhead = eval / solver; peak memory of the "
             "point's own process above what it held once the data were loaded (Linux VmHWM after "
-            "a reset).", "",
+            "a reset). The fast path's compiled code is loaded before that, once per process: "
+            "runtime MB is what loading it took.", "",
             "![scaling](performance_scaling.png)", "",
             "| path | N | Nz | first eval s | eval s | solver s | overhead | fit s | "
-            "evaluations | peak MB |",
-            "|---|---|---|---|---|---|---|---|---|---|",
+            "evaluations | peak MB | runtime MB |",
+            "|---|---|---|---|---|---|---|---|---|---|---|",
         ]
         for r in sc:
             if "seconds" not in r:
                 lines.append(f"| {r['method']} | {r['N']} | {r['Nz']} | {r['note']} "
-                             "| | | | | | |")
+                             "| | | | | | | |")
                 continue
             solver = f"{r['solver_s']:.4f}" if r["solver_s"] != "" else "—"
             over = f"{r['overhead']:.2f}×" if r["overhead"] != "" else "—"
+            runtime = f"{r['runtime_mb']:.0f}" if r["runtime_mb"] != "" else "—"
             lines.append(f"| {r['method']} | {r['N']} | {r['Nz']} | {r['first_eval_s']:.3f} | "
                          f"{r['eval_s']:.4f} | {solver} | {over} | {r['seconds']:.2f} | "
-                         f"{r['n_evaluations']} | {r['peak_mb']:.0f} |")
+                         f"{r['n_evaluations']} | {r['peak_mb']:.0f} | {runtime} |")
         lines.append("")
     return "\n".join(lines)
 
@@ -346,6 +376,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--parts", nargs="+", choices=PARTS, default=list(PARTS))
     parser.add_argument("--repeats", type=int, default=5, help="seeds for the Banana fits")
     parser.add_argument("--n-jobs", type=int, default=2, help="jobs for USPS one-vs-rest")
+    parser.add_argument("--usps-repeats", type=int, default=5, help="seeds for the USPS fits")
     parser.add_argument("--scaling-n", type=int, nargs="+",
                         default=[400, 1000, 2000, 4000, 7291])
     parser.add_argument("--scaling-nz", type=int, nargs="+", default=[5, 10, 20, 50, 100, 200])
@@ -367,7 +398,8 @@ def main(argv: list[str] | None = None) -> int:
             rows += banana(args.data_dir, args.repeats)
             print(f"[performance] banana done {time.perf_counter() - start:.0f}s", flush=True)
         if "usps" in args.parts or "predict" in args.parts:
-            usps_rows, clf, svc = usps(args.data_dir, args.n_jobs, args.seed)
+            seeds = list(range(args.seed, args.seed + args.usps_repeats))
+            usps_rows, clf, svc = usps(args.data_dir, args.n_jobs, seeds)
             if "usps" in args.parts:
                 rows += usps_rows
             if "predict" in args.parts:

@@ -220,3 +220,23 @@ def test_a_stalled_interior_point_hands_over_to_the_fallback_given(monkeypatch) 
     generic = CvxpyMarginal(SVM(1.0), X, y, kernel, 4, solver="ecos", tol=1e-10)
     fast = SVMDualMarginal(1.0, X, y, kernel, 4, tol=1e-10, fallback=generic)
     assert fast.evaluate(X[:4]).solver == "ecos" and fast.n_generic == 1
+
+
+def test_without_a_writable_cache_the_fast_path_compiles_per_process(monkeypatch) -> None:
+    """numba refuses cache=True with a RuntimeError where no cache folder is writable."""
+    import numba
+    from sparsify_plugins import svm_fast
+
+    def njit_without_cache(*args, **kwargs):
+        if kwargs.get("cache"):
+            raise RuntimeError("cannot cache function 'double': no locator available for file")
+        return numba.njit(*args, **kwargs)
+
+    monkeypatch.setattr(svm_fast, "njit", njit_without_cache)
+
+    def double(x: float) -> float:
+        return 2.0 * x
+
+    compiled = svm_fast._compiled(double)
+    assert isinstance(compiled, numba.core.dispatcher.Dispatcher)
+    assert compiled(1.5) == 3.0
