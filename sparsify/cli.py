@@ -173,9 +173,11 @@ def build_parser() -> argparse.ArgumentParser:
     size.add_argument("--expansion-ratio", type=_ratio, default=None, metavar="R",
                       help="Nz as a ratio in (0, 1] of the full SVM's number of support "
                            "vectors (default: 0.1)")
-    fit.add_argument("--init", choices=("random", "kmeans"), default=None,
-                     help="initial XVs: random distinct training points or k-means centres "
-                          "(default: random)")
+    fit.add_argument("--init", choices=("auto", "random", "balanced", "kmeans"), default=None,
+                     help="initial XVs: random distinct training points, the same drawn evenly "
+                          "from the classes (classifiers only), or k-means centres; auto: "
+                          "balanced for more than two classes, else random (default: the "
+                          "estimator's; auto for svm)")
     fit.add_argument("--n-init", type=_positive_int, default=None, metavar="N",
                      help="starts per binary problem; the one with the lowest W(Z) is kept "
                           "(default: 1)")

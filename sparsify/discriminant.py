@@ -158,9 +158,10 @@ class SparseKFD(SparseKernelClassifier):
         Constant of "poly".
     method : {"rayleigh", "convex"}, default="rayleigh"
         The paper's Rayleigh-quotient SKFD, or the convex KFD.
-    init : {"kmeans", "random"}, default="kmeans"
-        Initial XVs: k-means centres (the paper's Table 3) or a random subset
-        of the distinct training points.
+    init : {"kmeans", "random", "balanced", "auto"}, default="kmeans"
+        Initial XVs: k-means centres (the paper's Table 3), a random subset
+        of the distinct training points, or the same drawn evenly from the
+        two classes; "auto" is "random" (SKFD is binary).
     n_init : int, default=1
         Starts per binary problem; the one with the lowest W(Z) is kept.
     solver : str, default="auto"

@@ -25,7 +25,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from sparsify.formulation import Formulation, make_formulation
 from sparsify.kernels import RBF, Kernel, Linear, Polynomial, make_kernel
 from sparsify.marginal import make_marginal
-from sparsify.optimize import INIT_METHODS, initial_expansion_vectors, minimize_marginal
+from sparsify.optimize import CLASSIFIER_INIT_METHODS, initial_expansion_vectors, minimize_marginal
 from sparsify.persistence import VersionedPickleMixin
 from sparsify.plugins import get_registry
 
@@ -125,7 +125,7 @@ def _fit_start(
     verbose: int,
 ) -> dict[str, Any]:
     """One start of one binary problem; module level so joblib can ship it."""
-    Z0 = initial_expansion_vectors(X, n_expansion, init, seed)
+    Z0 = initial_expansion_vectors(X, n_expansion, init, seed, y=y)
     marginal = make_marginal(formulation, X, y, kernel, n_expansion, solver, solver_tol)
     res = minimize_marginal(marginal, Z0, max_iter=max_iter, tol=tol, callback=callback,
                             verbose=verbose)
@@ -261,7 +261,7 @@ class SparseKernelClassifier(KernelMachineMixin, ClassifierMixin, BaseEstimator)
         "gamma": [StrOptions({"scale", "auto"}), Interval(Real, 0.0, None, closed="neither")],
         "degree": [Interval(Integral, 1, None, closed="left")],
         "coef0": [Real],
-        "init": [StrOptions(set(INIT_METHODS))],
+        "init": [StrOptions({"auto", *CLASSIFIER_INIT_METHODS})],
         "n_init": [Interval(Integral, 1, None, closed="left")],
         "solver": [str],
         "max_iter": [Interval(Integral, 0, None, closed="left")],
@@ -308,11 +308,13 @@ class SparseKernelClassifier(KernelMachineMixin, ClassifierMixin, BaseEstimator)
         )
         rng = check_random_state(self.random_state)
         seeds = rng.randint(np.iinfo(np.int32).max, size=(len(targets), self.n_init))
+        # one-vs-rest: the one class is about 1/K of the points, too few for a random start
+        init = self.init if self.init != "auto" else "balanced" if len(targets) > 1 else "random"
         # every (problem, start) pair is one job; the start with the lowest W wins
         # joblib's own progress lines ("Done 3 out of 10") when verbose
         runs = Parallel(n_jobs=n_jobs, verbose=10 * self.verbose if n_jobs else 0)(
             delayed(_fit_start)(
-                X, targets[k], formulation, kernel, nz_nsv[k][0], self.init, self.solver,
+                X, targets[k], formulation, kernel, nz_nsv[k][0], init, self.solver,
                 self.solver_tol, self.max_iter, self.tol, int(seeds[k, j]), self.callback,
                 self.verbose,
             )
@@ -365,8 +367,13 @@ class SparseSVC(SparseKernelClassifier):
         Degree of "poly".
     coef0 : float, default=0.0
         Constant of "poly".
-    init : {"random", "kmeans"}, default="random"
-        Initial XVs: a random subset of the distinct training points, or k-means centres.
+    init : {"auto", "random", "balanced", "kmeans"}, default="auto"
+        Initial XVs: a random subset of the distinct training points
+        ("random"), the same drawn evenly from the two classes of each binary
+        problem ("balanced"), or k-means centres. "auto" is "balanced" for the
+        one-vs-rest problems of more than two classes, whose one class would
+        get only about 1/K of the XVs from "random", and "random" for two
+        classes (see `sparsify.optimize.initial_expansion_vectors`).
     n_init : int, default=1
         Number of starts per binary problem (different initial XVs); the one
         with the lowest W(Z), the training objective, is kept. W is not convex
@@ -440,7 +447,7 @@ class SparseSVC(SparseKernelClassifier):
         gamma: float | str = "scale",
         degree: int = 3,
         coef0: float = 0.0,
-        init: str = "random",
+        init: str = "auto",
         n_init: int = 1,
         solver: str = "auto",
         max_iter: int = 200,

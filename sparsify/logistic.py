@@ -21,7 +21,7 @@ from sparsify.estimators import KernelMachineMixin, _check_solver, validate_clas
 from sparsify.formulation import make_formulation
 from sparsify.kernels import Kernel, make_kernel
 from sparsify.marginal import make_marginal
-from sparsify.optimize import INIT_METHODS, initial_expansion_vectors, minimize_marginal
+from sparsify.optimize import CLASSIFIER_INIT_METHODS, initial_expansion_vectors, minimize_marginal
 
 __all__ = ["SparseKernelLogisticRegression"]
 
@@ -73,10 +73,11 @@ class SparseKernelLogisticRegression(LogisticMixin, ClassifierMixin, BaseEstimat
         Degree of "poly".
     coef0 : float, default=0.0
         Constant of "poly".
-    init : {"random", "kmeans"} or array-like of shape (Nz, n_features), default="random"
-        Initial XVs: a random subset of the distinct training points, k-means
-        centres, or given points (for example an import vector machine's
-        import vectors, to refine them; ``n_expansion`` is then ignored).
+    init : {"random", "balanced", "kmeans"} or array-like (Nz, n_features), default="random"
+        Initial XVs: a random subset of the distinct training points, the same
+        drawn evenly from the classes, k-means centres, or given points (for
+        example an import vector machine's import vectors, to refine them;
+        ``n_expansion`` is then ignored).
     n_init : int, default=1
         Number of starts (ignored for an array ``init``); the lowest W(Z) wins.
     solver : str, default="auto"
@@ -131,7 +132,7 @@ class SparseKernelLogisticRegression(LogisticMixin, ClassifierMixin, BaseEstimat
         "gamma": [StrOptions({"scale", "auto"}), Interval(Real, 0.0, None, closed="neither")],
         "degree": [Interval(Integral, 1, None, closed="left")],
         "coef0": [Real],
-        "init": [StrOptions(set(INIT_METHODS)), "array-like"],
+        "init": [StrOptions(set(CLASSIFIER_INIT_METHODS)), "array-like"],
         "n_init": [Interval(Integral, 1, None, closed="left")],
         "solver": [str],
         "max_iter": [Interval(Integral, 0, None, closed="left")],
@@ -203,7 +204,7 @@ class SparseKernelLogisticRegression(LogisticMixin, ClassifierMixin, BaseEstimat
                 )
             rng = check_random_state(self.random_state)
             seeds = rng.randint(np.iinfo(np.int32).max, size=self.n_init)
-            starts = [initial_expansion_vectors(X, self.n_expansion, self.init, int(s))
+            starts = [initial_expansion_vectors(X, self.n_expansion, self.init, int(s), y=codes)
                       for s in seeds]
         else:
             Z0 = check_array(self.init, dtype=np.float64)

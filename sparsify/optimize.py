@@ -1,4 +1,4 @@
-"""Minimise W(Z) over the XVs with L-BFGS, from a random or k-means start.
+"""Minimise W(Z) over the XVs with L-BFGS, from a random, class-balanced or k-means start.
 
 Duplicate training points are removed before the initial XVs are chosen (paper
 §5.6): two equal XVs make K_ZZ singular.
@@ -24,10 +24,16 @@ __all__ = ["IterationInfo", "OptimizeResult", "initial_expansion_vectors", "mini
 
 Array = NDArray[np.float64]
 INIT_METHODS = ("random", "kmeans")
+# "balanced" needs class labels, so only classifiers offer it
+CLASSIFIER_INIT_METHODS = ("random", "balanced", "kmeans")
 
 
 def initial_expansion_vectors(
-    X: Array, n_expansion: int, init: str = "random", random_state: int | None = None
+    X: Array,
+    n_expansion: int,
+    init: str = "random",
+    random_state: int | None = None,
+    y: NDArray[np.generic] | None = None,
 ) -> Array:
     """Choose Nz distinct initial XVs from the training inputs.
 
@@ -37,15 +43,25 @@ def initial_expansion_vectors(
         Training inputs; duplicate rows are removed first.
     n_expansion : int
         Number of XVs Nz, between 1 and the number of distinct rows.
-    init : {"random", "kmeans"}
-        A random subset of the distinct rows (paper Table 1), or the k-means
-        centres (paper Table 2).
+    init : {"random", "balanced", "kmeans"}
+        A random subset of the distinct rows (paper Table 1); the same drawn
+        evenly from the classes of ``y``; or the k-means centres (paper Table 2).
     random_state : int, RandomState instance or None
         Seed of the choice.
+    y : ndarray of shape (N,) or None
+        Class labels; needed by "balanced" only.
 
     Returns
     -------
     Z : ndarray of shape (Nz, d)
+
+    Notes
+    -----
+    "balanced" is for a one-vs-rest problem: a random subset gives its one
+    class about 1/K of the XVs, and L-BFGS does not move enough of them over
+    to it. On USPS (K = 10) a balanced start ends 200 iterations with a W(Z)
+    about 9 % lower and a test error 0.1 to 0.3 points lower. On two classes
+    it does no better than "random" (docs/results/init_choice.md).
 
     Examples
     --------
@@ -53,6 +69,11 @@ def initial_expansion_vectors(
     >>> X = np.array([[0.0, 0.0], [0.0, 0.0], [1.0, 1.0], [2.0, 0.0]])
     >>> initial_expansion_vectors(X, 3, random_state=0).shape
     (3, 2)
+    >>> X = np.arange(10.0).reshape(-1, 1)
+    >>> y = np.array([1, -1, -1, -1, -1, -1, -1, -1, -1, 1])
+    >>> Z = initial_expansion_vectors(X, 4, "balanced", random_state=0, y=y)
+    >>> int(np.isin(Z.ravel(), [0.0, 9.0]).sum())
+    2
     """
     distinct = np.unique(np.asarray(X, dtype=float), axis=0)
     if not 1 <= n_expansion <= len(distinct):
@@ -63,12 +84,41 @@ def initial_expansion_vectors(
     rng = check_random_state(random_state)
     if init == "random":
         return distinct[np.sort(rng.choice(len(distinct), n_expansion, replace=False))].copy()
+    if init == "balanced":
+        if y is None:
+            raise ValueError(
+                "init='balanced' draws the XVs evenly from the classes and needs the class "
+                "labels y; use init='random' where there are none."
+            )
+        return _balanced_rows(np.asarray(X, dtype=float), np.asarray(y), n_expansion, rng)
     if init == "kmeans":
         from sklearn.cluster import KMeans
 
         km = KMeans(n_clusters=n_expansion, n_init=3, random_state=rng.randint(2**31 - 1))
         return km.fit(distinct).cluster_centers_.astype(float)
-    raise ValueError(f"init must be one of {INIT_METHODS}; got {init!r}.")
+    raise ValueError(f"init must be one of {CLASSIFIER_INIT_METHODS}; got {init!r}.")
+
+
+def _balanced_rows(
+    X: Array, y: NDArray[np.generic], n_expansion: int, rng: np.random.RandomState
+) -> Array:
+    """Nz distinct rows, as evenly shared among the classes as their sizes allow."""
+    if len(y) != len(X):
+        raise ValueError(f"y has {len(y)} labels but X has {len(X)} rows.")
+    # a row with two labels counts in the class of its first occurrence only,
+    # so no row is drawn twice
+    rows, first = np.unique(X, axis=0, return_index=True)
+    labels = y[first]
+    pools = [rng.permutation(np.flatnonzero(labels == c)) for c in np.unique(labels)]
+    share = np.zeros(len(pools), dtype=int)
+    # deal one XV at a time, in a random class order, to every class with rows left
+    order = rng.permutation(len(pools))
+    while share.sum() < n_expansion:
+        for k in order:
+            if share.sum() < n_expansion and share[k] < len(pools[k]):
+                share[k] += 1
+    chosen = np.concatenate([pool[:n] for pool, n in zip(pools, share, strict=True)])
+    return rows[np.sort(chosen)].copy()
 
 
 @dataclass(frozen=True)

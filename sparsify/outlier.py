@@ -23,7 +23,7 @@ from numpy.typing import ArrayLike, NDArray
 from sklearn.base import BaseEstimator, OutlierMixin
 from sklearn.svm import OneClassSVM
 from sklearn.utils import check_random_state
-from sklearn.utils._param_validation import Interval
+from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import validate_data
 
 from sparsify.estimators import (
@@ -34,6 +34,7 @@ from sparsify.estimators import (
 )
 from sparsify.formulation import make_formulation
 from sparsify.kernels import RBF, Kernel, Linear, Polynomial, make_kernel
+from sparsify.optimize import INIT_METHODS
 
 __all__ = ["SparseOneClassSVM", "full_oneclass_svm"]
 
@@ -153,6 +154,7 @@ class SparseOneClassSVM(KernelMachineMixin, OutlierMixin, BaseEstimator):
 
     _parameter_constraints: ClassVar[dict[str, list[Any]]] = {
         **SparseKernelClassifier._parameter_constraints,
+        "init": [StrOptions(set(INIT_METHODS))],  # inliers only: no classes to balance
         "nu": [Interval(Real, 0.0, 1.0, closed="right")],
     }
 

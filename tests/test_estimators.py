@@ -155,6 +155,28 @@ def test_duplicates_are_removed_before_choosing_xvs() -> None:
         SparseSVC(n_expansion=5).fit(X, y)
 
 
+def test_one_vs_rest_starts_each_class_with_half_of_its_xvs() -> None:
+    X, y = make_blobs(n_samples=[60, 60, 60, 60], centers=[[0, 0], [4, 0], [0, 4], [4, 4]],
+                      random_state=0)
+
+    def own_xvs(init: str) -> list[int]:
+        clf = SparseSVC(n_expansion=8, init=init, max_iter=0, random_state=0).fit(X, y)
+        blocks = clf.expansion_vectors_.reshape(4, 8, 2)
+        return [int(np.isin(blocks[k], X[y == k]).all(axis=1).sum()) for k in range(4)]
+
+    assert own_xvs("balanced") == own_xvs("auto") == [4, 4, 4, 4]
+    assert min(own_xvs("random")) < 4  # about 1/4 of them
+    with pytest.raises(ValueError, match="'init' parameter of SparseSVC must be"):
+        SparseSVC(init="grid").fit(X, y)
+
+
+def test_auto_init_is_random_for_two_classes(moons) -> None:
+    X, y = moons
+    auto, random = (SparseSVC(n_expansion=6, init=init, max_iter=0, random_state=0).fit(X, y)
+                    for init in ("auto", "random"))
+    np.testing.assert_array_equal(auto.expansion_vectors_, random.expansion_vectors_)
+
+
 @pytest.mark.slow
 def test_banana_default_data_reaches_full_svm_accuracy() -> None:
     X, y, X_test, y_test = load_banana()

@@ -97,6 +97,13 @@ def test_fit_lowers_the_objective_and_probabilities_sum_to_one() -> None:
     assert np.array_equal(clf.classes_[proba.argmax(1)], clf.predict(X))
 
 
+def test_balanced_init_gives_every_class_its_share_of_the_xvs() -> None:
+    X, y = make_blobs(n_samples=[90, 15, 15], centers=[[0, 0], [4, 0], [0, 4]], random_state=0)
+    clf = SparseKernelLogisticRegression(6, init="balanced", max_iter=0, random_state=0).fit(X, y)
+    rows = np.all(np.isclose(clf.expansion_vectors_[:, None], X[None]), axis=2)
+    np.testing.assert_array_equal(np.bincount(y[rows.argmax(1)], minlength=3), [2, 2, 2])
+
+
 def test_multiclass_is_one_joint_softmax_problem() -> None:
     X, y = make_blobs(90, centers=3, random_state=0)
     labels = np.array(["a", "b", "c"])[y]

@@ -151,6 +151,8 @@ def test_pickle_roundtrip() -> None:
                                "distinct training points"),
         ({"kernel": "gauss"}, r"Unknown kernel 'gauss'"),
         ({"solver": "mosekk"}, r"Unknown solver 'mosekk'"),
+        # inliers only, so no classes to draw evenly from
+        ({"init": "balanced"}, r"The 'init' parameter of SparseOneClassSVM must be a str among"),
     ],
 )
 def test_bad_parameters_say_what_to_change(params, message) -> None:

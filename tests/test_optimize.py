@@ -32,6 +32,40 @@ def test_kmeans_init_gives_cluster_centres() -> None:
     np.testing.assert_allclose(np.sort(Z[:, 0]), [0.0, 5.0], atol=0.1)
 
 
+@pytest.mark.parametrize(("n_expansion", "expected"), [(4, [2, 2]), (7, [5, 2]), (1, None)])
+def test_balanced_init_shares_the_xvs_among_the_classes(n_expansion: int, expected: list[int] | None
+                                                        ) -> None:
+    # 2 distinct rows of class 1 among 20; the duplicate row of each class counts once
+    X = np.arange(20.0).reshape(-1, 1)
+    X[1] = X[0]
+    y = np.where(np.isin(np.arange(20), [0, 1, 19]), 1, -1)
+    for seed in range(5):
+        Z = initial_expansion_vectors(X, n_expansion, "balanced", seed, y=y)
+        assert len(np.unique(Z, axis=0)) == n_expansion
+        assert np.isin(Z, X).all()
+        n_pos = int(np.isin(Z.ravel(), [0.0, 19.0]).sum())
+        if expected is None:  # one XV: either class
+            assert n_pos in (0, 1)
+        else:  # even where it can be, the rest from the class with rows left
+            assert [n_expansion - n_pos, n_pos] == expected
+
+
+def test_balanced_init_never_draws_a_row_twice_across_classes() -> None:
+    # the same row with both labels (conflicting duplicates) is one candidate
+    X = np.array([[0.0], [0.0], [1.0], [2.0]])
+    y = np.array([1, -1, -1, 1])
+    Z = initial_expansion_vectors(X, 3, "balanced", 0, y=y)
+    np.testing.assert_array_equal(np.sort(Z.ravel()), [0.0, 1.0, 2.0])
+
+
+def test_balanced_init_needs_labels() -> None:
+    X = np.arange(6.0).reshape(-1, 1)
+    with pytest.raises(ValueError, match="needs the class labels y; use init='random'"):
+        initial_expansion_vectors(X, 2, "balanced", 0)
+    with pytest.raises(ValueError, match="y has 5 labels but X has 6 rows"):
+        initial_expansion_vectors(X, 2, "balanced", 0, y=np.ones(5))
+
+
 class _FailsLater(Marginal):
     """Delegates to a real marginal and fails from the n-th evaluation on."""
 
