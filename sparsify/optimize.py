@@ -75,7 +75,7 @@ def initial_expansion_vectors(
     >>> int(np.isin(Z.ravel(), [0.0, 9.0]).sum())
     2
     """
-    distinct = np.unique(np.asarray(X, dtype=float), axis=0)
+    distinct, first = np.unique(np.asarray(X, dtype=float), axis=0, return_index=True)
     if not 1 <= n_expansion <= len(distinct):
         raise ValueError(
             f"The number of expansion vectors must be between 1 and the number of distinct "
@@ -90,7 +90,12 @@ def initial_expansion_vectors(
                 "init='balanced' draws the XVs evenly from the classes and needs the class "
                 "labels y; use init='random' where there are none."
             )
-        return _balanced_rows(np.asarray(X, dtype=float), np.asarray(y), n_expansion, rng)
+        labels = np.asarray(y)
+        if len(labels) != len(X):
+            raise ValueError(f"y has {len(labels)} labels but X has {len(X)} rows.")
+        # a row with two labels counts in the class of its first occurrence only,
+        # so no row is drawn twice
+        return _balanced_rows(distinct, labels[first], n_expansion, rng)
     if init == "kmeans":
         from sklearn.cluster import KMeans
 
@@ -100,15 +105,9 @@ def initial_expansion_vectors(
 
 
 def _balanced_rows(
-    X: Array, y: NDArray[np.generic], n_expansion: int, rng: np.random.RandomState
+    rows: Array, labels: NDArray[np.generic], n_expansion: int, rng: np.random.RandomState
 ) -> Array:
-    """Nz distinct rows, as evenly shared among the classes as their sizes allow."""
-    if len(y) != len(X):
-        raise ValueError(f"y has {len(y)} labels but X has {len(X)} rows.")
-    # a row with two labels counts in the class of its first occurrence only,
-    # so no row is drawn twice
-    rows, first = np.unique(X, axis=0, return_index=True)
-    labels = y[first]
+    """Nz of the distinct ``rows``, as evenly shared among their classes as the sizes allow."""
     pools = [rng.permutation(np.flatnonzero(labels == c)) for c in np.unique(labels)]
     share = np.zeros(len(pools), dtype=int)
     # deal one XV at a time, in a random class order, to every class with rows left
