@@ -103,6 +103,43 @@ def _solve_square(A: Array, rhs: Array) -> tuple[Array, bool]:
 
 
 @_compiled
+def _kkt_solved(
+    B: Array, y: Array, F: NDArray[np.int64], m: int, K: Array, v: Array, cy: float,
+    sol: Array, scale: float,
+) -> bool:
+    """Whether [β, b, α_F] solves `_active_set_solve`'s system to round-off.
+
+    A nearly singular system solves without a zero pivot and returns garbage,
+    so every solve is checked against the unreduced equations; a non-finite
+    residual fails.
+    """
+    nz = len(K)
+    residual, size = 0.0, max(1.0, abs(cy))
+    for a in range(nz):  # K β − B_Fᵀ α_F − v
+        t = -v[a]
+        for c in range(nz):
+            t += K[a, c] * sol[c]
+        for k in range(m):
+            t -= B[F[k], a] * sol[nz + 1 + k]
+        if not math.isfinite(t):
+            return False
+        residual, size = max(residual, abs(t)), max(size, abs(v[a]))
+    t = cy  # y_Fᵀ α_F + cy
+    for k in range(m):
+        i = F[k]
+        t += y[i] * sol[nz + 1 + k]
+        g = y[i] * sol[nz] - 1.0  # B_F β + y_F b − 1
+        for a in range(nz):
+            g += B[i, a] * sol[a]
+        if not math.isfinite(g):
+            return False
+        residual = max(residual, abs(g))
+    if not math.isfinite(t):
+        return False
+    return max(residual, abs(t)) <= 1e-9 * (scale + size)
+
+
+@_compiled
 def _active_set_solve(
     B: Array, y: Array, F: NDArray[np.int64], m: int, K: Array, v: Array, cy: float,
     scale: float,
@@ -135,16 +172,7 @@ def _active_set_solve(
             lhs[row, a] = B[i, a]
         lhs[row, nz] = lhs[nz, row] = y[i]
     sol, ok = _solve_square(lhs, rhs)
-    # a nearly singular system solves without a zero pivot: check it solved
-    residual, size = 0.0, 0.0
-    for a in range(n):
-        r = -rhs[a]
-        for c in range(n):
-            r += lhs[a, c] * sol[c]
-        if not math.isfinite(r):
-            return sol, False
-        residual, size = max(residual, abs(r)), max(size, abs(rhs[a]))
-    return sol, ok and residual <= 1e-9 * (scale + size)
+    return sol, ok and _kkt_solved(B, y, F, m, K, v, cy, sol, scale)
 
 
 @_compiled
@@ -204,25 +232,7 @@ def _schur_solve(
         sol[a] = t / L[a, a]
     sol[nz] = x[m]
     sol[nz + 1:] = x[:m]
-    # the residual of the unreduced system, as `_active_set_solve` checks it
-    residual, size = 0.0, max(1.0, abs(cy))
-    for a in range(nz):
-        t = -v[a]
-        for c in range(nz):
-            t += K[a, c] * sol[c]
-        for k in range(m):
-            t -= B[F[k], a] * x[k]
-        residual, size = max(residual, abs(t)), max(size, abs(v[a]))
-    t = cy
-    for k in range(m):
-        i = F[k]
-        t += y[i] * x[k]
-        g = y[i] * x[m] - 1.0
-        for a in range(nz):
-            g += B[i, a] * sol[a]
-        residual = max(residual, abs(g))
-    residual = max(residual, abs(t))
-    return sol, math.isfinite(residual) and residual <= 1e-9 * (scale + size)
+    return sol, _kkt_solved(B, y, F, m, K, v, cy, sol, scale)
 
 
 @_compiled
@@ -402,8 +412,8 @@ def _active_set(
 
 
 def _warm_active_set(
-    B: Array, y: Array, K: Array, K_inv: Array, C: Array, alpha: Array, upper: NDArray[np.bool_],
-    free: NDArray[np.bool_], tol: float, max_iter: int,
+    B: Array, y: Array, K: Array, K_inv: Array, L: Array, C: Array, alpha: Array,
+    upper: NDArray[np.bool_], free: NDArray[np.bool_], tol: float, max_iter: int,
 ) -> tuple[Array, Array, float, NDArray[np.bool_], NDArray[np.bool_]] | None:
     """Primal active-set method on the dual from a guessed α and partition.
 
@@ -418,15 +428,14 @@ def _warm_active_set(
     holds Nz + 1 margin points, so a joining point makes the subproblem
     singular; the step then follows the null space of [B_F, y_F]ᵀ, along which
     the dual objective is linear, to the next bound. Every accepted point is
-    a full step to a subproblem solution, so yᵀα = 0 holds exactly.
+    a full step to a subproblem solution, so yᵀα = 0 holds exactly. ``L`` is
+    the Cholesky factor of K (empty where K is not numerically positive
+    definite: then every move solves the unreduced system).
     """
     alpha, upper, free = alpha.copy(), upper.copy(), free.copy()
     # one layout, so numba compiles one specialisation
-    B, y, K, K_inv, C = (np.ascontiguousarray(a, dtype=float) for a in (B, y, K, K_inv, C))
-    try:
-        L = np.linalg.cholesky(K)
-    except np.linalg.LinAlgError:  # K_ZZ not numerically positive definite: no reduced solves
-        L = np.empty((0, 0))
+    B, y, K, K_inv, L, C = (np.ascontiguousarray(a, dtype=float)
+                            for a in (B, y, K, K_inv, L, C))
     ok, beta, b = _active_set(B, y, K, K_inv, L, C, alpha, upper, free, float(tol),
                               int(max_iter))
     return (alpha, beta, float(b), upper, free) if ok else None
@@ -656,7 +665,7 @@ class SVMDualMarginal(Marginal):
         self.n_generic = 0
         self._fallback: Marginal | None = fallback
 
-    def _solve_subset(self, B: Array, y: Array, C: Array, K: Array, K_inv: Array,
+    def _solve_subset(self, B: Array, y: Array, C: Array, K: Array, K_inv: Array, L: Array,
                       warm: Solution | None) -> Solution:
         """Solve the dual on some of the points; warm = (α, bound mask, free mask) or None."""
         tol = self.tol
@@ -666,7 +675,7 @@ class SVMDualMarginal(Marginal):
 
         def polish(alpha: Array, upper: NDArray[np.bool_],
                    free: NDArray[np.bool_]) -> Solution | None:
-            return _warm_active_set(B, y, K, K_inv, C, alpha, upper, free, tol, budget)
+            return _warm_active_set(B, y, K, K_inv, L, C, alpha, upper, free, tol, budget)
 
         if warm is not None:
             # when L-BFGS took a small step, few points change side
@@ -690,7 +699,12 @@ class SVMDualMarginal(Marginal):
         condition joins the working set, which is solved again.
         """
         y, N = self.y, len(self.y)
-        K_inv = np.linalg.inv(K)  # one inverse per evaluation, shared by every solve below
+        # one inverse and one Cholesky factor per evaluation, shared by every solve below
+        K_inv = np.linalg.inv(K)
+        try:
+            L = np.linalg.cholesky(K)
+        except np.linalg.LinAlgError:  # K_ZZ not numerically positive definite: no reduced solves
+            L = np.empty((0, 0))
         last = self._last
         if last is None:
             work = np.ones(N, dtype=bool)
@@ -701,7 +715,7 @@ class SVMDualMarginal(Marginal):
         while True:
             sub = None if warm is None else (warm[0][work], warm[3][work], warm[4][work])
             alpha_w, beta, b, *partition = self._solve_subset(B[work], y[work], self.C[work], K,
-                                                              K_inv, sub)
+                                                              K_inv, L, sub)
             g = B @ beta + y * b - 1.0
             missed = ~work & (g < -self.tol)
             alpha = np.zeros(N)
