@@ -22,15 +22,13 @@ writes ``init_choice.md`` and ``init_choice.csv`` (every fit) at the end.
 from __future__ import annotations
 
 import argparse
-import csv
-import io
 import sys
 import time
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-from performance import BANANA_C, BANANA_GAMMA, _load, _write_atomic, check_data_dir
+from performance import BANANA_C, BANANA_GAMMA, _load, _write_atomic, check_data_dir, write_csv
 from threadpoolctl import threadpool_limits
 
 from sparsify import SparseSVC
@@ -116,11 +114,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.banana_seeds:
             rows += fits(args.data_dir, "banana", BANANA_C, BANANA_GAMMA, [0, 1, 2],
                          args.banana_seeds, "banana-cv")
-    table = io.StringIO()
-    writer = csv.DictWriter(table, fieldnames=list(rows[0]), lineterminator="\n")
-    writer.writeheader()
-    writer.writerows(rows)
-    _write_atomic(args.out / "init_choice.csv", table.getvalue())
+    write_csv(args.out / "init_choice.csv", rows)
     text = report(rows, time.perf_counter() - start)
     _write_atomic(args.out / "init_choice.md", text)
     print(text)

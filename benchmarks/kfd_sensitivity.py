@@ -22,8 +22,6 @@ writes ``kfd_sensitivity.md`` and ``kfd_sensitivity.csv`` (one row per fit and s
 from __future__ import annotations
 
 import argparse
-import csv
-import io
 import sys
 import time
 import warnings
@@ -32,7 +30,7 @@ from typing import Any
 
 import numpy as np
 from kfd_table3 import MARGIN, PAPER
-from performance import _load, _write_atomic, check_data_dir
+from performance import _load, _write_atomic, check_data_dir, write_csv
 from sklearn.svm import SVC
 from threadpoolctl import threadpool_limits
 
@@ -145,11 +143,7 @@ def main(argv: list[str] | None = None) -> int:
         for name in args.datasets:
             rows += fits(args.data_dir, name, args)
             print(f"[kfd_sensitivity] {name} done {time.perf_counter() - start:.0f}s", flush=True)
-    table = io.StringIO()
-    writer = csv.DictWriter(table, fieldnames=list(rows[0]), lineterminator="\n")
-    writer.writeheader()
-    writer.writerows(rows)
-    _write_atomic(args.out / "kfd_sensitivity.csv", table.getvalue())
+    write_csv(args.out / "kfd_sensitivity.csv", rows)
     text = report(rows, args, time.perf_counter() - start)
     _write_atomic(args.out / "kfd_sensitivity.md", text)
     print(text)

@@ -385,6 +385,15 @@ def _write_atomic(path: Path, text: str) -> None:
     os.replace(fh.name, path)
 
 
+def write_csv(path: Path, rows: list[dict[str, Any]], fields: list[str] | None = None) -> None:
+    """``rows`` as CSV at ``path``, whole or not at all (columns: ``fields`` or the first row's)."""
+    table = io.StringIO()
+    writer = csv.DictWriter(table, fieldnames=fields or list(rows[0]), lineterminator="\n")
+    writer.writeheader()
+    writer.writerows(rows)
+    _write_atomic(path, table.getvalue())
+
+
 def check_data_dir(parser: argparse.ArgumentParser, data_dir: Path, names: list[str]) -> None:
     """Stop with a usage error unless ``data_dir`` holds ``<name>/<name>.npz`` for each name."""
     for name in names:
@@ -444,11 +453,7 @@ def main(argv: list[str] | None = None) -> int:
         plot(rows, tmp_png, n_fixed, nz_fixed)
         os.replace(tmp_png, args.out / "performance_scaling.png")
     fields = sorted({k for r in rows for k in r}, key=lambda k: (k != "part", k != "method", k))
-    table = io.StringIO()
-    writer = csv.DictWriter(table, fieldnames=fields, lineterminator="\n")
-    writer.writeheader()
-    writer.writerows(rows)
-    _write_atomic(args.out / "performance.csv", table.getvalue())
+    write_csv(args.out / "performance.csv", rows, fields)
     text = report(rows, args, wall)
     _write_atomic(args.out / "performance.md", text)
     print(text)

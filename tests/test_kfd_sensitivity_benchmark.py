@@ -3,38 +3,25 @@
 from __future__ import annotations
 
 import csv
-import importlib.util
 import sys
 from pathlib import Path
 from types import ModuleType
 
-import numpy as np
 import pytest
 from sklearn.datasets import make_moons
 
-REPO = Path(__file__).resolve().parents[1]
+from tests.benchmark_helpers import load_benchmark, write_set
 
 
 def _bench(monkeypatch: pytest.MonkeyPatch) -> ModuleType:
-    monkeypatch.syspath_prepend(str(REPO / "benchmarks"))  # it imports its neighbours
-    spec = importlib.util.spec_from_file_location("bench_kfd_sensitivity",
-                                                  REPO / "benchmarks" / "kfd_sensitivity.py")
-    assert spec is not None and spec.loader is not None
-    bench = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(bench)
-    monkeypatch.setattr(sys, "argv", ["kfd_sensitivity.py"])
-    return bench
+    monkeypatch.setattr(sys, "argv", ["kfd_sensitivity.py"])  # the report quotes its command
+    return load_benchmark("kfd_sensitivity")
 
 
 def test_every_setting_and_step_c_is_reported(tmp_path: Path,
                                               monkeypatch: pytest.MonkeyPatch) -> None:
     X, y = make_moons(200, noise=0.3, random_state=0)
-    rng = np.random.default_rng(0)
-    perms = [rng.permutation(200) for _ in range(3)]
-    (tmp_path / "breast_cancer").mkdir()
-    np.savez(tmp_path / "breast_cancer" / "breast_cancer.npz", X=X, y=2 * y - 1,
-             train_idx=np.array([p[:150] for p in perms]),
-             test_idx=np.array([p[150:] for p in perms]))
+    write_set(tmp_path, "breast_cancer", X, 2 * y - 1, n_train=150, n_splits=3)
     bench = _bench(monkeypatch)
     out = tmp_path / "out"
     assert bench.main(["--data-dir", str(tmp_path), "--out", str(out), "--splits", "2",

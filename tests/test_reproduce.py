@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import csv
-import importlib.util
-import sys
 from pathlib import Path
 from types import ModuleType
 
@@ -12,31 +10,14 @@ import numpy as np
 import pytest
 
 from sparsify.datasets import load_banana
+from tests.benchmark_helpers import load_benchmark, write_set
 
 REPO = Path(__file__).resolve().parents[1]
 
 
 @pytest.fixture(scope="module")
 def reproduce() -> ModuleType:
-    """The harness, imported from its file (benchmarks/ is not a package)."""
-    spec = importlib.util.spec_from_file_location("reproduce", REPO / "benchmarks"
-                                                  / "reproduce.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["reproduce"] = module  # dataclasses look their module up by name
-    spec.loader.exec_module(module)
-    return module
-
-
-def write_set(folder: Path, name: str, X: np.ndarray, y: np.ndarray, n_train: int,
-              n_splits: int, seed: int = 0) -> None:
-    """Save ``X, y`` with ``n_splits`` random train/test splits in the shared npz format."""
-    rng = np.random.default_rng(seed)
-    perms = [rng.permutation(len(X)) for _ in range(n_splits)]
-    (folder / name).mkdir(parents=True)
-    np.savez_compressed(folder / name / f"{name}.npz", X=X, y=y,
-                        train_idx=np.array([p[:n_train] for p in perms]),
-                        test_idx=np.array([p[n_train:] for p in perms]))
+    return load_benchmark("reproduce")
 
 
 @pytest.fixture
