@@ -21,14 +21,21 @@ writes ``init_choice.md`` and ``init_choice.csv`` (every fit) at the end.
 
 from __future__ import annotations
 
-import argparse
 import sys
 import time
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-from performance import BANANA_C, BANANA_GAMMA, _load, _write_atomic, check_data_dir, write_csv
+from performance import (
+    BANANA_C,
+    BANANA_GAMMA,
+    _load,
+    _write_atomic,
+    benchmark_parser,
+    check_data_dir,
+    write_csv,
+)
 from threadpoolctl import threadpool_limits
 
 from sparsify import SparseSVC
@@ -91,10 +98,7 @@ def report(rows: list[dict[str, Any]], wall: float) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--data-dir", type=Path, required=True,
-                        help="folder in the ../shared/data format")
-    parser.add_argument("--out", type=Path, default=Path("docs/results"))
+    parser = benchmark_parser(__doc__)
     parser.add_argument("--datasets", nargs="+", default=list(IDA_PARAMETERS),
                         choices=list(IDA_PARAMETERS))
     parser.add_argument("--splits", type=int, default=10)

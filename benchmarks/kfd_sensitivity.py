@@ -30,7 +30,7 @@ from typing import Any
 
 import numpy as np
 from kfd_table3 import MARGIN, PAPER
-from performance import _load, _write_atomic, check_data_dir, write_csv
+from performance import _load, _write_atomic, benchmark_parser, check_data_dir, write_csv
 from sklearn.svm import SVC
 from threadpoolctl import threadpool_limits
 
@@ -118,10 +118,7 @@ def report(rows: list[dict[str, Any]], args: argparse.Namespace, wall: float) ->
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--data-dir", type=Path, required=True,
-                        help="folder in the ../shared/data format")
-    parser.add_argument("--out", type=Path, default=Path("docs/results"))
+    parser = benchmark_parser(__doc__)
     parser.add_argument("--datasets", nargs="+", default=["breast_cancer"],
                         choices=list(PAPER))
     parser.add_argument("--splits", type=int, default=10)

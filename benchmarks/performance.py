@@ -394,6 +394,15 @@ def write_csv(path: Path, rows: list[dict[str, Any]], fields: list[str] | None =
     _write_atomic(path, table.getvalue())
 
 
+def benchmark_parser(doc: str, data_help: str = "folder in the ../shared/data format"
+                     ) -> argparse.ArgumentParser:
+    """The options every benchmark here takes: ``--data-dir`` and ``--out``."""
+    parser = argparse.ArgumentParser(description=doc.split("\n\n")[0])
+    parser.add_argument("--data-dir", type=Path, required=True, help=data_help)
+    parser.add_argument("--out", type=Path, default=Path("docs/results"))
+    return parser
+
+
 def check_data_dir(parser: argparse.ArgumentParser, data_dir: Path, names: list[str]) -> None:
     """Stop with a usage error unless ``data_dir`` holds ``<name>/<name>.npz`` for each name."""
     for name in names:
@@ -403,10 +412,7 @@ def check_data_dir(parser: argparse.ArgumentParser, data_dir: Path, names: list[
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--data-dir", type=Path, required=True,
-                        help="folder in the ../shared/data format (banana/, usps/)")
-    parser.add_argument("--out", type=Path, default=Path("docs/results"))
+    parser = benchmark_parser(__doc__, "folder in the ../shared/data format (banana/, usps/)")
     parser.add_argument("--parts", nargs="+", choices=PARTS, default=list(PARTS))
     parser.add_argument("--repeats", type=int, default=5, help="seeds for the Banana fits")
     parser.add_argument("--n-jobs", type=int, default=2, help="jobs for USPS one-vs-rest")
