@@ -1,11 +1,15 @@
 """The ``sparsify`` command line: fit, predict, check gradients, list plugins.
 
 Every command validates what it can (files, data, names, shapes) before the
-expensive work, writes its output files only once everything has succeeded,
-and writes them atomically (a temporary file in the same directory, then
-`os.replace`). Bad input ends with one line ``sparsify: error: ...`` on
-stderr and exit status 2; ``check-gradient`` exits 1 when the gradient check
-fails its threshold.
+expensive work, refuses an output that would overwrite one of its inputs,
+writes its output files only once everything has succeeded, and writes them
+atomically (a temporary file in the same directory, then `os.replace`). Bad
+input ends with one line ``sparsify: error: ...`` on stderr and exit status 2;
+``check-gradient`` exits 1 when the gradient check fails its threshold; a
+closed stdout (``sparsify predict ... | head -1``) ends quietly with status 141.
+
+Heavy modules (scikit-learn, cvxpy, numba, matplotlib) are imported inside the
+command functions only, so ``sparsify --help`` and ``--version`` start fast.
 """
 
 from __future__ import annotations
@@ -16,32 +20,32 @@ import io
 import json
 import math
 import os
-import pickle
 import sys
 import tempfile
 import time
 import warnings
-import zipfile
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, NoReturn, TextIO
+from typing import TYPE_CHECKING, Any, NoReturn, TextIO
 
 import numpy as np
 from numpy.typing import NDArray
 
 import sparsify
-from sparsify.persistence import IncompatibleVersionError, is_compatible
-from sparsify.solvers import SolverError
+from sparsify.errors import SolverError
 
-__all__ = ["MODEL_FORMAT", "build_parser", "load_model", "main", "save_model"]
+if TYPE_CHECKING:
+    from sparsify.datasets import DataFile
 
-#: Value of the "format" key that marks a sparsify model file.
-MODEL_FORMAT = "sparsify-model"
+__all__ = ["build_parser", "main"]
+
 
 _KINDS = ("formulation", "kernel", "solver")
 _LIBSVM_HINT = "(.npz in the benchmark format, .csv with the label last, LIBSVM text otherwise)"
+# Exit status of a process killed by SIGPIPE (128 + 13), what `cmd | head -1` expects.
+_EXIT_BROKEN_PIPE = 141
 
 
 # --------------------------------------------------------------------------- argument types
@@ -190,7 +194,8 @@ def build_parser() -> argparse.ArgumentParser:
     fit.add_argument("--seed", type=_nonneg_int, default=0, metavar="S",
                      help="random seed of the initial XVs (default: %(default)s)")
     fit.add_argument("--out", type=Path, default=None, metavar="MODEL",
-                     help="save the fitted model to this file (a pickle; see 'predict')")
+                     help="save the fitted model to this file: a data-only model file "
+                          "(docs/model-format.md) that 'predict' reads")
     fit.add_argument("--plot", type=Path, default=None, metavar="PNG",
                      help="save a decision-boundary plot (2-D data only; needs matplotlib: "
                           'pip install "sparsify[plot]")')
@@ -206,7 +211,9 @@ def build_parser() -> argparse.ArgumentParser:
     fit.add_argument("--json", action="store_true",
                      help="print one JSON object on stdout instead of the report")
     fit.add_argument("-v", "--verbose", action="count", default=0,
-                     help="print L-BFGS progress (on stderr with --json)")
+                     help="print one line per L-BFGS iteration (on stderr with --json) instead "
+                          "of the progress bar; the bar is shown only when stderr is a terminal "
+                          "and --json is not given")
     fit.set_defaults(func=_cmd_fit)
 
     predict = sub.add_parser(
@@ -214,10 +221,11 @@ def build_parser() -> argparse.ArgumentParser:
         description=(
             "Load a model saved by 'sparsify fit --out' and predict the labels of a data file: "
             "its test part when it has one (an .npz with splits), otherwise every row. "
-            "Predictions go to stdout, one per line (the error, if the file has labels, then "
-            "goes to stderr), or to --out as CSV. A .csv with one column fewer than the model's "
-            "features plus label is read as unlabelled. Model files are pickles: load only "
-            "files you trust."
+            "Predictions go to stdout, one per line (how the file was read and the error, if "
+            "the file has labels, then go to stderr), or to --out as CSV. Whether a .csv has a "
+            "label column is decided by --labels/--no-labels or by its column count, and "
+            "stated. Model files hold data only (kernel, XVs, coefficients; a checksum): "
+            "loading one never runs code, and a damaged one is refused."
         ),
     )
     predict.add_argument("--model", type=Path, required=True, metavar="MODEL",
@@ -226,6 +234,16 @@ def build_parser() -> argparse.ArgumentParser:
                          help=f"data to predict {_LIBSVM_HINT}")
     predict.add_argument("--split", type=_positive_int, default=1, metavar="K",
                          help="split of an .npz with splits, counted from 1 (default: 1)")
+    _add_reading_options(predict)
+    labels = predict.add_mutually_exclusive_group()
+    labels.add_argument("--labels", dest="labels", action="store_const", const=True,
+                        default=None,
+                        help="the last column of the .csv is the label (default: labelled if "
+                             "the file has one column more than the model's features, "
+                             "unlabelled if it has as many; any other count is an error)")
+    labels.add_argument("--no-labels", dest="labels", action="store_const", const=False,
+                        help="every column is a feature; for .npz and LIBSVM: ignore the "
+                             "labels, so no error rate")
     predict.add_argument("--out", type=Path, default=None, metavar="CSV",
                          help="write the predictions to this CSV file (one column, "
                               "'prediction')")
@@ -240,8 +258,11 @@ def build_parser() -> argparse.ArgumentParser:
             "Compare the gradient of the marginal function W(Z), computed from the dual "
             "solution, with central finite differences, on a small random problem or on the "
             "training part of a file (for a classifier with more than two classes: the first "
-            "class against the rest). Exit status 0 when the relative error is at most "
-            "--threshold, 1 otherwise."
+            "class against the rest). The finite differences are extrapolated, with a step "
+            "chosen from the measured noise of W, and estimate their own error. Exit status "
+            "0 when the relative error is at most --threshold plus that estimate and the "
+            "estimate itself is at most --threshold (a check too noisy to tell fails), "
+            "1 otherwise."
         ),
     )
     check.add_argument("--formulation", required=True, metavar="NAME",
@@ -257,12 +278,13 @@ def build_parser() -> argparse.ArgumentParser:
                        help=f"data file {_LIBSVM_HINT} (default: a small random problem)")
     check.add_argument("--split", type=_positive_int, default=1, metavar="K",
                        help="split of an .npz with splits, counted from 1 (default: 1)")
+    _add_reading_options(check)
     check.add_argument("--n-expansion", type=_positive_int, default=4, metavar="N",
                        help="number of expansion vectors Nz (default: %(default)s)")
     check.add_argument("--seed", type=_nonneg_int, default=0, metavar="S",
                        help="random seed of the problem and of Z (default: %(default)s)")
     check.add_argument("--threshold", type=_positive_float, default=1e-6, metavar="T",
-                       help="largest relative error that passes (default: %(default)g)")
+                       help="the relative accuracy to verify (default: %(default)g)")
     check.add_argument("--json", action="store_true",
                        help="print one JSON object on stdout")
     check.set_defaults(func=_cmd_check_gradient)
@@ -288,6 +310,28 @@ def _add_data_options(parser: argparse.ArgumentParser, *, with_test: bool) -> No
     if with_test:
         parser.add_argument("--test", type=Path, default=None, metavar="FILE",
                             help="test data, for a --data file without a test part")
+    _add_reading_options(parser)
+
+
+def _add_reading_options(parser: argparse.ArgumentParser) -> None:
+    """--header/--no-header and --zero-based/--one-based: how to read data files."""
+    header = parser.add_mutually_exclusive_group()
+    header.add_argument("--header", dest="header", action="store_const", const=True,
+                        default=None,
+                        help="CSV: the first line is a header (default: detected: a header "
+                             "when a feature cell of line 1 is text, data when line 1 is all "
+                             "numbers; an ambiguous line 1 is an error that asks for this "
+                             "option or --no-header)")
+    header.add_argument("--no-header", dest="header", action="store_const", const=False,
+                        help="CSV: the first line is data")
+    base = parser.add_mutually_exclusive_group()
+    base.add_argument("--zero-based", dest="zero_based", action="store_const", const=True,
+                      default=None,
+                      help="LIBSVM: feature indices start at 0 (default: detected once for the "
+                           "whole file, or for --data and --test together: zero-based if and "
+                           "only if some row uses index 0)")
+    base.add_argument("--one-based", dest="zero_based", action="store_const", const=False,
+                      help="LIBSVM: feature indices start at 1 (the LIBSVM convention)")
 
 
 # --------------------------------------------------------------------------- entry point
@@ -305,24 +349,68 @@ def main(argv: list[str] | None = None) -> int:
     -------
     int
         Exit status: 0 on success, 1 when ``check-gradient`` fails its threshold,
-        2 on bad input or a failed solve.
+        2 on bad input, a file that cannot be read or written, or a failed solve,
+        130 when interrupted, 141 when stdout was closed early (a pipe into
+        ``head``).
+
+    Examples
+    --------
+    >>> main(["--version"])  # doctest: +ELLIPSIS
+    sparsify ...
+    0
     """
     parser = build_parser()
     try:
-        args = parser.parse_args(argv)
-    except SystemExit as exc:  # --help, --version and usage errors; return instead of exiting
-        return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 2)
-    with warnings.catch_warnings():
-        # Library warnings (convergence, plugins) as one line each, not file:line noise.
-        warnings.showwarning = _show_warning
         try:
-            return int(args.func(args))
-        except (ValueError, FileNotFoundError, SolverError) as exc:
-            print(f"sparsify: error: {_one_line(exc)}", file=sys.stderr)
-            return 2
-        except KeyboardInterrupt:
-            print("sparsify: interrupted", file=sys.stderr)
-            return 130
+            args = parser.parse_args(argv)
+        except SystemExit as exc:  # --help, --version and usage errors; return, don't exit
+            sys.stdout.flush()
+            return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 2)
+        with warnings.catch_warnings():
+            # Library warnings (convergence, plugins) as one line each, not file:line noise.
+            warnings.showwarning = _show_warning
+            try:
+                status = int(args.func(args))
+                sys.stdout.flush()  # a closed pipe shows here, inside the handlers below
+                return status
+            except (ValueError, FileNotFoundError, SolverError) as exc:
+                _print_error(_one_line(exc))
+                return 2
+            except BrokenPipeError:
+                raise
+            except OSError as exc:  # unreadable input, a full disk: one line naming the file
+                _print_error(_os_error(exc))
+                return 2
+            except KeyboardInterrupt:
+                print("sparsify: interrupted", file=sys.stderr)
+                return 130
+    except BrokenPipeError:
+        return _broken_pipe()
+
+
+def _print_error(message: str) -> None:
+    print(f"sparsify: error: {message}", file=sys.stderr)
+
+
+def _os_error(exc: OSError) -> str:
+    """``FILE: reason`` for an OSError, without Python's ``[Errno N]`` prefix."""
+    if exc.filename is None:
+        return _one_line(exc)
+    reason = exc.strerror or _one_line(exc)
+    return f"{exc.filename}: {reason}"
+
+
+def _broken_pipe() -> int:
+    """The reader of stdout went away (``sparsify predict ... | head -1``): end quietly.
+
+    As the Python docs advise ("Note on SIGPIPE"): point stdout at /dev/null so
+    the interpreter's final flush does not raise again, and exit with the
+    status of a process killed by SIGPIPE.
+    """
+    with contextlib.suppress(OSError, ValueError, AttributeError, io.UnsupportedOperation):
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    return _EXIT_BROKEN_PIPE
 
 
 def _show_warning(message: Warning | str, category: type[Warning], filename: str, lineno: int,
@@ -346,33 +434,29 @@ class _Data:
     y_test: NDArray[Any] | None
     source: str
     test_source: str | None
+    # How the files were read (sparsify.datasets.DataFile.notes), for the report and JSON.
+    reading: dict[str, list[str]] = field(default_factory=dict)
+    csv_header: bool | None = None
+    libsvm_indexing: str | None = None
 
 
-def _read(path: Path, split: int) -> tuple[Any, Any, Any, Any]:
-    """``load_file`` with the low-level errors of a damaged file turned into ValueError."""
-    from sparsify.datasets import load_file
+def _read(path: Path, split: int, args: argparse.Namespace, *, labels: bool | None = True,
+          n_features: int | None = None, zero_based: bool | None = None) -> DataFile:
+    """`read_data_file` with the command's --header and --zero-based choices."""
+    from sparsify.datasets import read_data_file
 
-    try:
-        return load_file(path, split=split)
-    except FileNotFoundError:
-        raise
-    except (OSError, zipfile.BadZipFile, EOFError, KeyError) as exc:
-        raise ValueError(f"Could not read {path}: {exc} {_LIBSVM_HINT}.") from exc
-
-
-def _is_libsvm(path: Path | None) -> bool:
-    return path is not None and path.suffix.lower() not in (".npz", ".csv")
+    if zero_based is None:
+        zero_based = getattr(args, "zero_based", None)
+    return read_data_file(path, split, header=getattr(args, "header", None),
+                          zero_based=zero_based, labels=labels, n_features=n_features)
 
 
-def _pad_libsvm(X: NDArray[np.float64], path: Path | None, n_features: int) -> NDArray[np.float64]:
-    """Pad a LIBSVM matrix with zero columns up to ``n_features``.
-
-    LIBSVM text omits zero features, so a file whose highest feature index is
-    lower than the model's has fewer columns but the same features.
-    """
-    if _is_libsvm(path) and X.shape[1] < n_features:
-        return np.hstack([X, np.zeros((len(X), n_features - X.shape[1]))])
-    return X
+def _indexing(*files: DataFile | None) -> str | None:
+    """'zero-based', 'one-based', or None when no file is LIBSVM."""
+    for f in files:
+        if f is not None and f.zero_based is not None:
+            return "zero-based" if f.zero_based else "one-based"
+    return None
 
 
 def _validated(X: Any, y: Any, what: str) -> tuple[NDArray[np.float64], NDArray[Any]]:
@@ -386,7 +470,8 @@ def _validated(X: Any, y: Any, what: str) -> tuple[NDArray[np.float64], NDArray[
         raise ValueError(f"{what}: {exc}") from exc
 
 
-def _load_fit_data(data: Path | None, split: int, test: Path | None) -> _Data:
+def _load_fit_data(args: argparse.Namespace) -> _Data:
+    data, split, test = args.data, args.split, getattr(args, "test", None)
     if data is None:
         if test is not None:
             raise ValueError("--test needs --data: the embedded Banana data has its own test set.")
@@ -394,28 +479,55 @@ def _load_fit_data(data: Path | None, split: int, test: Path | None) -> _Data:
 
         X, y, X_test, y_test = load_banana()
         return _Data(X, y, X_test, y_test, "banana (embedded, split 1)", "banana test part")
-    X, y, X_test, y_test = _read(data, split)
-    has_splits = X_test is not None
+    train = _read(data, split, args)
+    has_splits = train.X_test is not None
+    if test is not None and has_splits:
+        raise ValueError(f"{data} already has a test part (split {split}); drop --test.")
+    tested = None if test is None else _read(test, 1, args)
+    if (tested is not None and args.zero_based is None and train.uses_index_zero is not None
+            and tested.uses_index_zero is not None
+            and train.uses_index_zero != tested.uses_index_zero):
+        # One data set, one indexing: zero-based when either file uses index 0.
+        which = data if train.uses_index_zero else test
+        if train.uses_index_zero:
+            tested = _read(test, 1, args, zero_based=True)
+        else:
+            train = _read(data, split, args, zero_based=True)
+        note = f"LIBSVM indices: zero-based (detected over --data and --test: {which} uses index 0)"
+        train = replace(train, notes=_swap_note(train.notes, note))
+        tested = replace(tested, notes=_swap_note(tested.notes, note))
     source = f"{data} (split {split})" if has_splits else str(data)
-    X, y = _validated(X, y, f"training data {source}")
+    X, y = _validated(train.X, train.y, f"training data {source}")
     test_source: str | None = f"{data} (split {split}, test part)" if has_splits else None
-    if test is not None:
-        if has_splits:
-            raise ValueError(f"{data} already has a test part (split {split}); drop --test.")
-        parts = _read(test, 1)
+    X_test, y_test = train.X_test, train.y_test
+    reading = {str(data): list(train.notes)}
+    if tested is not None:
         # All labelled rows of the test file, whether or not it has splits of its own.
-        X_test = parts[0] if parts[2] is None else np.vstack([parts[0], parts[2]])
-        y_test = parts[1] if parts[3] is None else np.concatenate([parts[1], parts[3]])
+        X_test = tested.X if tested.X_test is None else np.vstack([tested.X, tested.X_test])
+        y_test = tested.y if tested.y_test is None else np.concatenate([tested.y, tested.y_test])
         test_source = str(test)
+        reading[str(test)] = list(tested.notes)
     if X_test is not None:
-        n = max(X.shape[1], np.shape(X_test)[1])
-        X = _pad_libsvm(X, data, n)
-        X_test = _pad_libsvm(np.asarray(X_test, dtype=float), test or data, n)
+        if tested is not None and _indexing(train, tested):
+            # LIBSVM omits zero features: pad the narrower matrix with zero columns.
+            n = max(X.shape[1], X_test.shape[1])
+            X = _pad_columns(X, n) if train.format == "libsvm" else X
+            X_test = _pad_columns(X_test, n) if tested.format == "libsvm" else X_test
         X_test, y_test = _validated(X_test, y_test, f"test data {test_source}")
         if X_test.shape[1] != X.shape[1]:
             raise ValueError(f"The test data {test_source} has {X_test.shape[1]} features but "
                              f"the training data {source} has {X.shape[1]}.")
-    return _Data(X, y, X_test, y_test, source, test_source)
+    csv = [f.header for f in (train, tested) if f is not None and f.format == "csv"]
+    return _Data(X, y, X_test, y_test, source, test_source, reading,
+                 csv_header=csv[0] if csv else None, libsvm_indexing=_indexing(train, tested))
+
+
+def _swap_note(notes: tuple[str, ...], note: str) -> tuple[str, ...]:
+    return tuple(note if n.startswith("LIBSVM indices") else n for n in notes)
+
+
+def _pad_columns(X: NDArray[np.float64], n: int) -> NDArray[np.float64]:
+    return X if X.shape[1] >= n else np.hstack([X, np.zeros((len(X), n - X.shape[1]))])
 
 
 # --------------------------------------------------------------------------- registry helpers
@@ -454,26 +566,64 @@ def _kernel_gamma(kernel: Any) -> float | None:
 # --------------------------------------------------------------------------- output helpers
 
 
-def _check_output_path(path: Path | None, option: str) -> None:
+def _check_paths(inputs: dict[str, Path | None], outputs: dict[str, Path | None]) -> None:
+    """Refuse, before any work, outputs that would destroy an input or each other, or that
+    could not be written at the end.
+
+    Files are compared by path after resolving symlinks and ``..``, and by device and
+    inode, so a hard link, a symlink or ``./x`` against ``x`` count as the same file.
+    """
+    given_out = [(opt, path) for opt, path in outputs.items() if path is not None]
+    given_in = [(opt, path) for opt, path in inputs.items() if path is not None]
+    for i, (opt, path) in enumerate(given_out):
+        for in_opt, in_path in given_in:
+            if _same_file(path, in_path):
+                raise ValueError(f"{opt} {path} is the same file as {in_opt} {in_path}; writing "
+                                 f"it would destroy the input. Give {opt} another file name.")
+        for other_opt, other in given_out[:i]:
+            if _same_file(path, other):
+                raise ValueError(f"{other_opt} {other} and {opt} {path} name the same file; "
+                                 "give two names.")
+        _check_writable(path, opt)
+
+
+def _same_file(a: Path, b: Path) -> bool:
+    try:
+        if os.path.samefile(a, b):  # hard links too
+            return True
+    except OSError:  # one of them does not exist yet
+        pass
+    return os.path.realpath(a) == os.path.realpath(b)
+
+
+def _check_writable(path: Path, option: str) -> None:
     """Fail early when an output file could not be written at the end."""
-    if path is None:
-        return
     if path.is_dir():
         raise ValueError(f"{option} {path} is a directory; give a file name.")
     parent = path.parent if str(path.parent) else Path(".")
-    if not parent.is_dir():
+    if not parent.exists():
         raise FileNotFoundError(f"The directory of {option} {path} does not exist; create it "
                                 "first.")
+    if not parent.is_dir():
+        raise ValueError(f"Cannot write {option} {path}: {parent} is not a directory.")
+    # The file is written as a temporary in this directory, then renamed: both need
+    # write and search permission on the directory (not on an existing file).
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise ValueError(f"Cannot write {option} {path}: the directory {parent} is not "
+                         "writable; choose another directory or change its permissions.")
 
 
 def _write_atomically(outputs: Sequence[tuple[Path, bytes]]) -> None:
     """Write every file to a temporary sibling, then move them all into place.
 
-    If any write fails, the temporaries are removed and no target is touched.
+    If any write fails, the temporaries are removed and no target is touched;
+    the ValueError names the target, not the temporary.
     """
     mask = os.umask(0)
     os.umask(mask)
     temps: list[tuple[str, Path]] = []
+    moved: list[Path] = []
+    path = None
     try:
         for path, content in outputs:
             fd, tmp = tempfile.mkstemp(dir=path.parent if str(path.parent) else ".",
@@ -487,10 +637,16 @@ def _write_atomically(outputs: Sequence[tuple[Path, bytes]]) -> None:
             os.chmod(tmp, 0o666 & ~mask)
         for tmp, path in temps:
             os.replace(tmp, path)
-    except BaseException:
+            moved.append(path)
+    except BaseException as exc:
         for tmp, _ in temps:
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(tmp)
+        if isinstance(exc, OSError) and path is not None:
+            reason = exc.strerror or _one_line(exc)
+            done = ("nothing was written" if not moved else
+                    f"{', '.join(map(str, moved))} had already been written")
+            raise ValueError(f"Could not write {path}: {reason}; {done}.") from exc
         raise
 
 
@@ -532,76 +688,97 @@ def _stdout_to_stderr(active: bool) -> Iterator[None]:
         yield
 
 
-# --------------------------------------------------------------------------- model files
+# --------------------------------------------------------------------------- progress
 
 
-def save_model(payload: dict[str, Any]) -> bytes:
-    """Serialise a model payload (the estimator and its metadata) to bytes.
+class _ProgressBar:
+    """Feeds a tqdm bar from the estimator's ``callback``: binary problems × L-BFGS iterations.
 
-    Parameters
-    ----------
-    payload : dict
-        At least ``"estimator"`` and ``"formulation"``; ``"format"`` and
-        ``"sparsify_version"`` are added.
-
-    Returns
-    -------
-    bytes
-        The pickled dict, ready to be written to a file.
+    Called with a `sparsify.optimize.IterationInfo` after each iteration. A new
+    problem (or start) shows as the iteration count going back, or as a change of
+    the info's ``problem`` field where it has one; the bar then jumps to the end
+    of the problem that stopped early. Never asks the fit to stop.
     """
-    return pickle.dumps(
-        {"format": MODEL_FORMAT, "sparsify_version": sparsify.__version__, **payload},
-        protocol=pickle.HIGHEST_PROTOCOL,
-    )
+
+    def __init__(self, bar: Any, max_iter: int) -> None:
+        self.bar = bar
+        self.max_iter = max_iter
+        self.problem_start = 0  # bar position where the current problem began
+        self.iteration = 0
+        self.problem: Any = None
+        self.started = False
+
+    def __call__(self, info: Any) -> None:
+        problem = getattr(info, "problem", None)
+        if self.started and (info.iteration <= self.iteration or problem != self.problem):
+            self.end_problem()
+        self.started, self.problem, self.iteration = True, problem, int(info.iteration)
+        self._move_to(self.problem_start + min(self.iteration, self.max_iter))
+        label = "" if problem is None else f"problem {problem}, "
+        self.bar.set_postfix_str(f"{label}W = {info.value:.6g}", refresh=False)
+
+    def end_problem(self) -> None:
+        self.problem_start += self.max_iter
+        self._move_to(self.problem_start)
+        self.iteration = 0
+
+    def finish(self) -> None:
+        """The fit ended: every problem is done, however early each stopped."""
+        self._move_to(max(self.bar.total, self.bar.n))
+
+    def _move_to(self, position: int) -> None:
+        if position > self.bar.total:  # more problems than counted (a plugin's estimator)
+            self.bar.total = position
+        if position > self.bar.n:
+            self.bar.update(position - self.bar.n)
 
 
-def load_model(path: str | Path) -> dict[str, Any]:
-    """Load and check a model file written by ``sparsify fit --out``.
+def _n_binary_problems(estimator: Any, y: Any) -> int:
+    """Binary problems a fit solves: one per class for one-vs-rest, else one."""
+    from sparsify.estimators import SparseKernelClassifier
 
-    Model files are pickles: load only files you trust.
+    n_classes = len(np.unique(y))
+    return n_classes if isinstance(estimator, SparseKernelClassifier) and n_classes > 2 else 1
 
-    Parameters
-    ----------
-    path : str or Path
-        The model file.
 
-    Returns
-    -------
-    dict
-        The saved payload: ``"estimator"``, ``"formulation"``, ``"sparsify_version"``, ...
+@contextlib.contextmanager
+def _progress(args: argparse.Namespace, estimator: Any, n_problems: int) -> Iterator[None]:
+    """Show a progress bar on stderr during the fit, where it helps and harms nothing.
 
-    Raises
-    ------
-    FileNotFoundError
-        If there is no file at ``path``.
-    ValueError
-        If the file is not a sparsify model, or was saved by another
-        major.minor version of sparsify.
+    Off with --json or -v (its lines are the progress), when stderr is not a
+    terminal, for estimators without a ``callback`` parameter, and for parallel
+    fits (the callback would run in other processes). Never writes to stdout.
     """
-    path = Path(path)
-    if not path.is_file():
-        raise FileNotFoundError(f"No model file at {str(path)!r}; check the path.")
-    refit = f"refit it with this version: sparsify fit ... --out {path}"
+    params = estimator.get_params()
+    max_iter = int(params.get("max_iter") or 0)
+    if (args.json or args.verbose or "callback" not in params or max_iter == 0
+            or params.get("n_jobs") not in (None, 1) or not _isatty(sys.stderr)):
+        yield
+        return
     try:
-        with path.open("rb") as fh:
-            payload = pickle.load(fh)
-    except IncompatibleVersionError as exc:  # the estimator inside refused to load
-        raise ValueError(f"{path}: {exc} ({refit})") from exc
-    except (pickle.UnpicklingError, EOFError, AttributeError, ImportError, IndexError,
-            TypeError, ValueError) as exc:
-        raise ValueError(f"{path} is not a readable sparsify model file ({exc!r}); if it came "
-                         f"from another sparsify version, {refit}.") from exc
-    if not isinstance(payload, dict) or payload.get("format") != MODEL_FORMAT:
-        raise ValueError(f"{path} is not a sparsify model file (no format marker "
-                         f"{MODEL_FORMAT!r}); write one with 'sparsify fit --out'.")
-    saved = str(payload.get("sparsify_version", "unknown"))
-    if not is_compatible(saved):
-        raise ValueError(f"{path} was saved by sparsify {saved} and this is sparsify "
-                         f"{sparsify.__version__}; models are read only by the same major.minor "
-                         f"version, so {refit}.")
-    if "estimator" not in payload:
-        raise ValueError(f"{path} holds no estimator; {refit}.")
-    return payload
+        from tqdm import tqdm
+    except ImportError:  # a dependency, but a missing bar must not stop a fit
+        yield
+        return
+    n_runs = n_problems * int(params.get("n_init") or 1)
+    bar = tqdm(total=n_runs * max_iter, desc="fit", unit="iter", file=sys.stderr, leave=False,
+               dynamic_ncols=True)
+    progress = _ProgressBar(bar, max_iter)
+    estimator.set_params(callback=progress)
+    try:
+        yield
+        progress.finish()
+    finally:
+        # The model file must not hold the bar.
+        estimator.set_params(callback=params["callback"])
+        bar.close()
+
+
+def _isatty(stream: Any) -> bool:
+    try:
+        return bool(stream.isatty())
+    except (AttributeError, ValueError):  # no isatty, or closed
+        return False
 
 
 # --------------------------------------------------------------------------- fit
@@ -614,11 +791,8 @@ def _cmd_fit(args: argparse.Namespace) -> int:
     from sparsify.kernels import make_kernel
 
     # Cheap checks first: outputs, names, data; the fit is the expensive part.
-    _check_output_path(args.out, "--out")
-    _check_output_path(args.plot, "--plot")
-    if args.out is not None and args.plot is not None and args.out.resolve() == \
-            args.plot.resolve():
-        raise ValueError("--out and --plot name the same file; give two names.")
+    _check_paths({"--data": args.data, "--test": args.test},
+                 {"--out": args.out, "--plot": args.plot})
     form_cls = _formulation_class(args.formulation)
     est_cls = getattr(form_cls, "estimator", None)
     if est_cls is None:
@@ -626,7 +800,7 @@ def _cmd_fit(args: argparse.Namespace) -> int:
                          "(Formulation.estimator), so the command line cannot fit it.")
     _check_solver(args.solver)
 
-    data = _load_fit_data(args.data, args.split, getattr(args, "test", None))
+    data = _load_fit_data(args)
     X, y = data.X, data.y
 
     estimator = est_cls()
@@ -682,15 +856,20 @@ def _cmd_fit(args: argparse.Namespace) -> int:
                          f"{n_distinct} distinct training points; lower it or use "
                          "--expansion-ratio.")
     # Resolves the kernel names (unknown ones fail here) exactly as the estimator will.
-    make_kernel(p.get("kernel", args.kernel), X, p.get("gamma", args.gamma),
-                p.get("degree", 3), p.get("coef0", 0.0))
+    kernel = make_kernel(p.get("kernel", args.kernel), X, p.get("gamma", args.gamma),
+                         p.get("degree", 3), p.get("coef0", 0.0))
+    if args.out is not None:
+        from sparsify.io.saveable import check_saveable
+
+        check_saveable(estimator, kernel)  # a model file holds data only: refuse before fitting
     if args.plot is not None:
         if X.shape[1] != 2:
             raise ValueError(f"--plot needs data with 2 features; {data.source} has "
                              f"{X.shape[1]}.")
         _plot_format(args.plot)
 
-    with _stdout_to_stderr(args.json):
+    n_problems = 1 if detector else _n_binary_problems(estimator, y)
+    with _stdout_to_stderr(args.json), _progress(args, estimator, n_problems):
         start = time.perf_counter()
         estimator.fit(X, None if detector else y)
         fit_seconds = time.perf_counter() - start
@@ -718,6 +897,9 @@ def _cmd_fit(args: argparse.Namespace) -> int:
         "classes": [_label(c) for c in getattr(estimator, "classes_", [-1, 1])],
         "data": data.source,
         "test_data": data.test_source,
+        "reading": data.reading,
+        "csv_header": data.csv_header,
+        "libsvm_indexing": data.libsvm_indexing,
         "n_train": len(X),
         "n_test": len(data.X_test) if has_test else 0,
         "n_features": int(X.shape[1]),
@@ -729,14 +911,16 @@ def _cmd_fit(args: argparse.Namespace) -> int:
     # Render everything in memory, then write all files at once.
     outputs: list[tuple[Path, bytes]] = []
     if args.out is not None:
-        outputs.append((args.out, save_model({
-            "estimator": estimator,
+        from sparsify.io import dumps_model
+
+        outputs.append((args.out, dumps_model(estimator, metadata={
             "formulation": args.formulation,
             "kernel": result["kernel"],
             "n_features": result["n_features"],
             "classes": result["classes"],
             "data": data.source,
             "test_error": result["test_error"],
+            "inlier_label": result.get("inlier_label"),  # predict's error rate for detectors
             "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         })))
     if args.plot is not None:
@@ -854,6 +1038,8 @@ def _print_fit_report(r: dict[str, Any]) -> None:
           f"kernel {r['kernel']}{gamma}{hyper}")
     print(f"data:      {r['data']}: {r['n_train']} training points, {r['n_test']} test points, "
           f"{r['n_features']} features")
+    for path, notes in r["reading"].items():
+        print(f"read:      {path}: {'; '.join(notes)}")
     n_iter = int(np.sum(r["n_iter"]))
     print(f"sparse:    Nz = {r['n_expansion']} expansion vectors, test error "
           f"{_fmt(r['test_error'])}, train error {r['train_error']:.4f}, "
@@ -874,53 +1060,74 @@ def _print_fit_report(r: dict[str, Any]) -> None:
 
 
 def _cmd_predict(args: argparse.Namespace) -> int:
-    _check_output_path(args.out, "--out")
-    payload = load_model(args.model)
-    estimator = payload["estimator"]
-    n_features = getattr(estimator, "n_features_in_", payload.get("n_features"))
+    from sklearn.base import is_outlier_detector
 
-    X, y, X_test, y_test = _read(args.data, args.split)
-    if X_test is not None:  # an .npz with splits: predict its held-out part
-        X, y = X_test, y_test
-    if (args.data.suffix.lower() == ".csv" and n_features is not None
-            and X.shape[1] + 1 == n_features):
-        # The label column is the last one only if there is room for it.
-        X, y = np.column_stack([X, y]), None
-    X = _pad_libsvm(X, args.data, n_features or 0)
+    _check_paths({"--model": args.model, "--data": args.data}, {"--out": args.out})
+    from sparsify.io import load_model
+
+    estimator = load_model(args.model)  # data only: nothing in the file can run
+    n_features = int(estimator.n_features_in_)
+
+    labels = args.labels if args.labels is not None or n_features is not None else True
+    data = _read(args.data, args.split, args, labels=labels, n_features=n_features)
+    X, y = data.X, data.y
+    if data.X_test is not None:  # an .npz with splits: predict its held-out part
+        X, y = data.X_test, data.y_test
     X, y = _validated(X, y, f"data {args.data}")
     if n_features is not None and X.shape[1] != n_features:
         raise ValueError(f"{args.data} has {X.shape[1]} features but the model {args.model} "
-                         f"was trained on {n_features}.")
+                         f"was trained on {n_features} (read with {'; '.join(data.notes)}).")
 
     predictions = estimator.predict(X)
-    labels = [_label(v) for v in predictions]
-    error = None if y is None else float(np.mean(predictions != y))
-    if y is not None and not np.isin(np.unique(y), estimator.classes_).all():
-        warnings.warn(f"{args.data} has labels the model never saw (it knows "
-                      f"{[_label(c) for c in estimator.classes_]}); the error counts them as "
-                      "wrong.", UserWarning, stacklevel=1)
+    values = [_label(v) for v in predictions]
+    obj: dict[str, Any] = {
+        "model": args.model, "data": args.data, "n_samples": len(values), "error": None,
+        "labelled": data.labelled, "reading": list(data.notes), "csv_header": data.header,
+        "libsvm_indexing": _indexing(data),
+        "formulation": estimator.formulation_,
+        "sparsify_version": estimator.sparsify_version_, "out": args.out,
+    }
+    report = f"{len(values)} predictions"
+    if is_outlier_detector(estimator):
+        # +1 inlier, -1 outlier; an error rate needs to know which label meant "inlier".
+        n_in = int(np.sum(predictions == 1))
+        inlier = estimator.metadata.get("inlier_label")
+        obj.update(n_inliers=n_in, n_outliers=len(values) - n_in, inlier_label=inlier)
+        report += f": {n_in} inliers (+1), {len(values) - n_in} outliers (-1)"
+        if y is not None and inlier is not None:
+            truth = np.where(np.asarray(y == inlier), 1, -1)
+            obj["error"] = float(np.mean(predictions != truth))
+            report += f", error {obj['error']:.4f} (inliers: label {_label(inlier)})"
+        elif y is not None:
+            report += ("; no error rate: the model file does not say which label was the "
+                       "inlier class (refit it with 'sparsify fit --out')")
+    elif y is not None:
+        obj["error"] = float(np.mean(predictions != y))
+        report += f", error {obj['error']:.4f}"
+        classes = getattr(estimator, "classes_", None)
+        if classes is not None and not np.isin(np.unique(y), classes).all():
+            warnings.warn(f"{args.data} has labels the model never saw (it knows "
+                          f"{[_label(c) for c in classes]}); the error counts them as "
+                          "wrong.", UserWarning, stacklevel=1)
 
     if args.out is not None:
-        text = "prediction\n" + "".join(f"{v}\n" for v in labels)
+        text = "prediction\n" + "".join(f"{v}\n" for v in values)
         _write_atomically([(args.out, text.encode())])
 
     if args.json:
-        obj: dict[str, Any] = {
-            "model": args.model, "data": args.data, "n_samples": len(labels), "error": error,
-            "formulation": payload.get("formulation"),
-            "sparsify_version": payload.get("sparsify_version"), "out": args.out,
-        }
         if args.out is None:
-            obj["predictions"] = labels
+            obj["predictions"] = values
         _print_json(obj)
         return 0
-    report = (f"{len(labels)} predictions" if error is None
-              else f"{len(labels)} predictions, error {error:.4f}")
+    reading = f"read {args.data}: {'; '.join(data.notes)}"
     if args.out is not None:
+        print(reading)
         print(f"{report}; written to {args.out}")
     else:
-        print("\n".join(str(v) for v in labels))
-        print(report, file=sys.stderr)  # stdout stays one prediction per line
+        # stdout stays one prediction per line; the rest goes to stderr
+        print(reading, file=sys.stderr)
+        sys.stdout.write("".join(f"{v}\n" for v in values))
+        print(report, file=sys.stderr)
     return 0
 
 
@@ -936,9 +1143,11 @@ def _cmd_check_gradient(args: argparse.Namespace) -> int:
     form_cls = _formulation_class(args.formulation)
     _check_solver(args.solver)
     X = y = None
+    reading: list[str] = []
     if args.data is not None:
-        X, y, _, _ = _read(args.data, args.split)
-        X, y = _validated(X, y, f"data {args.data}")
+        data = _read(args.data, args.split, args)
+        reading = list(data.notes)
+        X, y = _validated(data.X, data.y, f"data {args.data}")
         est_cls = getattr(form_cls, "estimator", None)
         if est_cls is not None and is_classifier(est_cls()):
             # Classifier formulations take labels -1/+1, as the estimator hands them over.
@@ -953,17 +1162,20 @@ def _cmd_check_gradient(args: argparse.Namespace) -> int:
         res = check_gradient(args.formulation, args.kernel, args.solver, X=X, y=y,
                              n_expansion=args.n_expansion, gamma=args.gamma,
                              random_state=args.seed)
-    passed = bool(res.rel_error <= args.threshold)  # NaN fails
+    passed = res.passed(args.threshold)  # NaN fails
     if args.json:
         _print_json({**res.as_dict(), "threshold": args.threshold, "passed": passed,
                      "data": args.data if args.data is not None else "random problem",
-                     "seed": args.seed})
+                     "reading": reading, "seed": args.seed})
     else:
+        if reading:
+            print(f"read {args.data}: {'; '.join(reading)}")
         print(f"gradient check: formulation {res.formulation}, kernel {res.kernel}, solver "
               f"{res.solver}, Nz = {res.grad.shape[0]}, d = {res.grad.shape[1]}")
         verdict = "OK" if passed else "FAILED"
-        op = "<=" if passed else ">"
-        print(f"rel_error = {res.rel_error:.3e} {op} threshold {args.threshold:g}: {verdict}")
+        print(f"rel_error = {res.rel_error:.3e}, finite differences accurate to "
+              f"{res.fd_error:.1e} (noise of W {res.noise:.1e}, step {res.step:.1e}); "
+              f"threshold {args.threshold:g}: {verdict}")
     return 0 if passed else 1
 
 

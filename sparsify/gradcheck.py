@@ -18,7 +18,7 @@ from sparsify.kernels import Kernel, Linear, make_kernel
 from sparsify.marginal import Marginal, make_marginal
 from sparsify.optimize import initial_expansion_vectors
 
-__all__ = ["GradientCheck", "check_gradient", "random_problem"]
+__all__ = ["GradientCheck", "check_gradient", "estimate_noise", "random_problem"]
 
 Array = NDArray[np.float64]
 
@@ -34,9 +34,18 @@ class GradientCheck:
     value : float
         W(Z) at the checked point.
     grad, numeric : ndarray of shape (Nz, d)
-        ∇W(Z) from the duals and from central differences.
+        ∇W(Z) from the duals and from finite differences.
     formulation, kernel, solver : str
-        What was checked.
+        What was checked; ``solver`` is the one that answered (a backend name,
+        or the formulation's own solver such as ``"svm-dual"``).
+    noise : float
+        The measured noise of W near Z (absolute, `estimate_noise`), at least
+        8 ulp of W.
+    step : float
+        The largest relative step the finite differences used.
+    fd_error : float
+        Estimated error of ``numeric``, relative like ``rel_error``: the
+        Richardson table's truncation estimate plus the noise divided by the step.
     """
 
     rel_error: float
@@ -46,6 +55,24 @@ class GradientCheck:
     formulation: str
     kernel: str
     solver: str
+    noise: float = 0.0
+    step: float = 0.0
+    fd_error: float = 0.0
+
+    def passed(self, threshold: float = 1e-6) -> bool:
+        """Whether ∇W is right to ``threshold`` as far as the finite differences can tell.
+
+        True when ``rel_error ≤ threshold + fd_error`` and the finite differences
+        are themselves accurate to ``threshold`` (``fd_error ≤ threshold``), so a
+        pass says the gradient is within 2 × ``threshold`` of the truth and a check
+        too noisy to tell is a failure, not a pass. NaN fails.
+
+        Examples
+        --------
+        >>> check_gradient("svm", "rbf", C=1.0).passed(1e-6)
+        True
+        """
+        return bool(self.fd_error <= threshold and self.rel_error <= threshold + self.fd_error)
 
     def as_dict(self) -> dict[str, Any]:
         """JSON-ready summary."""
@@ -54,6 +81,9 @@ class GradientCheck:
             "kernel": self.kernel,
             "solver": self.solver,
             "rel_error": self.rel_error,
+            "fd_error": self.fd_error,
+            "noise": self.noise,
+            "step": self.step,
             "value": self.value,
             "n_expansion": int(self.grad.shape[0]),
             "n_features": int(self.grad.shape[1]),
@@ -78,6 +108,88 @@ def random_problem(
     return X, y
 
 
+def estimate_noise(values: Array) -> float:
+    """The noise level of a function from its values at equally spaced points.
+
+    Moré & Wild's ECnoise (SIAM J. Sci. Comput. 33, 2011): the k-th differences
+    of a smooth function sampled at a small spacing vanish, those of noise do
+    not; with γ_k = (k!)² / (2k)!, the level √(γ_k · mean(Δᵏf²)) estimates the
+    noise's standard deviation where three consecutive levels agree within a
+    factor 4 and the differences change sign.
+
+    Parameters
+    ----------
+    values : ndarray of shape (m + 1,)
+        f(x + i·h·p) for i = 0 … m (m ≥ 4), h small.
+
+    Returns
+    -------
+    float
+        The noise level; 0 when all values are equal, and the largest level
+        (an upper estimate) when no three levels agree.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> t = np.linspace(0, 1e-6, 9)
+    >>> float(estimate_noise(np.sin(1.0 + t))) < 1e-15
+    True
+    >>> noisy = np.sin(1.0 + t) + 1e-9 * np.random.default_rng(0).normal(size=9)
+    >>> 2e-10 < estimate_noise(noisy) < 5e-9
+    True
+    """
+    diff = np.asarray(values, dtype=float)
+    if np.all(diff == diff[0]):
+        return 0.0
+    levels, sign_change, gamma = [], [], 1.0
+    for k in range(1, len(diff)):
+        diff = np.diff(diff)
+        gamma *= 0.5 * k / (2 * k - 1)
+        levels.append(float(np.sqrt(gamma * np.mean(diff**2))))
+        sign_change.append(bool(diff.min() < 0 < diff.max()))
+    for k in range(len(levels) - 2):
+        window = levels[k:k + 3]
+        if max(window) <= 4 * min(window) and sign_change[k]:
+            return levels[k]
+    return max(levels)
+
+
+def _richardson(W: Any, Z: Array, idx: tuple[int, ...], h0: float, noise: float,
+                target: float) -> tuple[float, float, float]:
+    """∂W/∂Z[idx] by central differences at h, h/2, h/4 and Richardson extrapolation.
+
+    Returns (estimate, truncation estimate, step h). The truncation estimate is
+    the difference of two extrapolated values; the noise adds about 4σ/h. While
+    the truncation part exceeds the target and the noise of a fourfold smaller
+    step, the step shrinks fourfold (at most 8 rungs); the rung with the
+    smallest sum is kept.
+    """
+
+    def central(h: float) -> float:
+        Zp, Zm = Z.copy(), Z.copy()
+        Zp[idx] += h
+        Zm[idx] -= h
+        return (W(Zp) - W(Zm)) / (2 * h)
+
+    h = h0
+    D = [central(h), central(h / 2), central(h / 4)]
+    best, best_error = (np.nan, np.inf, h), np.inf
+    for _ in range(8):
+        R1 = (4 * D[-2] - D[-3]) / 3
+        R2 = (4 * D[-1] - D[-2]) / 3
+        error = abs(R2 - R1) + 4 * noise / h
+        if error < best_error:
+            best, best_error = (R2, abs(R2 - R1), h), error
+        # a kink of W within the step (an active set that changes) shows as truncation:
+        # shrink until it is gone, or until a smaller step would gain less in truncation
+        # than it loses to noise
+        if abs(R2 - R1) <= target or 16 * noise / h >= abs(R2 - R1):
+            break
+        h /= 4
+        D = [D[-1], central(h / 2), central(h / 4)]
+    return best
+
+
 def check_gradient(
     formulation: str | Formulation = "svm",
     kernel: str | Kernel = "rbf",
@@ -86,14 +198,27 @@ def check_gradient(
     y: ArrayLike | None = None,
     Z: ArrayLike | None = None,
     n_expansion: int = 4,
-    eps: float = 1e-4,
+    eps: float | None = None,
     tol: float = 1e-9,
     gamma: float | str = "scale",
     random_state: int = 0,
     marginal: Marginal | None = None,
+    target: float = 1e-7,
     **formulation_params: Any,
 ) -> GradientCheck:
-    """Compare ∇W(Z) with central differences of W for a formulation.
+    """Compare ∇W(Z) with finite differences of W for a formulation.
+
+    The step comes from the noise of W, so that the check means the same on
+    every machine and with every solver. The noise σ is measured
+    (`estimate_noise` on 9 values of W along a random direction at a
+    relative spacing of 1e-6). The central differences start at the relative
+    step h = 4σ' / (``target`` · ‖g‖ / √n), clipped to [1e-4, 0.1], where σ'
+    is the larger of σ and the accuracy the solver states for W(Z)
+    (`sparsify.marginal.Evaluation.accuracy`), so that noise adds about
+    ``target`` or less to the relative error; they are extrapolated
+    (Richardson, steps h, h/2, h/4; the step shrinks where the table shows a
+    kink) so that the truncation error of a large step vanishes. The table's
+    estimate of what is left, plus 4σ/h, is ``fd_error``.
 
     Parameters
     ----------
@@ -111,23 +236,28 @@ def check_gradient(
     n_expansion : int, default=4
         Nz when Z is not given (capped below d for the linear kernel, whose W
         is constant once the XVs span the input space).
-    eps : float, default=1e-4
-        Finite-difference step (relative to |z| when |z| > 1). Central
-        differences err by O(eps²) ≈ 1e-8 here, while the noise of W divided
-        by eps stays below 1e-7 for interior-point solvers at ``tol``.
+    eps : float, optional
+        The first relative step (relative to max(1, |z|)); by default chosen
+        from the noise as above.
     tol : float, default=1e-9
         Solver accuracy.
+    random_state : int, default=0
+        Seed of the problem, of Z and of the noise direction.
     marginal : Marginal, optional
         Check this W(Z) provider; by default the formulation's own
         (`Formulation.marginal`) if it has one, else the generic cvxpy path.
+    target : float, default=1e-7
+        Relative error the finite differences aim at.
 
     Returns
     -------
     GradientCheck
+        Use `GradientCheck.passed` to judge it.
 
     Examples
     --------
-    >>> check_gradient("svm", "rbf", C=1.0).rel_error < 1e-6
+    >>> result = check_gradient("svm", "rbf", C=1.0)
+    >>> result.rel_error < 1e-6 and result.fd_error < 1e-7
     True
     """
     if X is None:
@@ -146,16 +276,31 @@ def check_gradient(
         # a formulation's own W and ∇W, if it supplies them, is what a fit uses
         marginal = make_marginal(form, X, y, k, len(Z), solver, tol)
     ev = marginal.evaluate(Z)
-    numeric = np.zeros_like(Z)
-    for idx in np.ndindex(*Z.shape):
-        step = eps * max(1.0, abs(Z[idx]))
-        Zp, Zm = Z.copy(), Z.copy()
-        Zp[idx] += step
-        Zm[idx] -= step
-        numeric[idx] = (marginal.evaluate(Zp, grad=False).value
-                        - marginal.evaluate(Zm, grad=False).value) / (2 * step)
     grad = np.asarray(ev.grad)
-    scale = max(float(np.linalg.norm(grad)), float(np.linalg.norm(numeric)), 1e-300)
+    scale_z = np.maximum(1.0, np.abs(Z))
+
+    def W(Zs: Array) -> float:
+        return marginal.evaluate(Zs, grad=False).value
+
+    # the noise of W along a random direction, at a spacing where W is smooth
+    direction = rng.normal(size=Z.shape)
+    direction *= scale_z / np.abs(direction).max()
+    line = [W(Z + (i - 4) * 1e-6 * direction) if i != 4 else ev.value for i in range(9)]
+    floor = 8 * np.finfo(float).eps * max(1.0, abs(ev.value))
+    noise = max(estimate_noise(np.asarray(line)), floor)
+
+    n = Z.size
+    g_norm = float(np.linalg.norm(grad))
+    per_coord = target * (g_norm if g_norm > 0 else max(1.0, abs(ev.value))) / np.sqrt(n)
+    # the step guards against the worst the solver states too, not only the typical noise
+    worst = max(noise, ev.accuracy or 0.0)
+    h_rel = eps if eps is not None else float(np.clip(4 * worst / per_coord, 1e-4, 0.1))
+    numeric, truncation, steps = np.zeros_like(Z), np.zeros_like(Z), np.zeros_like(Z)
+    for idx in np.ndindex(*Z.shape):
+        numeric[idx], truncation[idx], steps[idx] = _richardson(
+            W, Z, idx, h_rel * scale_z[idx], noise, per_coord)
+    errors = truncation + 4 * noise / steps
+    scale = max(g_norm, float(np.linalg.norm(numeric)), 1e-300)
     return GradientCheck(
         rel_error=float(np.linalg.norm(grad - numeric) / scale),
         value=ev.value,
@@ -163,5 +308,8 @@ def check_gradient(
         numeric=numeric,
         formulation=form.name or type(form).__name__,
         kernel=kernel if isinstance(kernel, str) else type(kernel).__name__,
-        solver=ev.solver if solver == "auto" else solver,
+        solver=ev.solver,
+        noise=float(noise),
+        step=float(np.max(steps / scale_z)),
+        fd_error=float(np.linalg.norm(errors) / scale),
     )

@@ -8,10 +8,12 @@ exposed through the ``sparsify`` entry-point group::
 
 Each hook receives a ``register`` callable; call it once per thing the plugin
 provides. The built-in formulations (``plugins/`` in the source tree, the
-``sparsify_plugins`` package) use exactly this mechanism. A hook whose
-parameters are not these, a hook name sparsify does not define, and a
-``register_*`` function without ``@hookimpl`` each give a `PluginWarning`
-naming the plugin and its distribution (docs/plugins.md is the guide;
+``sparsify_plugins`` package) use exactly this mechanism; they load first and
+their names are reserved. A hook whose parameters are not these, a hook name
+sparsify does not define, a ``register_*`` function without ``@hookimpl``, a
+name that is already registered and anything a hook raises (``SystemExit``
+included) each give a `PluginWarning` naming the plugin and its distribution,
+and the rest of sparsify keeps working (docs/plugins.md is the guide;
 `sparsify.testing` checks a formulation).
 """
 

@@ -199,6 +199,31 @@ class ManifoldKernel(Kernel):
         """
         return replace(self, X_graph=np.asarray(X_graph, dtype=float))
 
+    def graph_coef(self, Z: ArrayLike) -> Array:
+        """``C = A k(X_graph, Z)``, shape (N_g, Nz): the deformation of the columns Z.
+
+        With it, ``k̃(x, Z) = k(x, Z) − k(X_graph, x)ᵀ C`` for any x: a machine
+        with fixed XVs Z needs only the graph points and C, not the graph (this
+        is how a model file stores a manifold kernel, see `sparsify.io`).
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from sparsify import RBF
+        >>> rng = np.random.default_rng(0)
+        >>> k = ManifoldKernel(RBF(0.5), rng.normal(size=(20, 2)), n_neighbors=3)
+        >>> X, Z = rng.normal(size=(4, 2)), rng.normal(size=(3, 2))
+        >>> C = k.graph_coef(Z)
+        >>> C.shape
+        (20, 3)
+        >>> bool(np.allclose(k(X, Z), k.base(X, Z) - k.base(k.X_graph, X).T @ C))
+        True
+        """
+        # a read-only view of the cached block: no second N_g × Nz copy
+        out = self._columns(np.asarray(Z, dtype=float))[1].view()
+        out.flags.writeable = False
+        return out
+
     def _graph(self) -> Array:
         if self.X_graph is None:
             raise ValueError("This ManifoldKernel has no graph yet: pass X_graph=, call "

@@ -31,7 +31,14 @@ from numpy.typing import NDArray
 from sparsify.formulation import Declaration, Formulation, Outputs
 from sparsify.kernels import Kernel
 from sparsify.plugins import get_registry
-from sparsify.solvers import AUTO_CHAIN, SolverBackend, SolverError
+from sparsify.solvers import (
+    AUTO_CHAIN,
+    Solved,
+    SolverBackend,
+    SolverError,
+    Unsolved,
+    solve_problem,
+)
 
 __all__ = [
     "CvxpyMarginal",
@@ -39,6 +46,7 @@ __all__ = [
     "Marginal",
     "NonDifferentiableWarning",
     "check_expansion_vectors",
+    "diagonal_scale",
     "expansion_factor",
     "kernel_blocks",
     "make_marginal",
@@ -67,6 +75,10 @@ class Evaluation:
         Bias b.
     solver : str
         Backend that produced the solution.
+    accuracy : float or None
+        A bound on |W − W*| that the solver's stopping rule guarantees (for the
+        generic path: the duality gap it stopped at); None where the provider
+        states none (an exact solver accurate to round-off).
     """
 
     value: float
@@ -74,6 +86,7 @@ class Evaluation:
     coef: Array
     intercept: float | Array
     solver: str
+    accuracy: float | None = None
 
 
 class Marginal(ABC):
@@ -157,6 +170,37 @@ def kernel_blocks(kernel: Kernel, X: Array, Z: Array) -> tuple[Array, Array]:
             "degree, or rescale the data."
         )
     return K_xz, K_zz
+
+
+def diagonal_scale(kernel: Kernel, X: Array, formulation_name: str = "") -> float:
+    """The mean of k(x, x) over the training inputs, the scale every jitter is relative to.
+
+    A ValueError where it is not finite: features of size 1e160 overflow a linear
+    or polynomial kernel (k(x, x) = ‖x‖² = inf), which would otherwise surface as
+    LAPACK's "Eigenvalues did not converge".
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sparsify import Linear
+    >>> diagonal_scale(Linear(), np.array([[1.0, 2.0], [3.0, 0.0]]))
+    7.0
+    >>> diagonal_scale(Linear(), np.array([[1e200, 0.0], [1.0, 1.0]]))  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    ValueError: The kernel Linear() overflows on the training inputs: k(x, x) is not finite ...
+    """
+    with np.errstate(over="ignore", invalid="ignore"):
+        diag = np.asarray(kernel.diag(X), dtype=float)
+    bad = ~np.isfinite(diag)
+    if bad.any():
+        where = f" of the {formulation_name!r} formulation" if formulation_name else ""
+        raise ValueError(
+            f"The kernel {kernel!r} overflows on the training inputs{where}: k(x, x) is not "
+            f"finite for row {int(np.argmax(bad))}. Rescale the data (standardise the "
+            "features), or lower gamma or degree."
+        )
+    return float(np.mean(diag))
 
 
 def expansion_factor(K_zz: Array) -> Array:
@@ -285,7 +329,7 @@ class CvxpyMarginal(Marginal):
         self.n_expansion = int(n_expansion)
         self.tol = tol
         #: mean kernel diagonal on X: far from 1, the solvers meet a badly scaled problem
-        self.kernel_scale = float(np.mean(kernel.diag(self.X)))
+        self.kernel_scale = diagonal_scale(kernel, self.X, self.formulation_name)
         self.jitter = jitter * max(self.kernel_scale, 1e-300)
         self.backends = _resolve_backends(solver)
         self._warned = False
@@ -344,23 +388,27 @@ class CvxpyMarginal(Marginal):
         self.link_f = self.f == self.K_xz @ self.beta
         self.link_u = self.u == self.R @ self.beta
         self.declaration = decl
-        self.problem = cp.Problem(decl.objective, [self.link_f, self.link_u, *decl.constraints])
+        # a solver that stalls may retry with the objective rescaled (SolverBackend.attempts)
+        self.objective_scale = cp.Parameter(nonneg=True, name="objective_scale", value=1.0)
+        self.problem = cp.Problem(cp.Minimize(self.objective_scale * decl.objective.expr),
+                                  [self.link_f, self.link_u, *decl.constraints])
         self._check(decl)
 
     def _check(self, decl: Declaration) -> None:
         if not self.problem.is_dcp():
             raise self._fail("is not DCP (disciplined convex): check the curvature of its "
                              "objective and constraints.")
+        parts = [decl.objective, *decl.constraints]
+        if isinstance(decl.intercept, cp.Expression):
+            parts.append(decl.intercept)
+        # before DPP: a Parameter of its own would also break DPP, with a vaguer message
+        if any(part.parameters() for part in parts):
+            raise self._fail("creates cvxpy Parameters of its own; pass hyperparameters as "
+                             "plain numbers (the core owns every Parameter).")
         if not self.problem.is_dpp():
             raise self._fail("is not DPP: it must not multiply the framework's objects in a "
                              "way that puts a Parameter times a Parameter (for example "
                              "quad_form with a Parameter matrix).")
-        parts = [decl.objective, *decl.constraints]
-        if isinstance(decl.intercept, cp.Expression):
-            parts.append(decl.intercept)
-        if any(part.parameters() for part in parts):
-            raise self._fail("creates cvxpy Parameters of its own; pass hyperparameters as "
-                             "plain numbers (the core owns every Parameter).")
         used = {v.id for part in (decl.objective, *decl.constraints) for v in part.variables()}
         if self.f.id not in used:
             raise self._fail("ignores the outputs f: declare the loss or constraints over "
@@ -377,24 +425,18 @@ class CvxpyMarginal(Marginal):
 
     # -- evaluation ---------------------------------------------------------------------------
 
-    def _solve(self) -> SolverBackend:
-        statuses = []
-        self._solver_exception: Exception | None = None
-        for backend in self.backends:
-            # Aim below tol first; if the solver breaks down there (it happens on
-            # exponential cones), ask for tol itself before trying the next backend.
-            for aim in (1e-2, 1.0) if backend.accepts_inaccurate else (1e-2,):
-                status = self._try(backend, aim)
-                if status == "accepted":
-                    return backend
-            statuses.append(status)
-        report = "; ".join(f"{b.name}: {st}" for b, st in zip(self.backends, statuses,
-                                                                strict=True))
-        raise SolverError(
-            f"The {' then '.join(b.name for b in self.backends)} solver did not solve the "
-            f"{self.formulation_name!r} formulation (N={len(self.X)}, Nz={self.n_expansion}): "
-            f"{report}. {_hint(statuses)}{self._scale_note()}"
-        ) from self._solver_exception
+    def _solve(self) -> Solved:
+        try:
+            return solve_problem(self.problem, self.backends, self.tol,
+                                 has_solution=lambda: self.link_f.dual_value is not None,
+                                 objective_scale=self.objective_scale)
+        except Unsolved as failed:
+            codes = [status for _, status in failed.statuses]
+            raise SolverError(
+                f"The {' then '.join(b.name for b in self.backends)} solver did not solve the "
+                f"{self.formulation_name!r} formulation (N={len(self.X)}, "
+                f"Nz={self.n_expansion}): {failed}. {_hint(codes)}{self._scale_note()}"
+            ) from failed.cause
 
     def _scale_note(self) -> str:
         if 1e-6 <= abs(self.kernel_scale) <= 1e6:
@@ -402,49 +444,24 @@ class CvxpyMarginal(Marginal):
         return (f" The kernel's diagonal on X averages {self.kernel_scale:.1e}, far from 1: "
                 "standardise the features or lower gamma.")
 
-    def _try(self, backend: SolverBackend, aim: float) -> str:
-        """Solve once; 'accepted' or the status that was not."""
-        try:
-            with warnings.catch_warnings():
-                # An inaccurate status is judged below, by the backend's own rule.
-                warnings.filterwarnings("ignore", "Solution may be inaccurate")
-                self.problem.solve(
-                    solver=backend.cvxpy_name,
-                    warm_start=backend.warm_start,
-                    **backend.options(self.tol, aim),
-                )
-        except cp.error.SolverError as exc:
-            self._solver_exception = exc
-            return f"error ({exc})"
-        except Exception as exc:
-            # a solver's own crash (not cvxpy's wrapper of it) is that backend's failure too;
-            # the SolverError raised when every backend failed chains the last one
-            self._solver_exception = exc
-            return f"error ({type(exc).__name__}: {exc})"
-        status = self.problem.status
-        accepted = status == cp.OPTIMAL or (
-            status == cp.OPTIMAL_INACCURATE and backend.accepts_inaccurate
-        )
-        if accepted and self.link_f.dual_value is None:
-            return f"{status} without duals"
-        return "accepted" if accepted else status
-
     def evaluate(self, Z: Array, grad: bool = True) -> Evaluation:
         Z = check_expansion_vectors(Z, self.n_expansion, self.X.shape[1], self.formulation_name)
         K_xz, K_zz = kernel_blocks(self.kernel, self.X, Z)
         self.K_xz.value = K_xz
         self.R.value = expansion_factor(K_zz + self.jitter * np.eye(len(Z)))
-        backend = self._solve()
+        solved = self._solve()
         beta = np.asarray(self.beta.value, dtype=float)
         intercept = self.declaration.intercept
         b = np.asarray(intercept.value if isinstance(intercept, cp.Expression) else intercept,
                        dtype=float)
         b = float(b) if b.ndim == 0 else b
-        value = float(self.problem.value)
+        value = float(self.problem.value) / solved.objective_scale
+        accuracy = solved.accuracy * max(1.0, abs(value))
         if not grad:
-            return Evaluation(value, None, beta, b, backend.name)
-        nu = np.asarray(self.link_f.dual_value, dtype=float)
-        eta = np.asarray(self.link_u.dual_value, dtype=float).reshape(len(Z), -1)
+            return Evaluation(value, None, beta, b, solved.backend.name, accuracy)
+        nu = np.asarray(self.link_f.dual_value, dtype=float) / solved.objective_scale
+        eta = (np.asarray(self.link_u.dual_value, dtype=float).reshape(len(Z), -1)
+               / solved.objective_scale)
         u = np.asarray(self.u.value, dtype=float).reshape(len(Z), -1)
         B = beta.reshape(len(Z), -1)
         G_xz = -nu.reshape(len(self.X), -1) @ B.T
@@ -462,7 +479,7 @@ class CvxpyMarginal(Marginal):
                     NonDifferentiableWarning,
                     stacklevel=2,
                 )
-        return Evaluation(value, gradient, beta, b, backend.name)
+        return Evaluation(value, gradient, beta, b, solved.backend.name, accuracy)
 
 
 def make_marginal(

@@ -20,7 +20,14 @@ from sklearn.utils import check_random_state
 from sparsify.marginal import Evaluation, Marginal
 from sparsify.solvers import SolverError
 
-__all__ = ["IterationInfo", "OptimizeResult", "initial_expansion_vectors", "minimize_marginal"]
+__all__ = [
+    "IterationInfo",
+    "OptimizeResult",
+    "initial_expansion_vectors",
+    "minimize_marginal",
+    "problem_line",
+    "warn_if_not_converged",
+]
 
 Array = NDArray[np.float64]
 INIT_METHODS = ("random", "kmeans")
@@ -122,13 +129,31 @@ def _balanced_rows(
 
 @dataclass(frozen=True)
 class IterationInfo:
-    """What a callback sees after each L-BFGS iteration."""
+    """What a callback sees after each L-BFGS iteration.
+
+    Attributes
+    ----------
+    iteration : int
+        Iterations done so far (1 after the first).
+    value : float
+        W(Z) after this iteration.
+    grad_norm : float
+        ‖∇W(Z)‖ at the last evaluation.
+    Z : ndarray of shape (Nz, d)
+        The XVs after this iteration.
+    seconds : float
+        Time since the optimisation started.
+    problem : str
+        Which problem this is, for a fit of several (for example
+        ``"class 3 vs rest, start 1"``); empty for a single one.
+    """
 
     iteration: int
     value: float
     grad_norm: float
     Z: Array
     seconds: float
+    problem: str = ""
 
 
 @dataclass
@@ -147,6 +172,9 @@ class OptimizeResult:
         L-BFGS iterations and W(Z) evaluations.
     message : str
         Why the optimisation stopped.
+    converged : bool
+        False when ``max_iter`` (or the evaluation budget) stopped L-BFGS before
+        its ``tol`` test was met, or a failed solve stopped it early.
     """
 
     Z: Array
@@ -156,6 +184,7 @@ class OptimizeResult:
     n_evaluations: int
     message: str
     seconds: float = field(default=0.0)
+    converged: bool = True
 
 
 def _check_finite(marginal: Marginal, ev: Evaluation) -> None:
@@ -177,6 +206,7 @@ def minimize_marginal(
     tol: float = 1e-6,
     callback: Callable[[IterationInfo], bool | None] | None = None,
     verbose: int = 0,
+    problem: str = "",
 ) -> OptimizeResult:
     """Minimise W(Z) with L-BFGS (scipy) from ``Z0``.
 
@@ -197,10 +227,16 @@ def minimize_marginal(
         True stops the optimisation.
     verbose : int, default=0
         Print one line per iteration when > 0.
+    problem : str, optional
+        Names the problem in the verbose lines and in `IterationInfo`
+        (``"class 3 vs rest"``) when a fit solves several.
 
     Returns
     -------
     OptimizeResult
+        ``converged`` says whether L-BFGS met its ``tol`` test; the caller warns
+        (the estimators raise a `sklearn.exceptions.ConvergenceWarning` naming
+        the problem, as scikit-learn's estimators do when ``max_iter`` stops them).
 
     Notes
     -----
@@ -242,16 +278,17 @@ def minimize_marginal(
         history.append(value)
         grad = last["ev"].grad
         info = IterationInfo(len(history) - 1, value, float(np.linalg.norm(grad)),
-                             z.reshape(shape), time.perf_counter() - start)
+                             z.reshape(shape), time.perf_counter() - start, problem)
         if verbose:
-            print(f"[sparsify] iter {info.iteration:4d}/{max_iter}  W = {value:.8g}  "
+            where = f"{problem}: " if problem else ""
+            print(f"[sparsify] {where}iter {info.iteration:4d}/{max_iter}  W = {value:.8g}  "
                   f"|grad| = {info.grad_norm:.3g}  {info.seconds:.2f}s", flush=True)
         if callback is not None and callback(info):
             raise StopIteration
 
     z0 = np.asarray(Z0, dtype=float).ravel()
     history.append(fun(z0)[0])
-    message, n_iter = "max_iter=0: the initial XVs are kept", 0
+    message, n_iter, converged = "max_iter=0: the initial XVs are kept", 0, True
     try:
         if max_iter > 0:
             res = minimize(
@@ -264,8 +301,11 @@ def minimize_marginal(
                          "gtol": 1e-10},
             )
             n_iter, message = int(res.nit), str(res.message)
+            # scipy's status 1: the iteration or evaluation budget ran out before ftol
+            # held (99, the callback's StopIteration, is the caller's choice)
+            converged = int(res.status) != 1
     except SolverError as exc:
-        n_iter = len(history) - 1
+        n_iter, converged = len(history) - 1, False
         message = f"stopped early: {exc}"
         warnings.warn(
             f"L-BFGS stopped after {n_iter} iterations because the solver failed; keeping the "
@@ -275,4 +315,72 @@ def minimize_marginal(
         )
     Z_best, ev_best = best[0]
     return OptimizeResult(Z_best, ev_best, np.asarray(history), n_iter, n_eval, message,
-                          time.perf_counter() - start)
+                          time.perf_counter() - start, converged)
+
+
+def warn_if_not_converged(estimator: str, results: list[tuple[str, OptimizeResult]],
+                          max_iter: int) -> None:
+    """One `ConvergenceWarning` naming every problem of a fit that L-BFGS left unfinished.
+
+    As scikit-learn's estimators do when ``max_iter`` stops them: the fit is
+    kept, the warning says which problems and what to change.
+
+    Parameters
+    ----------
+    estimator : str
+        The estimator's name, for the message.
+    results : list of (str, OptimizeResult)
+        Each problem's name (empty for a single problem) and its result.
+    max_iter : int
+        The iteration limit the fit had.
+
+    Examples
+    --------
+    >>> import warnings
+    >>> from sparsify.marginal import Evaluation
+    >>> ev = Evaluation(1.0, None, np.zeros(1), 0.0, "svm-dual")
+    >>> res = OptimizeResult(np.zeros((1, 1)), ev, np.ones(3), 2, 3, "limit", converged=False)
+    >>> with warnings.catch_warnings(record=True) as caught:
+    ...     warnings.simplefilter("always")
+    ...     warn_if_not_converged("SparseSVC", [("class 'a' vs rest", res)], max_iter=2)
+    >>> print(caught[0].message)  # doctest: +NORMALIZE_WHITESPACE
+    SparseSVC: L-BFGS stopped at max_iter=2 before W(Z) levelled off for 1 of 1 problem
+    (class 'a' vs rest: last relative decrease 0); the XVs are usable but not optimised to
+    tol. Increase max_iter or loosen tol.
+    """
+    stopped = [(name, res) for name, res in results if not res.converged]
+    if not stopped or max_iter == 0:
+        return
+    parts = []
+    for name, res in stopped[:5]:
+        h = res.history
+        last = abs(h[-2] - h[-1]) / max(abs(h[-1]), 1e-300) if len(h) > 1 else float("nan")
+        failed = res.message.startswith("stopped early")
+        why = "a solve failed" if failed else f"last relative decrease {last:.2g}"
+        parts.append(f"{name}: {why}" if name else why)
+    more = f", and {len(stopped) - 5} more" if len(stopped) > 5 else ""
+    noun = "problem" if len(results) == 1 else "problems"
+    warnings.warn(
+        f"{estimator}: L-BFGS stopped at max_iter={max_iter} before W(Z) levelled off for "
+        f"{len(stopped)} of {len(results)} {noun} ({'; '.join(parts)}{more}); the XVs are "
+        "usable but not optimised to tol. Increase max_iter or loosen tol.",
+        ConvergenceWarning,
+        stacklevel=3,
+    )
+
+
+def problem_line(name: str, res: OptimizeResult) -> str:
+    """The ``verbose=1`` line for one finished problem: iterations, W and time.
+
+    Examples
+    --------
+    >>> from sparsify.marginal import Evaluation
+    >>> ev = Evaluation(12.5, None, np.zeros(1), 0.0, "svm-dual")
+    >>> res = OptimizeResult(np.zeros((1, 1)), ev, np.ones(3), 7, 9, "ok", seconds=0.25)
+    >>> problem_line("class 3 vs rest", res)
+    '[sparsify] class 3 vs rest: 7 iterations, W = 12.5, 0.25 s, converged'
+    """
+    status = "converged" if res.converged else "stopped by max_iter or a failed solve"
+    where = f"{name}: " if name else ""
+    return (f"[sparsify] {where}{res.n_iter} iterations, W = {res.evaluation.value:.8g}, "
+            f"{res.seconds:.2f} s, {status}")

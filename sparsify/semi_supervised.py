@@ -35,7 +35,7 @@ from sparsify.estimators import KernelMachineMixin
 from sparsify.formulation import Formulation, make_formulation
 from sparsify.kernels import RBF, Kernel, SumKernel, make_kernel
 from sparsify.manifold import ManifoldKernel
-from sparsify.marginal import CvxpyMarginal, make_marginal
+from sparsify.marginal import CvxpyMarginal, diagonal_scale, make_marginal
 from sparsify.mkl import alternate, block_norms2, combined_kernel, uniform_weights
 from sparsify.optimize import INIT_METHODS, initial_expansion_vectors, minimize_marginal
 from sparsify.plugins import get_registry
@@ -277,7 +277,7 @@ class _Sparse:
         Z = self.Z
         K_xz = kernel(self.X, Z)
         # the same jitter as the marginals, so every path solves the same problem
-        jitter = 1e-10 * max(float(np.mean(kernel.diag(self.X))), 1e-300)
+        jitter = 1e-10 * max(diagonal_scale(kernel, self.X), 1e-300)
         lam, V = np.linalg.eigh(kernel(Z, Z) + jitter * np.eye(len(Z)))
         keep = lam > 1e-12 * lam.max()
         T = V[:, keep] / np.sqrt(lam[keep])

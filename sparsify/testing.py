@@ -47,7 +47,7 @@ from sparsify.gradcheck import check_gradient, random_problem
 from sparsify.kernels import Kernel, make_kernel
 from sparsify.marginal import CvxpyMarginal, Marginal, NonDifferentiableWarning, expansion_factor
 from sparsify.plugins import get_registry
-from sparsify.solvers import SolverBackend, SolverError
+from sparsify.solvers import SolverBackend, SolverError, Unsolved, solve_problem
 
 __all__ = [
     "CheckResult",
@@ -257,23 +257,13 @@ def _direct_full_value(ctx: _Context, kernel: Kernel, backend: SolverBackend | N
     problem = cp.Problem(decl.objective, [f == K @ beta, *decl.constraints])
     chain = ([backend] if backend is not None
              else [get_registry().get("solver", s) for s in ("clarabel", "ecos")])
-    statuses = []
-    for b in chain:
-        if b.quadratic_only and not problem.is_qp():
-            continue
-        try:
-            with warnings.catch_warnings():
-                warnings.filterwarnings("ignore", "Solution may be inaccurate")
-                problem.solve(solver=b.cvxpy_name, **b.options(ctx.solver_tol))
-        except cp.error.SolverError as exc:
-            statuses.append(f"{b.name}: error ({exc})")
-            continue
-        if problem.status == cp.OPTIMAL or (problem.status == cp.OPTIMAL_INACCURATE
-                                            and b.accepts_inaccurate):
-            return float(problem.value)
-        statuses.append(f"{b.name}: {problem.status}")
-    raise _Skip(f"the direct full problem could not be solved ({'; '.join(statuses)}), so "
-                "there is no reference to compare with")
+    chain = [b for b in chain if not (b.quadratic_only and not problem.is_qp())]
+    try:
+        solve_problem(problem, chain, ctx.solver_tol)
+    except Unsolved as failed:
+        raise _Skip(f"the direct full problem could not be solved ({failed}), so there is no "
+                    "reference to compare with") from failed
+    return float(problem.value)
 
 
 def _check_full_problem(ctx: _Context, name: str, kernel_name: str | Kernel,
@@ -308,8 +298,8 @@ def _gradient_figures(ctx: _Context, name: str, form_marginal: Marginal, kernel:
                              n_expansion=n_expansion, tol=ctx.solver_tol,
                              random_state=ctx.random_state, marginal=form_marginal)
     g, g_fd = float(np.linalg.norm(res.grad)), float(np.linalg.norm(res.numeric))
-    figures = {"rel_error": res.rel_error, "value": res.value, "grad_norm": g,
-               "numeric_norm": g_fd}
+    figures = {"rel_error": res.rel_error, "fd_error": res.fd_error, "value": res.value,
+               "grad_norm": g, "numeric_norm": g_fd}
     shape = f"Nz = {res.grad.shape[0]}, d = {res.grad.shape[1]}"
     nondiff = [str(w.message) for w in caught if issubclass(w.category, NonDifferentiableWarning)]
     if max(g, g_fd) <= 1e-8 * max(1.0, abs(res.value)):
@@ -318,7 +308,16 @@ def _gradient_figures(ctx: _Context, name: str, form_marginal: Marginal, kernel:
                     f"‖g_fd‖ = {g_fd:.2e}, W = {res.value:.6g}, {shape}), so the check cannot "
                     "tell a right gradient from a wrong one.",
                     "pass data X, y and hyperparameters for which W depends on the XVs.")
-    if not res.rel_error <= ctx.tol:
+    if res.fd_error > ctx.tol:
+        raise _fail(name, ctx.name,
+                    f"the finite differences of W are not accurate enough to judge ∇W(Z) to "
+                    f"tol {ctx.tol:g}: their own error is estimated at {res.fd_error:.2e} "
+                    f"(noise of W {res.noise:.2e}, W = {res.value:.6g}, {shape}); W has a "
+                    "kink or is noisy at every usable step.",
+                    "check at other data or XVs (random_state=), or with a tighter "
+                    "solver_tol; a W that is not differentiable here should be reported "
+                    "by Formulation.nondifferentiable.")
+    if not res.passed(ctx.tol):
         hint = (f" The core warned that W is not differentiable there: {nondiff[0]}"
                 if nondiff else "")
         fix = (

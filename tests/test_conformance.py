@@ -214,7 +214,8 @@ class WrongValue(SVM):
     ("formulation", "check", "message"),
     [
         (NotDCP(), "declaration", r"is not DCP .* To fix: declare a cp\.Minimize problem"),
-        (NotDPP(), "declaration", r"is not DPP"),
+        # its own Parameter is what breaks DPP, and what the check names
+        (NotDPP(), "declaration", r"creates cvxpy Parameters of its own"),
         (ForeignParameter(), "declaration", r"creates cvxpy Parameters of its own"),
         (IgnoresF(), "declaration", r"ignores the outputs f"),
         (Stateful(), "full_problem[rbf-clarabel]",

@@ -402,14 +402,20 @@ def test_svm_fast_path_degenerate_newton_system_falls_back() -> None:
     assert ev.value == pytest.approx(generic.evaluate(X[[0, 0]]).value, rel=1e-9)
 
 
-def test_svm_fast_path_and_fallback_both_failing_is_reported() -> None:
-    # C = 1e6 with an almost constant kernel (gamma = 1e-6) and a duplicate XV: every
-    # solver gives up; the report names the formulation and each solver's status
+def test_svm_fast_path_and_fallback_both_failing_is_reported(register, monkeypatch) -> None:
+    # C = 1e8 with an almost constant kernel (gamma = 1e-8) and a duplicate XV stalls the
+    # fast path; the generic fallback's backends are cut to 2 iterations so that every one
+    # gives up too (the real ones solve even this since their retries). The report names
+    # the formulation and each solver's status.
+    for name in ("clarabel", "ecos"):
+        register("solver", SolverBackend(f"{name}_2iter", name.upper(), settings=(
+            {"max_iter": 2} if name == "clarabel" else {"max_iters": 2})))
+    monkeypatch.setattr(marginal_module, "AUTO_CHAIN", ("clarabel_2iter", "ecos_2iter"))
     X, y = random_problem(30, 2)
-    fast = SVMDualMarginal(1e6, X, y, RBF(1e-6), 4, tol=1e-8)
-    with pytest.raises(SolverError, match=r"The clarabel then osqp then ecos solver did not "
-                                          r"solve the 'svm' formulation \(N=30, Nz=4\): clarabel: "
-                                          r"error .*Try another solver=, a looser tol"):
+    fast = SVMDualMarginal(1e8, X, y, RBF(1e-8), 4, tol=1e-8)
+    with pytest.raises(SolverError, match=r"The clarabel_2iter then ecos_2iter solver did not "
+                                          r"solve the 'svm' formulation \(N=30, Nz=4\): "
+                                          r"clarabel_2iter: user_limit; ecos_2iter: "):
         fast.evaluate(np.vstack([X[:3], X[:1]]))
     assert fast.n_generic == 1
 
@@ -427,3 +433,14 @@ def test_the_reliability_page_example_raises_the_iteration_limit(monkeypatch) ->
     X, y = random_problem(20, 2)
     clf = namespace["clf"].set_params(n_expansion=3, max_iter=3, random_state=0).fit(X, y)
     assert np.isfinite(clf.decision_function(X)).all()
+
+
+@pytest.mark.parametrize("solver", ["auto", "clarabel"])
+def test_kernel_overflow_on_the_training_inputs_is_a_clear_error(solver: str) -> None:
+    # a linear kernel on a 1e300 feature: k(x, x) = inf made the jitter infinite and
+    # LAPACK said "Eigenvalues did not converge" (a LinAlgError from expansion_factor)
+    X, y = random_problem(20, 2)
+    X[3, 0] = 1e300
+    with pytest.raises(ValueError, match=r"The kernel Linear\(\) overflows on the training "
+                                         r"inputs.*row 3\. Rescale the data"):
+        SparseSVC(3, kernel="linear", solver=solver, max_iter=2, random_state=0).fit(X, y)

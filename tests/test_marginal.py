@@ -24,6 +24,14 @@ SOLVERS = ["clarabel", "ecos", "osqp"]
 KERNELS = ["rbf", "poly", "linear", "rbf+linear"]
 
 
+def _accuracy(answered: str) -> float:
+    """The gradient accuracy claimed by whatever answered: a backend's, or 1e-6."""
+    registry = get_registry()
+    if answered in registry.names("solver"):
+        return float(registry.get("solver", answered).gradient_accuracy)
+    return 1e-6
+
+
 @pytest.mark.parametrize("solver", SOLVERS)
 @pytest.mark.parametrize("kernel", KERNELS)
 @pytest.mark.parametrize("formulation", get_registry().names("formulation"))
@@ -34,13 +42,9 @@ def test_gradient_matches_central_differences(formulation: str, kernel: str, sol
         if "handles quadratic programs only" not in str(exc):
             raise
         pytest.skip(f"{solver} cannot solve the {formulation!r} formulation: {exc}")
-    except SolverError as exc:
-        # Clarabel can stall above 1e-9 on exponential cones (InsufficientProgress);
-        # a known solver limit, reported, not a wrong gradient.
-        if solver != "clarabel" or "clarabel" not in str(exc):
-            raise
-        pytest.xfail(f"clarabel cannot reach tol 1e-9 on this {formulation!r} problem: {exc}")
-    assert result.rel_error <= 1e-6, result.as_dict()
+    # the backend's own accuracy where the generic path answered, else the fast path's 1e-6
+    threshold = _accuracy(result.solver)
+    assert result.passed(threshold), result.as_dict()
     assert np.linalg.norm(result.grad) > 0
 
 
@@ -168,7 +172,9 @@ class _Bad(Formulation):
     ("kind", "message"),
     [
         ("not_dcp", "'bad' formulation is not DCP"),
-        ("not_dpp", "'bad' formulation is not DPP"),
+        # only a Parameter of the formulation's own can break DPP (the core's are in the
+        # links and the objective's scale); that is what it is told
+        ("not_dpp", "'bad' formulation creates cvxpy Parameters of its own"),
         ("own_parameter", "'bad' formulation creates cvxpy Parameters of its own"),
         ("ignores_f", "'bad' formulation ignores the outputs f"),
         ("maximize", "'bad' formulation must declare a cp.Minimize objective"),

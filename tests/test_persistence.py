@@ -260,23 +260,6 @@ def test_pickle_without_a_recorded_version_is_refused(tmp_path) -> None:
         pickle.loads(path.read_bytes())
 
 
-def test_command_line_model_file_from_another_version_is_refused(
-        monkeypatch: pytest.MonkeyPatch, tmp_path) -> None:
-    from sparsify.cli import load_model, save_model
-
-    est = _fit("SparseSVC", "binary")[0]
-    major, minor = (int(p) for p in major_minor(sparsify.__version__))
-    path = tmp_path / "model.pkl"
-    with monkeypatch.context() as m:
-        m.setattr(sparsify, "__version__", f"{major}.{minor + 1}.0")
-        path.write_bytes(save_model({"estimator": est, "formulation": "svm"}))
-    # the estimator inside refuses while unpickling, before the file's own marker is read
-    with pytest.raises(ValueError, match=rf"This SparseSVC was saved by sparsify "
-                                         rf"{major}\.{minor + 1}\.0.*refit it with this "
-                                         rf"version: sparsify fit"):
-        load_model(path)
-
-
 # ----------------------------------------------------------------------------- transform
 
 MACHINES = [c for c in CASES if issubclass(public_estimators()[c[1]], KernelMachineMixin)]

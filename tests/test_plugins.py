@@ -8,7 +8,7 @@ from importlib.metadata import EntryPoint
 import pytest
 
 from sparsify import hookspecs, plugins
-from sparsify.plugins import PluginWarning, Registry, get_registry
+from sparsify.plugins import PluginError, PluginWarning, Registry, get_registry
 
 
 def test_builtins_are_registered_with_their_source() -> None:
@@ -17,8 +17,9 @@ def test_builtins_are_registered_with_their_source() -> None:
     assert reg.names("kernel") == ["linear", "poly", "rbf", "taylor_rbf"]
     assert reg.names("solver") == ["clarabel", "ecos", "osqp"]
     svm = reg.entries["formulation"]["svm"]
-    assert (svm.plugin, svm.distribution) == ("svm", "sparsify")
+    assert (svm.plugin, svm.distribution, svm.builtin) == ("svm", "sparsify", True)
     assert reg.entries["kernel"]["rbf"].plugin == "sparsify.kernels"
+    assert reg.entries["kernel"]["rbf"].builtin
 
 
 def test_core_never_imports_the_builtin_formulations() -> None:
@@ -40,20 +41,54 @@ def test_every_hook_is_documented_with_its_signature() -> None:
         assert spec.__doc__ and "register(" in spec.__doc__
 
 
-def _fake_entry_points(extra: list[EntryPoint]):
-    real = plugins.entry_points
+def _fake_entry_points(extra: list[EntryPoint], first: bool = False):
+    """The installed entry points plus ``extra``, after them or (``first``) before them."""
+    from importlib.metadata import entry_points as real  # not plugins.entry_points: patched
 
     def fake(group: str):
-        return [*real(group=group), *extra]
+        return [*extra, *real(group=group)] if first else [*real(group=group), *extra]
 
     return fake
 
 
-def _load(monkeypatch, extra: list[EntryPoint]) -> Registry:
-    monkeypatch.setattr(plugins, "entry_points", _fake_entry_points(extra))
+def _load(monkeypatch, extra: list[EntryPoint], first: bool = False) -> Registry:
+    monkeypatch.setattr(plugins, "entry_points", _fake_entry_points(extra, first))
     reg = Registry()
     reg._load()
     return reg
+
+
+BUILTIN_FORMULATIONS = {"svm", "kfd", "skfd", "oneclass", "klr", "s3vm"}
+
+
+def _dist(name: str):
+    import types
+
+    return types.SimpleNamespace(name=name)
+
+
+def _named(name: str):
+    """A stand-in for a registered class or backend: only its name matters to the registry."""
+    import types
+
+    return types.SimpleNamespace(name=name)
+
+
+def _impostor(monkeypatch, module: str, dist: str, kind: str, obj, tryfirst: bool = False):
+    """An entry point from ``dist`` whose hook registers ``obj`` as a ``kind``."""
+    import sys
+    import types
+
+    from sparsify import hookimpl
+
+    plugin = types.ModuleType(module)
+
+    def hook(register):
+        register(obj)
+
+    setattr(plugin, plugins._KINDS[kind], hookimpl(tryfirst=tryfirst)(hook))
+    monkeypatch.setitem(sys.modules, module, plugin)
+    return EntryPoint(module, module, "sparsify")._for(_dist(dist))  # type: ignore[arg-type]
 
 
 def test_broken_plugin_warns_and_the_rest_works(monkeypatch) -> None:
@@ -63,40 +98,196 @@ def test_broken_plugin_warns_and_the_rest_works(monkeypatch) -> None:
     assert "svm" in reg.names("formulation")
 
 
-def test_duplicate_name_warns_and_keeps_the_first(monkeypatch) -> None:
+@pytest.mark.parametrize(("body", "shown"), [
+    ("raise SystemExit(0)", "SystemExit(0)"),
+    ("raise SystemExit('goodbye')", "SystemExit('goodbye')"),
+    ("raise KeyboardInterrupt", "KeyboardInterrupt()"),
+    ("raise GeneratorExit", "GeneratorExit()"),
+    ("import sparsify_no_such_dependency", "ModuleNotFoundError"),
+], ids=["exit0", "exit_message", "keyboard_interrupt", "generator_exit", "import_error"])
+def test_plugin_that_exits_at_import_warns_and_builtins_load(monkeypatch, tmp_path, request,
+                                                               body, shown) -> None:
+    module = f"sparsify_test_exits_{request.node.callspec.id}"
+    (tmp_path / f"{module}.py").write_text(body + "\n", encoding="utf-8")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    ep = EntryPoint("exiter", module, "sparsify")._for(_dist("exiter-dist"))  # type: ignore
+    with pytest.warns(PluginWarning) as record:
+        reg = _load(monkeypatch, [ep], first=True)
+    [message] = [str(w.message) for w in record]
+    assert message.startswith("sparsify plugin 'exiter' from 'exiter-dist' failed to load: "
+                              + shown), message
+    if "Error" not in shown:  # the exits are reported as ignored, not obeyed
+        assert "a plugin cannot exit or interrupt sparsify" in message
+    assert BUILTIN_FORMULATIONS <= set(reg.names("formulation"))
+    assert "rbf" in reg.names("kernel") and "clarabel" in reg.names("solver")
+
+
+def test_a_real_ctrl_c_during_plugin_import_still_interrupts(monkeypatch, tmp_path) -> None:
+    import signal
+
+    if not callable(signal.getsignal(signal.SIGINT)):
+        pytest.skip("SIGINT is not handled by Python in this process")
+    before = signal.getsignal(signal.SIGINT)
+    # the plugin's import is slow and the user presses Ctrl-C meanwhile (a real SIGINT)
+    (tmp_path / "sparsify_test_slow.py").write_text(
+        "import signal\nimport time\nsignal.raise_signal(signal.SIGINT)\ntime.sleep(5)\n",
+        encoding="utf-8")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    ep = EntryPoint("slow", "sparsify_test_slow", "sparsify")._for(_dist("slow-dist"))  # type: ignore
+    with pytest.raises(KeyboardInterrupt):
+        _load(monkeypatch, [ep])
+    assert signal.getsignal(signal.SIGINT) == before  # the host's handler is back
+
+
+def test_loading_leaves_the_sigint_handler_as_it_was(monkeypatch) -> None:
+    import signal
+
+    def host_handler(signum, frame):
+        raise KeyboardInterrupt
+
+    before = signal.signal(signal.SIGINT, host_handler)
+    try:
+        _load(monkeypatch, [])
+        assert signal.getsignal(signal.SIGINT) is host_handler
+    finally:
+        signal.signal(signal.SIGINT, before)
+
+
+def test_hook_that_exits_during_registration_warns(monkeypatch) -> None:
+    from sparsify import hookimpl
+
+    @hookimpl
+    def register_kernels(register):
+        raise SystemExit(3)
+
+    ep = _plugin_module(monkeypatch, "sparsify_test_exit_hook", register_kernels=register_kernels)
+    with pytest.warns(PluginWarning, match=r"'sparsify_test_exit_hook' from 'sparsify-test' "
+                                           r"failed in kernel registration: SystemExit\(3\), "
+                                           r"which was ignored"):
+        reg = _load(monkeypatch, [ep])
+    assert reg.names("kernel") == ["linear", "poly", "rbf", "taylor_rbf"]
+
+
+@pytest.mark.parametrize(("kind", "name", "builtin_plugin"), [
+    ("formulation", "svm", "svm"),
+    ("kernel", "rbf", "sparsify.kernels"),
+    ("solver", "clarabel", "sparsify.solvers"),
+])
+def test_third_party_cannot_replace_a_builtin(monkeypatch, kind, name, builtin_plugin) -> None:
+    impostor = _named(name)
+    # listed before the built-ins and asking pluggy to run first: neither may let it win
+    ep = _impostor(monkeypatch, "sparsify_test_impostor", "impostor-dist", kind, impostor,
+                   tryfirst=True)
+    with pytest.warns(PluginWarning) as record:
+        reg = _load(monkeypatch, [ep], first=True)
+    [message] = [str(w.message) for w in record]
+    assert message == (
+        f"sparsify plugin 'sparsify_test_impostor' from 'impostor-dist' registered {kind} "
+        f"{name!r}, the name of a built-in {kind} (plugin {builtin_plugin!r} from 'sparsify'); "
+        f"the built-in is kept and this {kind} is refused. Register it under another name.")
+    entry = reg.entries[kind][name]
+    assert entry.obj is not impostor
+    assert (entry.plugin, entry.distribution, entry.builtin) == (builtin_plugin, "sparsify", True)
+
+
+def test_duplicate_among_third_party_keeps_the_first_and_names_the_second(monkeypatch) -> None:
+    first = _named("dup")
+    second = _named("dup")
+    a = _impostor(monkeypatch, "sparsify_test_a", "aaa-dist", "formulation", first)
+    z = _impostor(monkeypatch, "sparsify_test_z", "zzz-dist", "formulation", second,
+                  tryfirst=True)
+    # z listed first: the order is by distribution name, whatever the file system lists
+    with pytest.warns(PluginWarning) as record:
+        reg = _load(monkeypatch, [z, a])
+    [message] = [str(w.message) for w in record]
+    assert message.startswith("sparsify plugin 'sparsify_test_z' from 'zzz-dist' registered "
+                              "formulation 'dup', already registered by plugin "
+                              "'sparsify_test_a' from 'aaa-dist'; keeping the first"), message
+    assert reg.entries["formulation"]["dup"].obj is first
+    assert not reg.entries["formulation"]["dup"].builtin
+
+
+def test_entry_point_named_like_a_builtin_is_refused(monkeypatch) -> None:
     import sys
     import types
 
-    from sparsify_plugins.svm import SVM
-
-    from sparsify import hookimpl
-
-    module = types.ModuleType("sparsify_test_twin")
-
-    @hookimpl
-    def register_formulations(register):
-        register(SVM)
-
-    module.register_formulations = register_formulations
-    monkeypatch.setitem(sys.modules, "sparsify_test_twin", module)
-    twin = EntryPoint("svm_twin", "sparsify_test_twin", "sparsify")
-    with pytest.warns(PluginWarning, match="registered formulation 'svm', already registered"):
-        reg = _load(monkeypatch, [twin])
-    assert reg.entries["formulation"]["svm"].plugin == "svm"
+    module = types.ModuleType("sparsify_test_svm_name")
+    monkeypatch.setitem(sys.modules, "sparsify_test_svm_name", module)
+    ep = EntryPoint("svm", "sparsify_test_svm_name", "sparsify")._for(  # type: ignore
+        _dist("evil-dist"))
+    with pytest.warns(PluginWarning, match=r"^sparsify plugin 'svm' from 'evil-dist' was not "
+                                           r"loaded: the plugin name 'svm' is already taken by "
+                                           r"the plugin from 'sparsify'"):
+        reg = _load(monkeypatch, [ep], first=True)
+    assert reg.manager.get_plugin("svm") is not module
+    assert reg.entries["formulation"]["svm"].distribution == "sparsify"
 
 
-def test_strict_mode_turns_warnings_into_errors(monkeypatch) -> None:
+def test_strict_mode_raises_a_one_line_plugin_error(monkeypatch) -> None:
     monkeypatch.setenv("SPARSIFY_STRICT_PLUGINS", "1")
     broken = EntryPoint("broken", "sparsify_no_such_module", "sparsify")
-    with pytest.raises(RuntimeError, match="plugin 'broken'"):
+    with pytest.raises(PluginError, match="plugin 'broken'") as info:
         _load(monkeypatch, [broken])
+    assert isinstance(info.value, ValueError)  # the command line prints it as one line
+    message = str(info.value)
+    assert "\n" not in message
+    assert message.endswith("(SPARSIFY_STRICT_PLUGINS is set: unset it to load the other "
+                            "plugins and only warn about this one)")
 
 
-def test_environment_variable_limits_plugins(monkeypatch) -> None:
+def test_strict_mode_refuses_a_builtin_name(monkeypatch) -> None:
+    monkeypatch.setenv("SPARSIFY_STRICT_PLUGINS", "1")
+    ep = _impostor(monkeypatch, "sparsify_test_strict_svm", "impostor-dist", "formulation",
+                   _named("svm"))
+    with pytest.raises(PluginError, match=r"^sparsify plugin 'sparsify_test_strict_svm' from "
+                                          r"'impostor-dist' registered formulation 'svm', "
+                                          r"the name of a built-in formulation"):
+        _load(monkeypatch, [ep])
+
+
+def test_plugins_variable_filters_third_party_only(monkeypatch) -> None:
+    extra = _impostor(monkeypatch, "sparsify_test_extra", "extra-dist", "formulation",
+                      _named("extra_formulation"))
     monkeypatch.setenv("SPARSIFY_PLUGINS", "")
-    reg = _load(monkeypatch, [])
-    assert reg.names("formulation") == []
-    assert "rbf" in reg.names("kernel")  # the core's own defaults always load
+    reg = _load(monkeypatch, [extra])
+    assert set(reg.names("formulation")) == BUILTIN_FORMULATIONS  # built-ins always load
+    assert "rbf" in reg.names("kernel")
+    monkeypatch.setenv("SPARSIFY_PLUGINS", " sparsify_test_extra , svm")  # a built-in: no-op
+    reg = _load(monkeypatch, [extra])
+    assert set(reg.names("formulation")) == BUILTIN_FORMULATIONS | {"extra_formulation"}
+
+
+def test_unknown_name_in_plugins_variable_warns(monkeypatch) -> None:
+    extra = _impostor(monkeypatch, "sparsify_test_known", "extra-dist", "formulation",
+                      _named("known_formulation"))
+    monkeypatch.setenv("SPARSIFY_PLUGINS", "sparsify_test_known,svdd_typo")
+    with pytest.warns(PluginWarning) as record:
+        reg = _load(monkeypatch, [extra])
+    [message] = [str(w.message) for w in record]
+    assert message.startswith("SPARSIFY_PLUGINS names 'svdd_typo', which no installed "
+                              "distribution provides in the 'sparsify' entry-point group. The "
+                              "third-party entry points are ['sparsify_test_known']"), message
+    assert "known_formulation" in reg.names("formulation")
+    monkeypatch.setenv("SPARSIFY_STRICT_PLUGINS", "1")
+    with pytest.raises(PluginError, match="SPARSIFY_PLUGINS names 'svdd_typo'"):
+        _load(monkeypatch, [extra])
+
+
+def test_register_plugin_cannot_replace_a_builtin(monkeypatch) -> None:
+    import types
+
+    from sparsify import hookimpl, register_plugin
+
+    impostor = _named("svm")
+    plugin = types.SimpleNamespace(
+        register_formulations=hookimpl(lambda register: register(impostor)))
+    reg = Registry()
+    reg._load()
+    monkeypatch.setattr(plugins, "get_registry", lambda: reg)
+    with pytest.warns(PluginWarning, match=r"'runtime_svm' from '\(registered at run time\)' "
+                                           r"registered formulation 'svm', the name of a built-in"):
+        register_plugin(plugin, "runtime_svm")
+    assert reg.entries["formulation"]["svm"].obj is not impostor
 
 
 def _plugin_module(monkeypatch, name: str, **functions) -> EntryPoint:
@@ -182,8 +373,10 @@ def test_strict_mode_refuses_a_wrong_signature(monkeypatch) -> None:
 
     ep = _plugin_module(monkeypatch, "sparsify_test_strict", register_solvers=register_solvers)
     monkeypatch.setenv("SPARSIFY_STRICT_PLUGINS", "1")
-    with pytest.raises(RuntimeError, match="'sparsify-test' has a hook with a wrong signature"):
+    with pytest.raises(PluginError, match="'sparsify-test' has a hook with a wrong signature"
+                       ) as info:
         _load(monkeypatch, [ep])
+    assert "\n" not in str(info.value)  # pluggy's own message spans lines
 
 
 def test_register_plugin_with_a_wrong_signature_warns(monkeypatch) -> None:
@@ -241,3 +434,57 @@ def test_plugin_guide_names_the_whole_formulation_contract() -> None:
         assert f"`{attr}`" in text, attr
     for variable in ("SPARSIFY_PLUGINS", "SPARSIFY_STRICT_PLUGINS"):
         assert variable in text
+
+
+def _broken_distribution(root, body: str = "raise SystemExit(0)\n") -> dict[str, str]:
+    """A distribution 'broken-plugin' on a temporary path whose entry point exits at import.
+
+    Returns the environment of a fresh process that sees it (and no plugin variables).
+    """
+    import os
+
+    site = root / "site"
+    info = site / "broken_plugin-1.0.dist-info"
+    info.mkdir(parents=True)
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: broken-plugin\nVersion: 1.0\n",
+                                   encoding="utf-8")
+    (info / "entry_points.txt").write_text("[sparsify]\nbroken = sparsify_test_broken_plugin\n",
+                                           encoding="utf-8")
+    (site / "sparsify_test_broken_plugin.py").write_text(body, encoding="utf-8")
+    path = os.pathsep.join([str(site), *filter(None, [os.environ.get("PYTHONPATH")])])
+    env = {**os.environ, "PYTHONPATH": path, "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1"}
+    for name in ("SPARSIFY_PLUGINS", "SPARSIFY_STRICT_PLUGINS", "PYTHONWARNINGS"):
+        env.pop(name, None)
+    return env
+
+
+def _sparsify(env: dict[str, str], cwd, *args: str):
+    import subprocess
+    import sys
+
+    return subprocess.run([sys.executable, "-m", "sparsify", *args], capture_output=True,
+                          text=True, env=env, cwd=cwd, timeout=300)
+
+
+def test_command_line_lists_builtins_despite_a_plugin_that_exits(tmp_path) -> None:
+    env = _broken_distribution(tmp_path)
+    proc = _sparsify(env, tmp_path, "plugins")
+    assert proc.returncode == 0, proc.stderr
+    listed = {line.split()[0] for line in proc.stdout.splitlines() if line.startswith("  ")}
+    assert BUILTIN_FORMULATIONS | {"rbf", "clarabel"} <= listed, proc.stdout
+    assert proc.stderr.splitlines() == [
+        "sparsify: warning: sparsify plugin 'broken' from 'broken-plugin' failed to load: "
+        "SystemExit(0), which was ignored: a plugin cannot exit or interrupt sparsify "
+        "(PluginWarning)"]
+
+
+def test_command_line_strict_mode_is_one_error_line(tmp_path) -> None:
+    env = {**_broken_distribution(tmp_path), "SPARSIFY_STRICT_PLUGINS": "1"}
+    proc = _sparsify(env, tmp_path, "plugins")
+    assert proc.returncode == 2
+    assert proc.stdout == ""
+    [line] = proc.stderr.splitlines()
+    assert line.startswith("sparsify: error: sparsify plugin 'broken' from 'broken-plugin' "
+                           "failed to load: SystemExit(0)"), line
+    assert line.endswith("(SPARSIFY_STRICT_PLUGINS is set: unset it to load the other plugins "
+                         "and only warn about this one)")

@@ -288,6 +288,27 @@ class SparseSVDD(KernelMachineMixin, OutlierMixin, BaseEstimator):
         # 0 for a translation-invariant kernel; exact for any x otherwise
         return tau - 0.5 * (self.kernel_.diag(X) - self.kernel_diag_)
 
+    def _model_file_rule(self) -> dict[str, Any]:
+        """How `sparsify.io.save_model` writes this model: a kernel machine, sign rule.
+
+        With a Gaussian kernel (or a sum of them) k(x, x) is the same constant for
+        every x, so the diagonal term of `decision_function` is zero and the
+        decision is exactly Σ_j β_j k(z_j, x) + b. Another kernel's diagonal may
+        vary away from the training data, so such a model is refused.
+        """
+        from sparsify.kernels import RBF, SumKernel
+
+        parts = self.kernel_.kernels if isinstance(self.kernel_, SumKernel) else (self.kernel_,)
+        if not all(type(part) is RBF for part in parts):
+            raise ValueError(
+                f"SparseSVDD with the kernel {self.kernel_!r} cannot be saved as a model file: "
+                "its decision function is a kernel machine only for a kernel whose diagonal "
+                "k(x, x) is constant everywhere, which sparsify can be sure of for 'rbf' and "
+                "sums of 'rbf' kernels. Refit with kernel='rbf', or keep it as a pickle "
+                "(load only pickles you trust)."
+            )
+        return {"decision_rule": "outlier_sign", "formulation": "svdd"}
+
     def score_samples(self, X: ArrayLike) -> Array:
         """Scores, higher inside: ``decision_function(X) + offset_``.
 
