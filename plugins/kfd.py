@@ -22,16 +22,19 @@ convex KFD as its cvxpy reference.
 
 from __future__ import annotations
 
+from numbers import Real
 from typing import Any, ClassVar
 
 import cvxpy as cp
 import numpy as np
 import scipy.linalg
 from numpy.typing import NDArray
+from sklearn.utils._param_validation import Interval
+from sparsify_plugins.params import check_params
 
 from sparsify import Declaration, Evaluation, Formulation, Kernel, Marginal, Outputs, hookimpl
 from sparsify.discriminant import SparseKFD, class_contrast, within_class_centring
-from sparsify.marginal import check_expansion_vectors, kernel_blocks
+from sparsify.marginal import check_expansion_vectors, diagonal_scale, kernel_blocks
 
 Array = NDArray[np.float64]
 
@@ -46,10 +49,9 @@ def _check_labels(name: str, y: NDArray[Any] | None) -> NDArray[np.float64]:
     return y
 
 
-def _check_mu(name: str, mu: float) -> float:
-    if not mu > 0:
-        raise ValueError(f"The 'mu' parameter of the {name!r} formulation must be a float in "
-                         f"the range (0.0, inf). Got {mu!r} instead.")
+def _check_mu(owner: str, mu: float) -> float:
+    """μ as a float; scikit-learn's parameter error naming ``owner`` unless finite and > 0."""
+    check_params(owner, {"mu": [Interval(Real, 0.0, None, closed="neither")]}, mu=mu)
     return float(mu)
 
 
@@ -81,7 +83,7 @@ class KFD(Formulation):
     estimator_params: ClassVar[dict[str, Any]] = {"method": "convex"}
 
     def __init__(self, mu: float = 1.0) -> None:
-        self.mu = _check_mu(self.name, mu)
+        self.mu = _check_mu(type(self).__name__, mu)
 
     def declare(self, out: Outputs) -> Declaration:
         y = _check_labels(self.name, out.y)
@@ -147,8 +149,8 @@ class RayleighMarginal(Marginal):
         self.X = np.asarray(X, dtype=float)
         self.y = _check_labels(self.formulation_name, y)
         self.kernel = kernel
-        self.mu = _check_mu(self.formulation_name, mu)
-        self.jitter = jitter * max(float(np.mean(kernel.diag(self.X))), 1e-300)
+        self.mu = _check_mu(type(self).__name__, mu)
+        self.jitter = jitter * max(diagonal_scale(kernel, self.X), 1e-300)
         self.a = class_contrast(self.y)
         self.centre = within_class_centring(self.y)
 

@@ -42,6 +42,7 @@ from sparsify.marginal import (
     Evaluation,
     Marginal,
     check_expansion_vectors,
+    diagonal_scale,
     expansion_factor,
     kernel_blocks,
 )
@@ -123,7 +124,7 @@ class NewtonKLRMarginal(Marginal):
         self.kernel = kernel
         self.n_expansion = int(n_expansion)
         self.tol = float(tol)
-        self.jitter = jitter * max(float(np.mean(kernel.diag(self.X))), 1e-300)
+        self.jitter = jitter * max(diagonal_scale(kernel, self.X), 1e-300)
         self.max_newton = int(max_newton)
         self._last: tuple[Array, Array] | None = None  # β (Nz, K) and b (K,) of the last solve
         self._precond: Any = None

@@ -19,7 +19,12 @@ The problem is unsupervised: labels, if any, are ignored.
 
 from __future__ import annotations
 
+from numbers import Real
+from typing import Any, ClassVar
+
 import cvxpy as cp
+from sklearn.utils._param_validation import Interval
+from sparsify_plugins.params import check_params
 
 from sparsify import Declaration, Formulation, Outputs, hookimpl
 from sparsify.outlier import SparseOneClassSVM
@@ -55,10 +60,12 @@ class OneClass(Formulation):
     name = "oneclass"
     estimator = SparseOneClassSVM
 
+    _parameter_constraints: ClassVar[dict[str, list[Any]]] = {
+        "nu": [Interval(Real, 0.0, 1.0, closed="right")],
+    }
+
     def __init__(self, nu: float = 0.9) -> None:
-        if not 0.0 < nu <= 1.0:
-            raise ValueError(f"The 'nu' parameter of the 'oneclass' formulation must be in "
-                             f"(0, 1]; got {nu!r}.")
+        check_params(type(self).__name__, self._parameter_constraints, nu=nu)
         self.nu = nu
 
     def declare(self, out: Outputs) -> Declaration:

@@ -20,15 +20,19 @@ the full kernel problem (Z = X) libsvm on the precomputed kernel
 from __future__ import annotations
 
 from dataclasses import dataclass
+from numbers import Real
 from typing import Any, ClassVar
 
 import cvxpy as cp
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
+from sklearn.utils._param_validation import Interval
+from sparsify_plugins.params import check_params
 from sparsify_plugins.svm import SVM
 from sparsify_plugins.svm_fast import SVMDualMarginal
 
 from sparsify import Declaration, Evaluation, Formulation, Kernel, Marginal, Outputs, hookimpl
+from sparsify.marginal import diagonal_scale
 from sparsify.semi_supervised import SemiSupervisedSVC
 
 Array = NDArray[np.float64]
@@ -90,7 +94,7 @@ class LowRankSVMMarginal(Marginal):
         self.n_expansion = int(n_expansion)
         self.tol = float(tol)
         # the same jitter as the other paths, so all solve the same problem
-        self.jitter = jitter * max(float(np.mean(kernel.diag(self.X))), 1e-300)
+        self.jitter = jitter * max(diagonal_scale(kernel, self.X), 1e-300)
 
     def evaluate(self, Z: Array, grad: bool = True) -> Evaluation:
         Z = np.asarray(Z, dtype=float)
@@ -147,13 +151,12 @@ class S3VM(Formulation):
     def __init__(
         self, C: float = 1.0, C_star: float = 1e-3, labeled: ArrayLike | None = None
     ) -> None:
-        for what, value in (("C", C), ("C_star", C_star)):
-            if not (np.isfinite(value) and value > 0):
-                raise ValueError(f"The {what!r} parameter of the 's3vm' formulation must be a "
-                                 f"positive number; got {value!r} instead.")
+        positive = [Interval(Real, 0.0, None, closed="neither")]
+        check_params(type(self).__name__, {"C": positive, "C_star": positive}, C=C,
+                     C_star=C_star)
         self.C = float(C)
         self.C_star = float(C_star)
-        self.labeled = None if labeled is None else np.asarray(labeled, dtype=bool)
+        self.labeled = None if labeled is None else _check_labeled(labeled)
 
     def costs(self, n_samples: int) -> Array:
         """Per-point costs c_i: C on labeled points, C* on the others, shape (N,)."""
@@ -244,6 +247,20 @@ class S3VM(Formulation):
         value = 0.5 * float(coef[sv] @ K[np.ix_(sv, sv)] @ coef[sv])
         value += float(costs @ np.maximum(0.0, 1.0 - y * g))
         return FullSolution(coef, b, value, g)
+
+
+def _check_labeled(labeled: ArrayLike) -> NDArray[np.bool_]:
+    """The labeled mask as a bool array; one flag per point, True/False or 1/0."""
+    flags = np.asarray(labeled)
+    if flags.ndim != 1:
+        got = f"an array of shape {flags.shape}"
+    elif flags.dtype != bool and not (flags.dtype.kind in "iuf" and np.isin(flags, (0, 1)).all()):
+        got = "values other than True/False or 1/0"
+    else:
+        return flags.astype(bool)
+    raise ValueError(
+        "The 'labeled' parameter of S3VM must be None or a one-dimensional array of bools "
+        f"(one per training point). Got {got} instead.")
 
 
 @hookimpl

@@ -47,6 +47,7 @@ from sparsify.marginal import (
     Evaluation,
     Marginal,
     check_expansion_vectors,
+    diagonal_scale,
     kernel_blocks,
 )
 
@@ -61,7 +62,15 @@ Solution = tuple[Any, ...]
 
 
 def _compiled(function: Callable[..., Any]) -> Any:
-    """``function`` compiled by numba, cached on disk where a cache directory is writable."""
+    """``function`` compiled by numba, cached on disk where a cache directory is writable.
+
+    Only under the installed name ``sparsify_plugins``: numba keys its cache by file
+    and records the module's name in it, so a second name for the same file (pytest
+    imports the source tree's plugins/ as ``plugins`` for its doctests) would load a
+    cache that imports a module that does not exist.
+    """
+    if not function.__module__.startswith("sparsify_plugins."):
+        return njit(function)
     try:
         return njit(cache=True)(function)
     except RuntimeError:  # no writable cache directory: compile once per process instead
@@ -579,8 +588,10 @@ class SVMDualMarginal(Marginal):
     Parameters
     ----------
     C : float or ndarray of shape (N,)
-        Weight of the hinge loss, or one weight per training point (the
-        semi-supervised SVM weighs labeled and unlabeled points differently).
+        Weight of the hinge loss, or one weight C_i ≥ 0 per training point
+        (the semi-supervised SVM weighs labeled and unlabeled points
+        differently; `SparseSVC` passes C · class weight · sample weight). A
+        point with C_i = 0 is left out of the solves: its dual box is [0, 0].
     X : ndarray of shape (N, d)
         Training inputs.
     y : ndarray of shape (N,)
@@ -648,16 +659,25 @@ class SVMDualMarginal(Marginal):
         if costs.ndim > 1 or (costs.ndim == 1 and costs.shape != self.y.shape):
             raise ValueError(f"C must be a number or an array of shape {self.y.shape}; "
                              f"got shape {costs.shape}.")
-        if not np.all(np.isfinite(costs)) or np.any(costs <= 0):
-            raise ValueError("The costs C must be finite and positive.")
-        self.C = np.broadcast_to(costs, self.y.shape).copy()
+        if not np.all(np.isfinite(costs)) or np.any(costs < 0) or not np.any(costs > 0):
+            raise ValueError("The costs C must be finite and >= 0, at least one of them "
+                             "positive.")
+        costs = np.broadcast_to(costs, self.y.shape)
+        # the generic fallback solves the formulation on every point it was given
+        self._X_all, self._y_all = self.X, self.y
+        # the same jitter as the generic path, from every point, so both solve one problem
+        self.jitter = jitter * max(diagonal_scale(kernel, self.X), 1e-300)
+        # C_i = 0 pins α_i to the box [0, 0]: such a point changes neither W(Z) nor
+        # ∇W(Z), and the solvers below divide by C_i, so it is left out of every solve
+        keep = costs > 0
+        self.X, self.y, self.C = self.X[keep], self.y[keep], costs[keep].copy()
         if not np.all(np.isin(self.y, (-1.0, 1.0))) or len(np.unique(self.y)) != 2:
             raise ValueError(f"The {self.formulation_name!r} formulation needs labels y in "
-                             "{-1, +1} from both classes.")
+                             "{-1, +1} from both classes among the points with a positive "
+                             "cost.")
         self.kernel = kernel
         self.n_expansion = int(n_expansion)
         self.tol = float(tol)
-        self.jitter = jitter * max(float(np.mean(kernel.diag(self.X))), 1e-300)
         # the previous solution (α, β, b[, bound mask, free mask]): the warm start
         self._last: Solution | None = None
         self.n_active_set = 0
@@ -747,8 +767,8 @@ class SVMDualMarginal(Marginal):
             self._last = None
             self.n_generic += 1
             if self._fallback is None:
-                self._fallback = CvxpyMarginal(self.formulation, self.X, self.y, self.kernel,
-                                              self.n_expansion, tol=self.tol)
+                self._fallback = CvxpyMarginal(self.formulation, self._X_all, self._y_all,
+                                              self.kernel, self.n_expansion, tol=self.tol)
             return self._fallback.evaluate(Z, grad)
         g = B @ beta + self.y * b - 1.0
         value = float(0.5 * beta @ K @ beta + self.C @ np.maximum(0.0, -g))

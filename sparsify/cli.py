@@ -211,7 +211,8 @@ def build_parser() -> argparse.ArgumentParser:
     fit.add_argument("--json", action="store_true",
                      help="print one JSON object on stdout instead of the report")
     fit.add_argument("-v", "--verbose", action="count", default=0,
-                     help="print one line per L-BFGS iteration (on stderr with --json) instead "
+                     help="-v: one line per finished problem (class, iterations, W, seconds); "
+                          "-vv: also one per L-BFGS iteration (on stderr with --json), instead "
                           "of the progress bar; the bar is shown only when stderr is a terminal "
                           "and --json is not given")
     fit.set_defaults(func=_cmd_fit)

@@ -178,7 +178,9 @@ class SparseKFD(SparseKernelClassifier):
     n_jobs : int or None, default=None
         Parallel jobs for one-vs-rest and starts (joblib).
     verbose : int, default=0
-        Print L-BFGS progress when > 0.
+        1: one line per finished problem (its name, iterations, W, seconds);
+        2: also one line per L-BFGS iteration, naming its problem. Problems that
+        ``max_iter`` stops give one `sklearn.exceptions.ConvergenceWarning`.
     callback : callable or None, default=None
         Called with a `sparsify.optimize.IterationInfo` after each
         iteration; returning True stops that problem's optimisation.

@@ -1,8 +1,9 @@
 """scikit-learn estimators built on the direct sparse method.
 
 `SparseKernelClassifier` holds what every sparse classifier shares
-(validation, the number of XVs, one-vs-rest in parallel, stacked XVs for
-prediction); `SparseSVC` is the sparse large margin classifier (SLMC).
+(validation, the number of XVs, per-point weights, one-vs-rest in parallel,
+stacked XVs for prediction, Platt scaling on out-of-fold decision values);
+`SparseSVC` is the sparse large margin classifier (SLMC).
 """
 
 from __future__ import annotations
@@ -15,17 +16,28 @@ import numpy as np
 from joblib import Parallel, delayed
 from numpy.typing import ArrayLike, NDArray
 from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.exceptions import NotFittedError
+from sklearn.model_selection import StratifiedKFold
 from sklearn.preprocessing import LabelEncoder
 from sklearn.svm import SVC
 from sklearn.utils import TransformerTags, check_random_state, gen_batches
 from sklearn.utils._param_validation import Interval, RealNotInt, StrOptions
+from sklearn.utils.class_weight import compute_class_weight
+from sklearn.utils.metaestimators import available_if
 from sklearn.utils.multiclass import check_classification_targets, type_of_target
-from sklearn.utils.validation import check_is_fitted, validate_data
+from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
 
+from sparsify.calibration import fit_platt, platt_proba
 from sparsify.formulation import Formulation, make_formulation
 from sparsify.kernels import RBF, Kernel, Linear, Polynomial, make_kernel
 from sparsify.marginal import make_marginal
-from sparsify.optimize import CLASSIFIER_INIT_METHODS, initial_expansion_vectors, minimize_marginal
+from sparsify.optimize import (
+    CLASSIFIER_INIT_METHODS,
+    initial_expansion_vectors,
+    minimize_marginal,
+    problem_line,
+    warn_if_not_converged,
+)
 from sparsify.persistence import VersionedPickleMixin
 from sparsify.plugins import get_registry
 
@@ -94,12 +106,22 @@ def _check_solver(solver: str) -> None:
 
 
 def _n_expansion(
-    X: Array, y: NDArray[Any], kernel: Kernel, n_expansion: int | float, full_C: float
+    X: Array,
+    y: NDArray[Any],
+    kernel: Kernel,
+    n_expansion: int | float,
+    full_C: float,
+    sample_weight: Array | None = None,
 ) -> tuple[int, int | None]:
-    """Nz of one binary problem, and the full SVM's NSV when ``n_expansion`` is a ratio."""
+    """Nz of one binary problem, and the full SVM's NSV when ``n_expansion`` is a ratio.
+
+    The full SVM is fitted with ``sample_weight`` (its costs C · sample_weight),
+    so a weighted sparse machine is compared with the weighted full one.
+    """
     n_distinct = len(np.unique(X, axis=0))
     if isinstance(n_expansion, float):
-        full_nsv = int(full_svm(kernel, full_C).fit(X, y).n_support_.sum())
+        full = full_svm(kernel, full_C).fit(X, y, sample_weight=sample_weight)
+        full_nsv = int(full.n_support_.sum())
         return min(max(1, round(n_expansion * full_nsv)), n_distinct), full_nsv
     if n_expansion > n_distinct:
         raise ValueError(
@@ -107,6 +129,77 @@ def _n_expansion(
             "distinct training points; lower n_expansion or pass a ratio in (0, 1]."
         )
     return n_expansion, None
+
+
+def _point_weights(
+    estimator: BaseEstimator,
+    codes: NDArray[np.intp],
+    sample_weight: ArrayLike | None,
+    class_weight: dict[Any, float] | str | None,
+) -> tuple[Array, Array, Array] | None:
+    """Per-point weights class_weight[y_i] · sample_weight_i, or None when there are none.
+
+    ``codes`` index ``estimator.classes_`` (the labels y_i). Returns
+    the product, the validated sample weights (ones if None) and the class
+    weights in ``classes_`` order (scikit-learn's SVC semantics:
+    `sklearn.utils.class_weight.compute_class_weight`, "balanced" from the
+    unweighted class counts).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> clf = SparseSVC()
+    >>> clf.classes_ = np.array(["a", "b"])
+    >>> w, sw, cw = _point_weights(clf, np.array([0, 0, 0, 1]), None, "balanced")
+    >>> w.round(3).tolist(), cw.round(3).tolist()
+    ([0.667, 0.667, 0.667, 2.0], [0.667, 2.0])
+    """
+    name = type(estimator).__name__
+    classes = estimator.classes_  # type: ignore[attr-defined]
+    if sample_weight is None and class_weight is None:
+        return None
+    sw = _check_sample_weight(sample_weight, np.empty((len(codes), 0)), dtype=np.float64,
+                              copy=True)
+    if (sw < 0).any():
+        i = int(np.flatnonzero(sw < 0)[0])
+        raise ValueError(
+            f"The sample_weight passed to {name}.fit must be >= 0 (a weight of 0 leaves the "
+            f"sample out). Got {float(sw[i])!r} at index {i} instead."
+        )
+    if isinstance(class_weight, dict):
+        known = set(classes.tolist())
+        for label, weight in class_weight.items():
+            if label not in known:
+                raise ValueError(
+                    f"The 'class_weight' parameter of {name} has the label {label!r}, which is "
+                    f"not a class of y ({classes.tolist()}); use the labels of y as its keys."
+                )
+            if not (isinstance(weight, Real) and np.isfinite(weight) and weight >= 0):
+                raise ValueError(
+                    f"The weight of class {label!r} in the 'class_weight' parameter of {name} "
+                    f"must be a finite float >= 0. Got {weight!r} instead."
+                )
+    cw = compute_class_weight(class_weight, classes=classes, y=classes[codes])
+    return cw[codes] * sw, sw, cw
+
+
+def _weighted_scale_gamma(X: Array, sample_weight: Array) -> float:
+    """gamma="scale" with a weighted variance: 1 / (d · Var_w(X)), a weight counting as repeats.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sparsify.kernels import resolve_gamma
+    >>> X = np.array([[0.0], [1.0], [3.0]])
+    >>> repeated = np.array([[0.0], [0.0], [1.0], [3.0]])
+    >>> bool(np.isclose(_weighted_scale_gamma(X, np.array([2.0, 1.0, 1.0])),
+    ...                 resolve_gamma("scale", repeated)))
+    True
+    """
+    w = sample_weight / sample_weight.sum()
+    mean = float(w @ X.mean(axis=1))
+    var = float(w @ ((X - mean) ** 2).mean(axis=1))
+    return 1.0 / (X.shape[1] * var) if var > 0 else 1.0
 
 
 def _fit_start(
@@ -123,12 +216,19 @@ def _fit_start(
     seed: int,
     callback: Callable[..., Any] | None,
     verbose: int,
+    problem: str = "",
 ) -> dict[str, Any]:
-    """One start of one binary problem; module level so joblib can ship it."""
+    """One start of one binary problem; module level so joblib can ship it.
+
+    ``problem`` names it in the ``verbose=2`` lines, in `IterationInfo` and in
+    the convergence warning; ``verbose=1`` prints one line when it is done.
+    """
     Z0 = initial_expansion_vectors(X, n_expansion, init, seed, y=y)
     marginal = make_marginal(formulation, X, y, kernel, n_expansion, solver, solver_tol)
     res = minimize_marginal(marginal, Z0, max_iter=max_iter, tol=tol, callback=callback,
-                            verbose=verbose)
+                            verbose=verbose >= 2, problem=problem)
+    if verbose:
+        print(problem_line(problem, res), flush=True)
     return {
         "Z": res.Z,
         "value": res.evaluation.value,
@@ -136,7 +236,26 @@ def _fit_start(
         "intercept": res.evaluation.intercept,
         "n_iter": res.n_iter,
         "history": res.history,
+        "problem": problem,
+        "result": res,
     }
+
+
+def _problem_name(classes: NDArray[Any], k: int, n_problems: int, j: int, n_init: int) -> str:
+    """How a fit's binary problem and start are named in progress lines and warnings.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> _problem_name(np.array(["a", "b", "c"]), 1, 3, 0, 1)
+    "class 'b' vs rest"
+    >>> _problem_name(np.array([0, 1]), 0, 1, 1, 2)
+    'start 2'
+    """
+    parts = [f"class {classes.tolist()[k]!r} vs rest"] if n_problems > 1 else []
+    if n_init > 1:
+        parts.append(f"start {j + 1}")
+    return ", ".join(parts)
 
 
 class KernelMachineMixin(VersionedPickleMixin):
@@ -247,10 +366,17 @@ class SparseKernelClassifier(KernelMachineMixin, ClassifierMixin, BaseEstimator)
 
     Subclasses set `formulation_name` and implement
     `_formulation_params`; a ratio ``n_expansion`` refers to the full SVM
-    with the estimator's ``C`` (1.0 if it has none). Not for direct use.
+    with the estimator's ``C`` (1.0 if it has none). A subclass with per-point
+    costs (`SparseSVC`) takes ``weights`` in `_formulation_params` and
+    calls `_fit` with its ``sample_weight``; one with a ``probability``
+    parameter gets Platt scaling. Not for direct use.
     """
 
     formulation_name: ClassVar[str] = ""
+
+    #: Folds of the internal cross-validation that gives Platt scaling its
+    #: out-of-fold decision values (libsvm's and so SVC's number).
+    n_probability_folds: ClassVar[int] = 5
 
     _parameter_constraints: ClassVar[dict[str, list[Any]]] = {
         "n_expansion": [
@@ -273,7 +399,8 @@ class SparseKernelClassifier(KernelMachineMixin, ClassifierMixin, BaseEstimator)
         "callback": [callable, None],
     }
 
-    def _formulation_params(self) -> dict[str, Any]:
+    def _formulation_params(self, weights: Array | None = None) -> dict[str, Any]:
+        """The formulation's hyperparameters; ``weights`` (shape (N,)) scale the per-point costs."""
         raise NotImplementedError
 
     def fit(self, X: ArrayLike, y: ArrayLike) -> SparseKernelClassifier:
@@ -290,10 +417,37 @@ class SparseKernelClassifier(KernelMachineMixin, ClassifierMixin, BaseEstimator)
         -------
         self
         """
+        return self._fit(X, y)
+
+    def _fit(
+        self, X: ArrayLike, y: ArrayLike, sample_weight: ArrayLike | None = None
+    ) -> SparseKernelClassifier:
+        """`fit` with per-point weights class_weight[y_i] · sample_weight_i (when either is set).
+
+        A point of weight 0 is left out before anything else (the initial XVs,
+        gamma="scale", the number of distinct points), so it is the same as
+        not passing it; every other weight multiplies the point's cost.
+        """
         self._validate_params()
         X, codes = validate_classification(self, X, y)
-        kernel = make_kernel(self.kernel, X, self.gamma, self.degree, self.coef0)
-        formulation = make_formulation(self.formulation_name, **self._formulation_params())
+        weighted = _point_weights(self, codes, sample_weight, getattr(self, "class_weight", None))
+        weights = sw = None
+        if hasattr(self, "class_weight"):
+            self.class_weight_ = np.ones(len(self.classes_)) if weighted is None else weighted[2]
+        if weighted is not None:
+            weights, sw, _ = weighted
+            keep = weights > 0
+            self._check_weighted_classes(codes[keep])
+            X, codes, weights, sw = X[keep], codes[keep], weights[keep], sw[keep]
+        gamma = self.gamma
+        if sample_weight is not None and isinstance(gamma, str) and gamma == "scale":
+            # a weight counts as repeats of the point, for the kernel's scale too
+            gamma = _weighted_scale_gamma(X, sw)
+        kernel = make_kernel(self.kernel, X, gamma, self.degree, self.coef0)
+        formulation = make_formulation(
+            self.formulation_name,
+            **(self._formulation_params() if weights is None
+               else self._formulation_params(weights)))
         _check_solver(self.solver)
         targets = (
             [np.where(codes == 1, 1, -1)]
@@ -304,19 +458,19 @@ class SparseKernelClassifier(KernelMachineMixin, ClassifierMixin, BaseEstimator)
             self.n_expansion)
         n_jobs = self.n_jobs if len(targets) * self.n_init > 1 else None
         nz_nsv = Parallel(n_jobs=n_jobs if len(targets) > 1 else None)(
-            delayed(_n_expansion)(X, t, kernel, n_exp, getattr(self, "C", 1.0)) for t in targets
+            delayed(_n_expansion)(X, t, kernel, n_exp, getattr(self, "C", 1.0), weights)
+            for t in targets
         )
         rng = check_random_state(self.random_state)
         seeds = rng.randint(np.iinfo(np.int32).max, size=(len(targets), self.n_init))
         # one-vs-rest: the one class is about 1/K of the points, too few for a random start
         init = self.init if self.init != "auto" else "balanced" if len(targets) > 1 else "random"
         # every (problem, start) pair is one job; the start with the lowest W wins
-        # joblib's own progress lines ("Done 3 out of 10") when verbose
-        runs = Parallel(n_jobs=n_jobs, verbose=10 * self.verbose if n_jobs else 0)(
+        runs = Parallel(n_jobs=n_jobs)(
             delayed(_fit_start)(
                 X, targets[k], formulation, kernel, nz_nsv[k][0], init, self.solver,
                 self.solver_tol, self.max_iter, self.tol, int(seeds[k, j]), self.callback,
-                self.verbose,
+                self.verbose, _problem_name(self.classes_, k, len(targets), j, self.n_init),
             )
             for k in range(len(targets))
             for j in range(self.n_init)
@@ -325,6 +479,8 @@ class SparseKernelClassifier(KernelMachineMixin, ClassifierMixin, BaseEstimator)
             min(runs[k * self.n_init:(k + 1) * self.n_init], key=lambda run: run["value"])
             for k in range(len(targets))
         ]
+        warn_if_not_converged(type(self).__name__, [(f["problem"], f["result"]) for f in fits],
+                              self.max_iter)
         self.kernel_ = kernel
         sizes = [len(fit["Z"]) for fit in fits]
         self.expansion_vectors_ = np.vstack([fit["Z"] for fit in fits])
@@ -340,7 +496,99 @@ class SparseKernelClassifier(KernelMachineMixin, ClassifierMixin, BaseEstimator)
         self.full_n_support_ = (
             None if nz_nsv[0][1] is None else np.array([nsv for _, nsv in nz_nsv])
         )
+        for attr in ("probA_", "probB_"):  # a refit without probability drops the old ones
+            self.__dict__.pop(attr, None)
+        if getattr(self, "probability", False):
+            # drawn after the main fit's seeds, so that fit is the same with or without it
+            cv_seed = int(rng.randint(np.iinfo(np.int32).max))
+            self.probA_, self.probB_ = self._platt_scaling(
+                X, codes, targets, kernel, weights, sw, init, cv_seed)
         return self
+
+    def _check_weighted_classes(self, kept_codes: NDArray[np.intp]) -> None:
+        """Every class needs a sample of positive weight; say which one has none."""
+        present = np.bincount(kept_codes, minlength=len(self.classes_)) > 0
+        if not present.all():
+            label = self.classes_.tolist()[int(np.flatnonzero(~present)[0])]
+            raise ValueError(
+                f"{type(self).__name__} needs samples of at least 2 classes with a positive "
+                f"weight, and of every class in y; class {label!r} has none (its "
+                "sample_weight × class_weight is 0 on every sample). Give it a positive "
+                "weight or leave its samples out of X and y."
+            )
+
+    def _platt_scaling(
+        self,
+        X: Array,
+        codes: NDArray[np.intp],
+        targets: list[NDArray[np.int_]],
+        kernel: Kernel,
+        weights: Array | None,
+        sample_weight: Array | None,
+        init: str,
+        seed: int,
+    ) -> tuple[Array, Array]:
+        """Platt's sigmoid per binary problem, on decision values of stratified k-fold models.
+
+        Each fold model solves the same problem as the fitted one (kernel,
+        costs, Nz, L-BFGS settings; one start) on the other folds' points; its
+        decision values on the held-out fold are what the sigmoid is fitted to.
+        A fold whose training part has one class of a binary problem gives
+        that class's sign as decision value, as libsvm does.
+        """
+        n_folds = self.n_probability_folds
+        largest = int(np.bincount(codes).max())
+        if largest < n_folds:
+            raise ValueError(
+                f"{type(self).__name__}(probability=True) fits Platt's sigmoid on "
+                f"{n_folds}-fold cross-validation and needs at least {n_folds} samples of "
+                f"positive weight in its largest class; got {largest}. Add samples or set "
+                "probability=False."
+            )
+        folds = list(StratifiedKFold(n_folds, shuffle=True, random_state=seed).split(X, codes))
+        rng = np.random.RandomState(seed)
+        seeds = rng.randint(np.iinfo(np.int32).max, size=(len(folds), len(targets)))
+        jobs, slots = [], []
+        for i, (train, _) in enumerate(folds):
+            params = (self._formulation_params() if weights is None
+                      else self._formulation_params(weights[train]))
+            formulation = make_formulation(self.formulation_name, **params)
+            n_distinct = len(np.unique(X[train], axis=0))
+            for k, t in enumerate(targets):
+                if len(np.unique(t[train])) < 2:
+                    continue  # filled with the one class's sign below
+                nz = min(int(self.n_expansion_[k]), n_distinct)
+                jobs.append(delayed(_fit_start)(
+                    X[train], t[train], formulation, kernel, nz, init, self.solver,
+                    self.solver_tol, self.max_iter, self.tol, int(seeds[i, k]), None, 0))
+                slots.append((i, k))
+        n_jobs = self.n_jobs if len(jobs) > 1 else None
+        runs = dict(zip(slots, Parallel(n_jobs=n_jobs)(jobs), strict=True))
+        decision = np.empty((len(X), len(targets)))
+        for i, (train, test) in enumerate(folds):
+            for k, t in enumerate(targets):
+                run = runs.get((i, k))
+                if run is None:
+                    decision[test, k] = float(t[train][0])
+                else:
+                    decision[test, k] = kernel(X[test], run["Z"]) @ run["coef"] + run["intercept"]
+        ab = [fit_platt(decision[:, k], t > 0, sample_weight) for k, t in enumerate(targets)]
+        return np.array([a for a, _ in ab]), np.array([b for _, b in ab])
+
+    def _proba_from_decision(self, decision: Array) -> Array:
+        """Class probabilities from decision values: Platt's sigmoid per problem, normalised."""
+        if decision.ndim == 1:
+            p = platt_proba(decision, self.probA_[0], self.probB_[0])
+            return np.column_stack([1.0 - p, p])
+        s = platt_proba(decision, self.probA_, self.probB_)
+        total = s.sum(axis=1, keepdims=True)
+        # every sigmoid underflowed to 0 (decision values far beyond the training ones):
+        # the same normalisation in the log domain
+        if (total == 0).any():
+            log_s = -np.logaddexp(0.0, self.probA_ * decision + self.probB_)
+            s = np.where(total == 0, np.exp(log_s - log_s.max(axis=1, keepdims=True)), s)
+            total = s.sum(axis=1, keepdims=True)
+        return s / total  # type: ignore[no-any-return]
 
 
 class SparseSVC(SparseKernelClassifier):
@@ -358,11 +606,24 @@ class SparseSVC(SparseKernelClassifier):
         Nz/NSV), per binary problem.
     C : float, default=1.0
         Regularisation, as in `sklearn.svm.SVC`.
+    class_weight : dict, "balanced" or None, default=None
+        As in `sklearn.svm.SVC`: point i's cost is C · class_weight[y_i] ·
+        sample_weight_i. A dict maps labels to weights ≥ 0 (labels left out
+        weigh 1); "balanced" gives class c the weight N / (n_classes · N_c)
+        from the class counts of y. One-vs-rest problems (more than two
+        classes) keep each point's weight from its own label in every problem.
+    probability : bool, default=False
+        Fit Platt's sigmoid per binary problem on decision values from an
+        internal stratified 5-fold cross-validation (five more sparse fits per
+        problem, seeded by ``random_state``), as ``SVC(probability=True)``;
+        enables `predict_proba` and `predict_log_proba`. The model itself is
+        the same as with ``probability=False``.
     kernel : str or Kernel, default="rbf"
         "rbf", "poly", "linear", a plugin's kernel, names joined by "+" for a
         sum, or a `sparsify.Kernel` instance.
     gamma : {"scale", "auto"} or float, default="scale"
-        Kernel coefficient for "rbf" and "poly" ("scale" is 1 / (d · Var(X))).
+        Kernel coefficient for "rbf" and "poly" ("scale" is 1 / (d · Var(X)),
+        with Var weighted by ``sample_weight`` when `fit` gets one).
     degree : int, default=3
         Degree of "poly".
     coef0 : float, default=0.0
@@ -394,7 +655,9 @@ class SparseSVC(SparseKernelClassifier):
     n_jobs : int or None, default=None
         Parallel jobs for one-vs-rest (joblib).
     verbose : int, default=0
-        Print L-BFGS progress when > 0.
+        1: one line per finished problem (its name, iterations, W, seconds);
+        2: also one line per L-BFGS iteration, naming its problem. Problems that
+        ``max_iter`` stops give one `sklearn.exceptions.ConvergenceWarning`.
     callback : callable or None, default=None
         Called with a `sparsify.optimize.IterationInfo` after each
         iteration; returning True stops that problem's optimisation.
@@ -418,6 +681,11 @@ class SparseSVC(SparseKernelClassifier):
         The full SVM's NSV when ``n_expansion`` is a ratio.
     kernel_ : Kernel
         The resolved kernel.
+    class_weight_ : ndarray of shape (n_classes,)
+        The weight of each class (ones without ``class_weight``).
+    probA_, probB_ : ndarray of shape (n_problems,)
+        Platt's sigmoid per binary problem, P(+1 | f) = 1 / (1 + exp(A f + B))
+        with scikit-learn's signs; only with ``probability=True``.
 
     Examples
     --------
@@ -429,6 +697,19 @@ class SparseSVC(SparseKernelClassifier):
     (10, 2)
     >>> bool(clf.score(X_test, y_test) > 0.85)
     True
+
+    A rare class made to count (1 positive in 10), and probabilities:
+
+    >>> import numpy as np
+    >>> from sklearn.datasets import make_classification
+    >>> X, y = make_classification(400, n_features=4, weights=[0.9], random_state=0)
+    >>> clf = SparseSVC(n_expansion=5, class_weight="balanced", probability=True,
+    ...                 max_iter=20, random_state=0).fit(X, y)
+    >>> clf.class_weight_.round(2).tolist()
+    [0.56, 4.65]
+    >>> proba = clf.predict_proba(X[:3])
+    >>> proba.shape, bool(np.allclose(proba.sum(axis=1), 1.0))
+    ((3, 2), True)
     """
 
     formulation_name = "svm"
@@ -436,6 +717,8 @@ class SparseSVC(SparseKernelClassifier):
     _parameter_constraints: ClassVar[dict[str, list[Any]]] = {
         **SparseKernelClassifier._parameter_constraints,
         "C": [Interval(Real, 0.0, None, closed="neither")],
+        "class_weight": [dict, StrOptions({"balanced"}), None],
+        "probability": ["boolean"],
     }
 
     def __init__(
@@ -443,6 +726,8 @@ class SparseSVC(SparseKernelClassifier):
         n_expansion: int | float = 0.1,
         *,
         C: float = 1.0,
+        class_weight: dict[Any, float] | str | None = None,
+        probability: bool = False,
         kernel: str | Kernel = "rbf",
         gamma: float | str = "scale",
         degree: int = 3,
@@ -460,6 +745,8 @@ class SparseSVC(SparseKernelClassifier):
     ) -> None:
         self.n_expansion = n_expansion
         self.C = C
+        self.class_weight = class_weight
+        self.probability = probability
         self.kernel = kernel
         self.gamma = gamma
         self.degree = degree
@@ -475,5 +762,76 @@ class SparseSVC(SparseKernelClassifier):
         self.verbose = verbose
         self.callback = callback
 
-    def _formulation_params(self) -> dict[str, Any]:
-        return {"C": self.C}
+    def _formulation_params(self, weights: Array | None = None) -> dict[str, Any]:
+        return {"C": self.C if weights is None else self.C * weights}
+
+    def fit(
+        self, X: ArrayLike, y: ArrayLike, sample_weight: ArrayLike | None = None
+    ) -> SparseSVC:
+        """Fit the sparse large margin classifier.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Training inputs.
+        y : array-like of shape (n_samples,)
+            Class labels, of any type.
+        sample_weight : array-like of shape (n_samples,), default=None
+            Weights ≥ 0 that multiply each point's cost C (with
+            ``class_weight``), as in `sklearn.svm.SVC`. A weight of 0 leaves the
+            point out; an integer weight is the same as repeating the point
+            (gamma="scale" then uses the weighted variance of X, and the full
+            SVM of a ratio ``n_expansion`` gets the same weights).
+
+        Returns
+        -------
+        self
+        """
+        return self._fit(X, y, sample_weight)  # type: ignore[return-value]
+
+    def _check_proba(self) -> bool:
+        if not self.probability:
+            raise AttributeError(
+                "predict_proba is not available when probability=False; fit with "
+                "SparseSVC(probability=True)."
+            )
+        return True
+
+    @available_if(_check_proba)
+    def predict_proba(self, X: ArrayLike) -> Array:
+        """Class probabilities by Platt scaling of the decision values.
+
+        Two classes: P(classes_[1]) = 1 / (1 + exp(A f + B)) for the decision
+        value f. More classes: that sigmoid per one-vs-rest problem, the K
+        values normalised to sum to 1 (as
+        `sklearn.calibration.CalibratedClassifierCV` does with one-vs-rest
+        sigmoids). As with SVC, the class of highest probability can differ from
+        `predict`'s for points near the decision boundary.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+
+        Returns
+        -------
+        ndarray of shape (n_samples, n_classes)
+            Columns in ``classes_`` order.
+        """
+        decision = self.decision_function(X)
+        if not hasattr(self, "probA_"):
+            raise NotFittedError(
+                "predict_proba is not available when fitted with probability=False; fit "
+                "again with probability=True."
+            )
+        return self._proba_from_decision(decision)
+
+    @available_if(_check_proba)
+    def predict_log_proba(self, X: ArrayLike) -> Array:
+        """Logarithm of `predict_proba`.
+
+        Returns
+        -------
+        ndarray of shape (n_samples, n_classes)
+        """
+        with np.errstate(divide="ignore"):  # a probability of 0 is a log of -inf
+            return np.log(self.predict_proba(X))  # type: ignore[no-any-return]

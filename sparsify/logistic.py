@@ -21,7 +21,13 @@ from sparsify.estimators import KernelMachineMixin, _check_solver, validate_clas
 from sparsify.formulation import make_formulation
 from sparsify.kernels import Kernel, make_kernel
 from sparsify.marginal import make_marginal
-from sparsify.optimize import CLASSIFIER_INIT_METHODS, initial_expansion_vectors, minimize_marginal
+from sparsify.optimize import (
+    CLASSIFIER_INIT_METHODS,
+    initial_expansion_vectors,
+    minimize_marginal,
+    problem_line,
+    warn_if_not_converged,
+)
 
 __all__ = ["SparseKernelLogisticRegression"]
 
@@ -96,7 +102,9 @@ class SparseKernelLogisticRegression(LogisticMixin, ClassifierMixin, BaseEstimat
     random_state : int, RandomState instance or None, default=None
         Seed of the initial XVs.
     verbose : int, default=0
-        Print L-BFGS progress when > 0.
+        1: one line per finished start (iterations, W, seconds); 2: also one line
+        per L-BFGS iteration. A start that ``max_iter`` stops gives a
+        `sklearn.exceptions.ConvergenceWarning`.
 
     Attributes
     ----------
@@ -211,15 +219,20 @@ class SparseKernelLogisticRegression(LogisticMixin, ClassifierMixin, BaseEstimat
             if Z0.shape[1] != X.shape[1]:
                 raise ValueError(f"init has {Z0.shape[1]} features but X has {X.shape[1]}.")
             starts = [Z0]
-        best = None
-        for Z0 in starts:
+        best, runs = None, []
+        for j, Z0 in enumerate(starts):
+            problem = f"start {j + 1}" if len(starts) > 1 else ""
             marginal = make_marginal(formulation, X, target, kernel, len(Z0), self.solver,
                                      self.solver_tol)
             res = minimize_marginal(marginal, Z0, max_iter=self.max_iter, tol=self.tol,
-                                    verbose=self.verbose)
+                                    verbose=self.verbose >= 2, problem=problem)
+            if self.verbose:
+                print(problem_line(problem, res), flush=True)
+            runs.append((problem, res))
             if best is None or res.evaluation.value < best.evaluation.value:
                 best = res
         assert best is not None
+        warn_if_not_converged(type(self).__name__, runs, self.max_iter)
         ev = best.evaluation
         self.kernel_ = kernel
         self.expansion_vectors_ = best.Z

@@ -34,7 +34,7 @@ from sparsify.estimators import (
 )
 from sparsify.formulation import make_formulation
 from sparsify.kernels import RBF, Kernel, Linear, Polynomial, make_kernel
-from sparsify.optimize import INIT_METHODS
+from sparsify.optimize import INIT_METHODS, warn_if_not_converged
 
 __all__ = ["SparseOneClassSVM", "full_oneclass_svm"]
 
@@ -109,7 +109,9 @@ class SparseOneClassSVM(KernelMachineMixin, OutlierMixin, BaseEstimator):
     n_jobs : int or None, default=None
         Parallel jobs for the ``n_init`` starts (joblib).
     verbose : int, default=0
-        Print L-BFGS progress when > 0.
+        1: one line per finished problem (its name, iterations, W, seconds);
+        2: also one line per L-BFGS iteration, naming its problem. Problems that
+        ``max_iter`` stops give one `sklearn.exceptions.ConvergenceWarning`.
     callback : callable or None, default=None
         Called with a `sparsify.optimize.IterationInfo` after each
         iteration; returning True stops the optimisation.
@@ -234,10 +236,13 @@ class SparseOneClassSVM(KernelMachineMixin, OutlierMixin, BaseEstimator):
             delayed(_fit_start)(
                 X, None, formulation, kernel, n_expansion, self.init, self.solver,
                 self.solver_tol, self.max_iter, self.tol, int(seed), self.callback, self.verbose,
+                f"start {j + 1}" if self.n_init > 1 else "",
             )
-            for seed in seeds
+            for j, seed in enumerate(seeds)
         )
         best = min(runs, key=lambda run: run["value"])
+        warn_if_not_converged(type(self).__name__, [(best["problem"], best["result"])],
+                              self.max_iter)
         self.kernel_ = kernel
         self.expansion_vectors_ = best["Z"]
         self.expansion_coef_ = best["coef"].reshape(1, -1)

@@ -37,7 +37,14 @@ from sparsify.kernels import RBF, Kernel, SumKernel, make_kernel
 from sparsify.manifold import ManifoldKernel
 from sparsify.marginal import CvxpyMarginal, diagonal_scale, make_marginal
 from sparsify.mkl import alternate, block_norms2, combined_kernel, uniform_weights
-from sparsify.optimize import INIT_METHODS, initial_expansion_vectors, minimize_marginal
+from sparsify.optimize import (
+    INIT_METHODS,
+    OptimizeResult,
+    initial_expansion_vectors,
+    minimize_marginal,
+    problem_line,
+    warn_if_not_converged,
+)
 from sparsify.plugins import get_registry
 
 __all__ = ["SemiSupervisedSVC", "s3vm_objective", "switch_labels"]
@@ -246,6 +253,8 @@ class _Sparse:
             Z = distinct[np.sort(idx)]
         self.Z = Z
         self.n_lbfgs = 0
+        #: (name, OptimizeResult) of every L-BFGS run, for the convergence warning
+        self.runs: list[tuple[str, OptimizeResult]] = []
 
     def solve(self, theta: Array, y: Array, c_star: float, move: bool = True) -> _State:
         est = self.est
@@ -257,7 +266,12 @@ class _Sparse:
         marginal = make_marginal(form, self.X, y, kernel, len(self.Z), est.solver,
                                  est.solver_tol)
         if moving:
-            res = minimize_marginal(marginal, self.Z, max_iter=est.max_iter, tol=est.tol)
+            stage = f"stage {len(self.runs) + 1} (C* = {c_star:.3g})"
+            res = minimize_marginal(marginal, self.Z, max_iter=est.max_iter, tol=est.tol,
+                                    verbose=est.verbose >= 2, problem=stage)
+            if est.verbose:
+                print(problem_line(stage, res), flush=True)
+            self.runs.append((stage, res))
             self.Z, ev = res.Z, res.evaluation
             self.n_lbfgs += res.n_iter
         else:
@@ -881,6 +895,8 @@ class SemiSupervisedSVC(KernelMachineMixin, ClassifierMixin, BaseEstimator):
         self.n_expansion_ = len(Z)
         self.support_ = support
         self.n_lbfgs_iter_ = engine.n_lbfgs if isinstance(engine, _Sparse) else 0
+        if isinstance(engine, _Sparse):
+            warn_if_not_converged(type(self).__name__, engine.runs, self.max_iter)
         self.balance_ = r
         self.objective_ = float(final.value)
         g = final.outputs

@@ -102,7 +102,11 @@ def test_fit_json_verbose_keeps_stdout_clean(capsys: pytest.CaptureFixture[str])
     code, out, err = _run(capsys, "fit", "--n-expansion", "3", "--max-iter", "2", "--json", "-v")
     assert code == 0
     json.loads(out)  # exactly one JSON object: progress lines did not leak into stdout
-    assert "[sparsify] iter" in err
+    assert "[sparsify] 2 iterations, W = " in err and "iter    1/2" not in err  # a problem
+    code, out, err = _run(capsys, "fit", "--n-expansion", "3", "--max-iter", "2", "--json", "-vv")
+    assert code == 0
+    json.loads(out)
+    assert "[sparsify] iter    1/2" in err  # -vv: a line an iteration too
 
 
 def test_fit_passes_parameters_to_the_estimator(tmp_path: Path,

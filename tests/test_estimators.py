@@ -105,6 +105,9 @@ def test_callback_and_verbose(moons, capsys) -> None:
     clf = SparseSVC(n_expansion=4, callback=stop_after_two, verbose=1, random_state=0).fit(X, y)
     assert [i.iteration for i in seen] == [1, 2]
     assert clf.n_iter_[0] == 2
+    # verbose=1: one line for the problem; the callback's stop is not a convergence failure
+    assert capsys.readouterr().out.startswith("[sparsify] 2 iterations, W = ")
+    SparseSVC(n_expansion=4, callback=stop_after_two, verbose=2, random_state=0).fit(X, y)
     assert "iter    1/200  W =" in capsys.readouterr().out
 
 

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import re
+import warnings
+
 import numpy as np
 import pytest
 from sklearn.exceptions import ConvergenceWarning
@@ -110,3 +113,48 @@ def test_history_is_monotone_and_evaluations_counted() -> None:
     # the best W may come from a line-search point after the last accepted iterate
     assert res.evaluation.value <= res.history.min()
     assert res.evaluation.value == pytest.approx(marginal.evaluate(res.Z).value, rel=1e-7)
+
+
+def test_max_iter_that_stops_lbfgs_is_a_convergence_warning_naming_the_problem() -> None:
+    from sklearn.datasets import make_blobs
+
+    from sparsify import SparseKernelLogisticRegression
+
+    X, y = make_blobs(60, centers=2, random_state=0)
+    with pytest.warns(ConvergenceWarning, match=r"SparseKernelLogisticRegression: L-BFGS stopped "
+                      r"at max_iter=2 before W\(Z\) levelled off for 2 of 2 problems \(start "
+                      r"\d: last relative decrease"):
+        SparseKernelLogisticRegression(3, n_init=2, max_iter=2, random_state=0).fit(X, y)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)  # converged: no warning
+        SparseKernelLogisticRegression(3, max_iter=500, random_state=0).fit(X, y)
+
+
+def test_verbose_prints_a_line_per_problem_and_per_iteration_at_2(capsys) -> None:
+    from sklearn.datasets import make_blobs
+
+    from sparsify import SparseKernelLogisticRegression
+
+    X, y = make_blobs(60, centers=2, random_state=0)
+    SparseKernelLogisticRegression(3, n_init=2, max_iter=3, verbose=1, random_state=0).fit(X, y)
+    lines = capsys.readouterr().out.splitlines()
+    assert len(lines) == 2 and all(re.match(r"\[sparsify\] start \d: \d+ iterations, W = ", x)
+                                   for x in lines)
+    SparseKernelLogisticRegression(3, n_init=2, max_iter=3, verbose=2, random_state=0).fit(X, y)
+    lines = capsys.readouterr().out.splitlines()
+    assert any(re.match(r"\[sparsify\] start 2: iter +\d+/3 ", x) for x in lines)
+
+
+def test_one_vs_rest_names_each_problem_in_verbose_lines_and_in_the_warning(capsys) -> None:
+    from sklearn.datasets import make_blobs
+
+    from sparsify import SparseSVC
+
+    X, y = make_blobs(60, centers=3, random_state=0)
+    with pytest.warns(ConvergenceWarning, match=r"SparseSVC: L-BFGS stopped at max_iter=1 "
+                      r"before W\(Z\) levelled off for \d of 3 problems \(class \d vs rest: "):
+        SparseSVC(3, max_iter=1, verbose=2, random_state=0).fit(X, y)
+    lines = capsys.readouterr().out.splitlines()
+    done = [x for x in lines if "iterations, W =" in x]
+    assert [x.split(":")[0] for x in done] == [f"[sparsify] class {k} vs rest" for k in range(3)]
+    assert any(re.match(r"\[sparsify\] class 2 vs rest: iter +1/1 ", x) for x in lines)

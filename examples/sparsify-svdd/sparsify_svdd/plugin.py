@@ -45,7 +45,7 @@ from sparsify import Declaration, Formulation, Outputs, hookimpl
 from sparsify.estimators import KernelMachineMixin, SparseKernelClassifier
 from sparsify.kernels import Kernel, make_kernel
 from sparsify.marginal import make_marginal
-from sparsify.optimize import initial_expansion_vectors, minimize_marginal
+from sparsify.optimize import initial_expansion_vectors, minimize_marginal, warn_if_not_converged
 from sparsify.outlier import full_oneclass_svm
 
 __all__ = ["SVDD", "SparseSVDD"]
@@ -248,16 +248,18 @@ class SparseSVDD(KernelMachineMixin, OutlierMixin, BaseEstimator):
         n_expansion = self._n_expansion(X, kernel)
         formulation = SVDD(nu=float(self.nu))  # this plugin's own class: no registry lookup
         rng = check_random_state(self.random_state)
-        best = None
-        for seed in rng.randint(np.iinfo(np.int32).max, size=self.n_init):
+        best, runs = None, []
+        for j, seed in enumerate(rng.randint(np.iinfo(np.int32).max, size=self.n_init)):
             Z0 = initial_expansion_vectors(X, n_expansion, self.init, int(seed))
             marginal = make_marginal(formulation, X, None, kernel, n_expansion, self.solver,
                                      self.solver_tol)
             run = minimize_marginal(marginal, Z0, max_iter=self.max_iter, tol=self.tol,
-                                    verbose=self.verbose)
+                                    verbose=self.verbose, problem=f"start {j + 1}")
+            runs.append((f"start {j + 1}", run))
             if best is None or run.evaluation.value < best.evaluation.value:
                 best = run
         assert best is not None  # n_init ≥ 1
+        warn_if_not_converged(type(self).__name__, runs, self.max_iter)
         ev = best.evaluation
         beta = np.asarray(ev.coef, dtype=float)
         b = float(ev.intercept)
