@@ -253,6 +253,27 @@ def _hint(statuses: list[str]) -> str:
     return "Try another solver=, a looser tol, or rescale the data."
 
 
+def _conditioning_note(K_zz: Array) -> str:
+    """Where K_ZZ is nearly singular, say so: XVs that nearly coincide are a cause of failure.
+
+    Examples
+    --------
+    >>> _conditioning_note(np.eye(2))
+    ''
+    >>> _conditioning_note(np.array([[1.0, 1.0 - 1e-12], [1.0 - 1e-12, 1.0]]))[:52]
+    ' K_ZZ is nearly singular (condition number 2.0e+12):'
+    """
+    lam = np.linalg.eigvalsh(K_zz)
+    if lam[-1] <= 0:
+        return ""
+    cond = lam[-1] / max(lam[0], np.finfo(float).tiny)
+    if cond < 1e8:
+        return ""
+    return (f" K_ZZ is nearly singular (condition number {cond:.1e}): some XVs nearly coincide "
+            "in feature space; start from other XVs (another random_state, init='kmeans') or "
+            "use fewer.")
+
+
 def _resolve_backends(solver: str) -> list[SolverBackend]:
     registry = get_registry()
     if solver == "auto":
@@ -436,6 +457,7 @@ class CvxpyMarginal(Marginal):
                 f"The {' then '.join(b.name for b in self.backends)} solver did not solve the "
                 f"{self.formulation_name!r} formulation (N={len(self.X)}, "
                 f"Nz={self.n_expansion}): {failed}. {_hint(codes)}{self._scale_note()}"
+                f"{_conditioning_note(self._K_zz)}"
             ) from failed.cause
 
     def _scale_note(self) -> str:
@@ -448,6 +470,7 @@ class CvxpyMarginal(Marginal):
         Z = check_expansion_vectors(Z, self.n_expansion, self.X.shape[1], self.formulation_name)
         K_xz, K_zz = kernel_blocks(self.kernel, self.X, Z)
         self.K_xz.value = K_xz
+        self._K_zz = K_zz
         self.R.value = expansion_factor(K_zz + self.jitter * np.eye(len(Z)))
         solved = self._solve()
         beta = np.asarray(self.beta.value, dtype=float)

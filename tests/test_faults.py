@@ -444,3 +444,19 @@ def test_kernel_overflow_on_the_training_inputs_is_a_clear_error(solver: str) ->
     with pytest.raises(ValueError, match=r"The kernel Linear\(\) overflows on the training "
                                          r"inputs.*row 3\. Rescale the data"):
         SparseSVC(3, kernel="linear", solver=solver, max_iter=2, random_state=0).fit(X, y)
+
+
+def test_a_failed_solve_at_nearly_coinciding_xvs_says_so(problem, register) -> None:
+    # the imbalance benchmark's failure: XVs a tenth of the kernel's length apart and large
+    # costs; the report names the near-singular K_ZZ as the likely cause
+    register("solver", SHORT)
+    X, y = problem
+    Z = np.vstack([X[:2], X[1] + 1e-5])
+    with pytest.raises(SolverError, match=r"K_ZZ is nearly singular \(condition number "
+                                          r"\d\.\de\+\d+\): some XVs nearly coincide"):
+        CvxpyMarginal(make_formulation("svm"), X, y, RBF(1.0), 3,
+                      solver="clarabel_2iter").evaluate(Z)
+    with pytest.raises(SolverError) as info:  # well separated XVs: no such note
+        CvxpyMarginal(make_formulation("svm"), X, y, RBF(1.0), 3,
+                      solver="clarabel_2iter").evaluate(X[:3])
+    assert "nearly singular" not in str(info.value)
