@@ -226,8 +226,8 @@ def run(data: DataSet, args: argparse.Namespace, torch: Any, gpytorch: Any) -> l
     rows = [{**base, "method": METHODS[0], "seed": "", "kernel_evals": nsv, "seconds": t_svc,
              "predict_s": predict_s, "predict_first_s": first,
              "error": float(np.mean(pred != data.yt))}]
-    # The fast path's compiled parts (numba) load once per process, or compile on the first
-    # use after installing: a 1-iteration fit does that outside the timings.
+    # The fast path's first fit in a process pays one-off loads (its C extension, numpy's and
+    # scipy's first calls): a 1-iteration fit does that outside the timings.
     SparseSVC(nz, C=data.C, gamma=data.gamma, max_iter=1, random_state=0).fit(data.X, data.y)
     for seed in range(args.repeats):
         Z0 = slmc_start(data.X, nz, seed)

@@ -206,7 +206,7 @@ def main(argv: list[str] | None = None) -> int:
     start = time.perf_counter()
     rows: list[dict[str, Any]] = []
     with threadpool_limits(1):
-        _load_compiled_solver()  # numba's one-off cache load stays out of the fit times
+        _load_compiled_solver()  # the fast path's one-off loads stay out of the fit times
         for name in names:
             for seed in range(args.seeds):
                 X, y = make_data(name, seed, args.n_majority, args.data_dir)

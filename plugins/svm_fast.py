@@ -9,9 +9,10 @@ Its dual is a box-constrained QP over α ∈ [0, C]ᴺ with yᵀα = 0 whose Hes
 Q = B K_ZZ⁻¹ Bᵀ (B = diag(y) K_XZ) has rank Nz. Two exact methods share it:
 
 * a primal active-set method, warm-started from the previous L-BFGS
-  evaluation's α and compiled with numba: when L-BFGS takes a small step few
-  points change side, and each change costs one (|free| + 1)-sized solve
-  (β eliminated through the Cholesky factor of K_ZZ).
+  evaluation's α and written in C (``sparsify_plugins._active_set``, built
+  when sparsify is installed): when L-BFGS takes a small step few points
+  change side, and each change costs one (|free| + 1)-sized solve (β
+  eliminated through the Cholesky factor of K_ZZ).
 * a primal-dual interior-point method (Mehrotra) whose Newton systems cost
   O(N·Nz²) by the Sherman-Morrison-Woodbury identity: used when the warm start
   runs past its budget (large steps, large N). Its rounded iterates seed the
@@ -31,13 +32,11 @@ constraint yᵀα = 0 puts support vectors in both classes, so W is differentiab
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from numba import njit
 from numpy.typing import NDArray
 
 from sparsify.formulation import Formulation
@@ -56,368 +55,16 @@ Array = NDArray[np.float64]
 Solution = tuple[Any, ...]
 
 
-# The active-set moves are compiled (numba): each is a few loops over at most N
-# points and a (2 Nz + 2)-sized solve, which numpy would spend in call overhead.
-# Plain loops, not numpy calls, keep numba's one-off compile to seconds.
-
-
-def _compiled(function: Callable[..., Any]) -> Any:
-    """``function`` compiled by numba, cached on disk where a cache directory is writable.
-
-    Only under the installed name ``sparsify_plugins``: numba keys its cache by file
-    and records the module's name in it, so a second name for the same file (pytest
-    imports the source tree's plugins/ as ``plugins`` for its doctests) would load a
-    cache that imports a module that does not exist.
-    """
-    if not function.__module__.startswith("sparsify_plugins."):
-        return njit(function)
-    try:
-        return njit(cache=True)(function)
-    except RuntimeError:  # no writable cache directory: compile once per process instead
-        return njit(function)
-
-
-@_compiled
-def _solve_square(A: Array, rhs: Array) -> tuple[Array, bool]:
-    """x with A x = rhs by Gaussian elimination with partial pivoting (LAPACK's getrf order).
-
-    Returns (x, False) on an exact zero pivot; the caller checks the residual
-    for near-singular systems, which return garbage without a zero pivot.
-    """
-    n = len(rhs)
-    M, x = A.copy(), rhs.copy()
-    for k in range(n):
-        p = k
-        for i in range(k + 1, n):
-            if abs(M[i, k]) > abs(M[p, k]):
-                p = i
-        if M[p, k] == 0.0:
-            return x, False
-        if p != k:
-            for j in range(n):
-                M[k, j], M[p, j] = M[p, j], M[k, j]
-            x[k], x[p] = x[p], x[k]
-        for i in range(k + 1, n):
-            f = M[i, k] / M[k, k]
-            if f != 0.0:
-                for j in range(k + 1, n):
-                    M[i, j] -= f * M[k, j]
-                x[i] -= f * x[k]
-    for k in range(n - 1, -1, -1):
-        s = x[k]
-        for j in range(k + 1, n):
-            s -= M[k, j] * x[j]
-        x[k] = s / M[k, k]
-    return x, True
-
-
-@_compiled
-def _kkt_solved(
-    B: Array, y: Array, F: NDArray[np.int64], m: int, K: Array, v: Array, cy: float,
-    sol: Array, scale: float,
-) -> bool:
-    """Whether [β, b, α_F] solves `_active_set_solve`'s system to round-off.
-
-    A nearly singular system solves without a zero pivot and returns garbage,
-    so every solve is checked against the unreduced equations; a non-finite
-    residual fails.
-    """
-    nz = len(K)
-    residual, size = 0.0, max(1.0, abs(cy))
-    for a in range(nz):  # K β − B_Fᵀ α_F − v
-        t = -v[a]
-        for c in range(nz):
-            t += K[a, c] * sol[c]
-        for k in range(m):
-            t -= B[F[k], a] * sol[nz + 1 + k]
-        if not math.isfinite(t):
-            return False
-        residual, size = max(residual, abs(t)), max(size, abs(v[a]))
-    t = cy  # y_Fᵀ α_F + cy
-    for k in range(m):
-        i = F[k]
-        t += y[i] * sol[nz + 1 + k]
-        g = y[i] * sol[nz] - 1.0  # B_F β + y_F b − 1
-        for a in range(nz):
-            g += B[i, a] * sol[a]
-        if not math.isfinite(g):
-            return False
-        residual = max(residual, abs(g))
-    if not math.isfinite(t):
-        return False
-    return max(residual, abs(t)) <= 1e-9 * (scale + size)
-
-
-@_compiled
-def _active_set_solve(
-    B: Array, y: Array, F: NDArray[np.int64], m: int, K: Array, v: Array, cy: float,
-    scale: float,
-) -> tuple[Array, bool]:
-    """[β, b, α_F] for a guessed partition, and whether its KKT system solved.
-
-    Unknowns β (Nz), b and α on the m free points F[:m] (indices into B's rows);
-    α_i = C_i on the bound set U, 0 elsewhere (C holds the per-point costs). U
-    enters only through v = B_Uᵀ C_U and cy = y_Uᵀ C_U, which the caller keeps
-    up to date::
-
-        K β − B_Fᵀ α_F = v              (stationarity in β)
-        B_F β + y_F b  = 1              (free points lie on the margin)
-        y_Fᵀ α_F       = −cy            (stationarity in b)
-    """
-    nz = len(K)
-    n = nz + 1 + m
-    if m > nz + 1:  # more margin points than unknowns: α_F is not unique
-        return np.zeros(n), False
-    lhs, rhs = np.zeros((n, n)), np.ones(n)
-    for a in range(nz):
-        rhs[a] = v[a]
-        for c in range(nz):
-            lhs[a, c] = K[a, c]
-    rhs[nz] = -cy
-    for k in range(m):
-        i, row = F[k], nz + 1 + k
-        for a in range(nz):
-            lhs[a, row] = -B[i, a]
-            lhs[row, a] = B[i, a]
-        lhs[row, nz] = lhs[nz, row] = y[i]
-    sol, ok = _solve_square(lhs, rhs)
-    return sol, ok and _kkt_solved(B, y, F, m, K, v, cy, sol, scale)
-
-
-@_compiled
-def _forward_substitution(L: Array, rhs: Array, out: Array) -> None:
-    """out = L⁻¹ rhs for a lower-triangular L."""
-    for a in range(len(rhs)):
-        t = rhs[a]
-        for c in range(a):
-            t -= L[a, c] * out[c]
-        out[a] = t / L[a, a]
-
-
-@_compiled
-def _schur_solve(
-    B: Array, y: Array, F: NDArray[np.int64], m: int, K: Array, L: Array, Phi: Array,
-    v: Array, cy: float, scale: float,
-) -> tuple[Array, bool]:
-    """`_active_set_solve` with β eliminated: an (m + 1)-sized system instead of Nz + 1 + m.
-
-    With K = L Lᵀ and the whitened rows Φ_i = L⁻¹ B_iᵀ (``Phi``, filled by the
-    caller for the free points), β = L⁻ᵀ(L⁻¹v + Φ_Fᵀ α_F) and what is left is
-    the bordered system [Φ_F Φ_Fᵀ, y_F; y_Fᵀ, 0] [α_F; b] = [1 − Φ_F L⁻¹v; −cy]:
-    several times cheaper once Nz is in the tens. Its solution is checked
-    against the unreduced system, which answers where this one does not solve.
-    """
-    nz = len(K)
-    n = nz + 1 + m
-    sol = np.zeros(n)
-    if m > nz + 1:
-        return sol, False
-    u = np.empty(nz)
-    _forward_substitution(L, v, u)
-    A, r = np.zeros((m + 1, m + 1)), np.empty(m + 1)
-    for k in range(m):
-        i = F[k]
-        t = 1.0
-        for a in range(nz):
-            t -= Phi[i, a] * u[a]
-        r[k] = t
-        A[k, m] = A[m, k] = y[i]
-        for j in range(k + 1):
-            t = 0.0
-            for a in range(nz):
-                t += Phi[i, a] * Phi[F[j], a]
-            A[k, j] = A[j, k] = t
-    r[m] = -cy
-    x, ok = _solve_square(A, r)
-    if not ok:
-        return sol, False
-    for k in range(m):  # L⁻¹v + Φ_Fᵀ α_F, then β by back substitution with Lᵀ
-        for a in range(nz):
-            u[a] += x[k] * Phi[F[k], a]
-    for a in range(nz - 1, -1, -1):
-        t = u[a]
-        for c in range(a + 1, nz):
-            t -= L[c, a] * sol[c]
-        sol[a] = t / L[a, a]
-    sol[nz] = x[m]
-    sol[nz + 1:] = x[:m]
-    return sol, _kkt_solved(B, y, F, m, K, v, cy, sol, scale)
-
-
-@_compiled
-def _null_vector(B: Array, y: Array, F: NDArray[np.int64], m: int) -> tuple[Array, bool]:
-    """A unit vector d with [B_F, y_F]ᵀ d ≈ 0 for the m free points F[:m], and whether it is finite.
-
-    Gaussian elimination with complete pivoting, stopped one pivot short of
-    m (or at a zero pivot), sets the first column left without a pivot to one
-    and solves for the pivots. With more points than the Nz + 1 rows that is
-    an exact null vector; where a free set with full column rank made the
-    subproblem singular only numerically, the smallest last pivot is the one
-    dropped, so d is a direction of near-linear change, as the smallest right
-    singular vector would be. The moves stay exact either way: only a full
-    step to a subproblem solution is accepted.
-    """
-    nz = B.shape[1]
-    A, cols, big = np.empty((nz + 1, m)), np.empty(m, dtype=np.int64), 0.0
-    for k in range(m):
-        cols[k] = k
-        for a in range(nz + 1):
-            A[a, k] = B[F[k], a] if a < nz else y[F[k]]
-            big = max(big, abs(A[a, k]))
-    rank = 0
-    while rank < min(nz + 1, m - 1):
-        k, p, q = rank, rank, rank
-        for i in range(k, nz + 1):
-            for j in range(k, m):
-                if abs(A[i, j]) > abs(A[p, q]):
-                    p, q = i, j
-        if abs(A[p, q]) <= 1e-12 * big:
-            break
-        for j in range(m):
-            A[k, j], A[p, j] = A[p, j], A[k, j]
-        for i in range(nz + 1):
-            A[i, k], A[i, q] = A[i, q], A[i, k]
-        cols[k], cols[q] = cols[q], cols[k]
-        for i in range(k + 1, nz + 1):
-            f = A[i, k] / A[k, k]
-            for j in range(k, m):
-                A[i, j] -= f * A[k, j]
-        rank += 1
-    x = np.zeros(m)
-    x[rank] = 1.0
-    for k in range(rank - 1, -1, -1):
-        s = 0.0
-        for j in range(k + 1, rank + 1):
-            s -= A[k, j] * x[j]
-        x[k] = s / A[k, k]
-    d, norm = np.empty(m), 0.0
-    for k in range(m):
-        d[cols[k]] = x[k]
-        norm += x[k] * x[k]
-    for k in range(m):
-        d[k] /= math.sqrt(norm)
-    return d, math.isfinite(norm)
-
-
-@_compiled
-def _active_set(
-    B: Array, y: Array, K: Array, K_inv: Array, L: Array, C: Array, alpha: Array,
-    upper: NDArray[np.bool_], free: NDArray[np.bool_], tol: float, max_iter: int,
-) -> tuple[bool, Array, float]:
-    """The moves of `_warm_active_set`, compiled.
-
-    Updates ``alpha``, ``upper`` and ``free`` in place; returns whether every
-    KKT condition holds to ``tol`` within ``max_iter`` moves, and β, b.
-    Non-finite values count as failure: compiled code raises no floating-point
-    errors.
-    """
-    N, nz = B.shape
-    # the bound points enter the subproblem only through these sums; each move updates them
-    v, cy = np.zeros(nz), 0.0
-    for i in range(N):
-        if upper[i]:
-            cy += C[i] * y[i]
-            for a in range(nz):
-                v[a] += C[i] * B[i, a]
-    scale = 0.0
-    for i in range(N):
-        scale = max(scale, C[i])
-    beta, b = np.zeros(nz), 0.0
-    F, d, u, w = np.empty(N, dtype=np.int64), np.empty(N), np.empty(nz), np.empty(nz)
-    # whitened rows Φ_i = L⁻¹ B_iᵀ of the points that have been free (no L: none)
-    Phi, whitened = np.empty((N, nz)), np.zeros(N, dtype=np.bool_)
-    for _ in range(max_iter):
-        m = 0
-        for i in range(N):
-            if free[i]:
-                F[m] = i
-                m += 1
-        solved = False
-        if len(L) and m <= nz + 1:
-            for k in range(m):
-                i = F[k]
-                if not whitened[i]:
-                    _forward_substitution(L, B[i], Phi[i])
-                    whitened[i] = True
-            sol, solved = _schur_solve(B, y, F, m, K, L, Phi, v, cy, scale)
-        if not solved:
-            sol, solved = _active_set_solve(B, y, F, m, K, v, cy, scale)
-        if solved:
-            for a in range(nz):
-                beta[a] = sol[a]
-            b = sol[nz]
-            for k in range(m):
-                d[k] = sol[nz + 1 + k] - alpha[F[k]]
-        elif m == 0:  # no margin point: b is not unique; the interior point copes
-            return False, beta, b
-        else:  # singular subproblem: a direction of linear decrease
-            null, ok = _null_vector(B, y, F, m)
-            if not ok:
-                return False, beta, b
-            # the dual objective's slope along it: (B_F K⁻¹ (B_Fᵀ α_F + v) − 1)ᵀ null
-            for a in range(nz):
-                u[a] = v[a]
-                for k in range(m):
-                    u[a] += alpha[F[k]] * B[F[k], a]
-            for a in range(nz):
-                w[a] = 0.0
-                for c in range(nz):
-                    w[a] += K_inv[a, c] * u[c]
-            slope = 0.0
-            for k in range(m):
-                s = -1.0
-                for a in range(nz):
-                    s += B[F[k], a] * w[a]
-                slope += s * null[k]
-            for k in range(m):
-                d[k] = -null[k] if slope > 0 else null[k]
-        j, step = 0, math.inf
-        for k in range(m):  # ratio test: the first bound the step meets
-            i = F[k]
-            if d[k] > 1e-14 * C[i]:
-                r = (C[i] - alpha[i]) / d[k]
-            elif d[k] < -1e-14 * C[i]:
-                r = -alpha[i] / d[k]
-            else:
-                continue
-            if r < step:
-                j, step = k, r
-        if solved and step >= 1.0:
-            for k in range(m):
-                alpha[F[k]] = sol[nz + 1 + k]
-            worst, violation = -1, tol
-            for i in range(N):
-                if free[i]:
-                    continue
-                g = y[i] * b - 1.0  # margin slack y_i(f_i + b) − 1
-                for a in range(nz):
-                    g += B[i, a] * beta[a]
-                if upper[i]:
-                    g = -g
-                if -g > violation:
-                    worst, violation = i, -g
-            if worst < 0:
-                return True, beta, b
-            if upper[worst]:
-                cy -= C[worst] * y[worst]
-                for a in range(nz):
-                    v[a] -= C[worst] * B[worst, a]
-            upper[worst], free[worst] = False, True
-            continue
-        if not math.isfinite(step):
-            return False, beta, b
-        for k in range(m):
-            alpha[F[k]] += step * d[k]
-        i = F[j]
-        free[i] = False
-        if d[j] > 0:
-            alpha[i], upper[i] = C[i], True
-            cy += C[i] * y[i]
-            for a in range(nz):
-                v[a] += C[i] * B[i, a]
-        else:
-            alpha[i] = 0.0
-    return False, beta, b
+# The active-set moves are C (plugins/_active_set.c, compiled at install): each is a few
+# loops over at most N points and a (2 Nz + 2)-sized solve, which numpy would spend in
+# call overhead.
+try:
+    from sparsify_plugins._active_set import active_set as _compiled_active_set
+except ImportError as error:  # a source tree used without installing it
+    raise ImportError(
+        "The SVM fast path's compiled part, sparsify_plugins._active_set, is missing: install "
+        "sparsify from its checkout with `pip install .` (or `pip install -e .`), which builds "
+        "it with the C compiler.") from error
 
 
 def _warm_active_set(
@@ -439,15 +86,20 @@ def _warm_active_set(
     the dual objective is linear, to the next bound. Every accepted point is
     a full step to a subproblem solution, so yᵀα = 0 holds exactly. ``L`` is
     the Cholesky factor of K (empty where K is not numerically positive
-    definite: then every move solves the unreduced system).
+    definite: then every move solves the unreduced system). The moves run in
+    C (`sparsify_plugins._active_set.active_set`) without the GIL; a
+    non-finite value there counts as failure, since C raises no
+    floating-point error.
     """
-    alpha, upper, free = alpha.copy(), upper.copy(), free.copy()
-    # one layout, so numba compiles one specialisation
+    # the C code takes C-contiguous float64 and bool arrays and updates the last three in place
+    alpha = np.array(alpha, dtype=float)
+    upper, free = np.array(upper, dtype=bool), np.array(free, dtype=bool)
     B, y, K, K_inv, L, C = (np.ascontiguousarray(a, dtype=float)
                             for a in (B, y, K, K_inv, L, C))
-    ok, beta, b = _active_set(B, y, K, K_inv, L, C, alpha, upper, free, float(tol),
-                              int(max_iter))
-    return (alpha, beta, float(b), upper, free) if ok else None
+    beta = np.empty(B.shape[1])
+    ok, b = _compiled_active_set(B, y, K, K_inv, L, C, alpha, upper, free, beta, float(tol),
+                                 int(max_iter))
+    return (alpha, beta, b, upper, free) if ok else None
 
 
 class _Stalled(Exception):

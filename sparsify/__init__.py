@@ -6,7 +6,7 @@ expansion vectors (XVs) Nz, and optimise their places with L-BFGS using the
 gradient of the marginal function W(Z) from the dual solution (Lemma 1).
 
 The public names below are imported on first use (PEP 562), so ``import
-sparsify`` and ``sparsify --version`` do not pay for cvxpy, numba,
+sparsify`` and ``sparsify --version`` do not pay for cvxpy,
 scikit-learn or matplotlib; ``from sparsify import SparseSVC`` works as usual.
 """
 

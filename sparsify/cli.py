@@ -8,7 +8,7 @@ input ends with one line ``sparsify: error: ...`` on stderr and exit status 2;
 ``check-gradient`` exits 1 when the gradient check fails its threshold; a
 closed stdout (``sparsify predict ... | head -1``) ends quietly with status 141.
 
-Heavy modules (scikit-learn, cvxpy, numba, matplotlib) are imported inside the
+Heavy modules (scikit-learn, cvxpy, matplotlib) are imported inside the
 command functions only, so ``sparsify --help`` and ``--version`` start fast.
 """
 

@@ -1,6 +1,6 @@
 """Exceptions of sparsify that other modules raise and catch.
 
-This module imports nothing heavy (no cvxpy, numba or scikit-learn), so the
+This module imports nothing heavy (no cvxpy or scikit-learn), so the
 command line and ``import sparsify`` can name these exceptions without paying
 for the solvers that raise them.
 """

@@ -2,12 +2,18 @@
 
 from __future__ import annotations
 
+import importlib.util
+import subprocess
+import sys
+from concurrent.futures import ThreadPoolExecutor
+
 import cvxpy as cp
 import numpy as np
 import pytest
 from sklearn.svm import SVC
+from sparsify_plugins import _active_set
 from sparsify_plugins.svm import SVM
-from sparsify_plugins.svm_fast import SVMDualMarginal, _active_set_solve, _null_vector
+from sparsify_plugins.svm_fast import SVMDualMarginal, _interior_point, _warm_active_set
 
 from sparsify import CvxpyMarginal, Declaration, SparseSVC
 from sparsify.datasets import load_banana
@@ -79,9 +85,40 @@ def test_active_set_solve_refuses_more_margin_points_than_unknowns() -> None:
     X, y = random_problem(20, 2)
     B = y[:, None] * make_kernel("rbf", X)(X, X[:3])
     # 5 margin points, only Nz + 1 = 4 unknowns
-    F = np.arange(5)
-    solved = _active_set_solve(B, y.astype(float), F, 5, np.eye(3), np.zeros(3), 0.0, 1.0)[1]
-    assert not solved
+    F = np.arange(5, dtype=np.int64)
+    sol = np.ones(3 + 1 + 5)
+    solved = _active_set.active_set_solve(B, y.astype(float), F, 5, np.eye(3), np.zeros(3), 0.0,
+                                          1.0, sol)
+    assert not solved and not sol.any()
+
+
+def test_active_set_solve_solves_the_kkt_system_of_a_partition() -> None:
+    """[β, b, α_F] with Kβ − B_Fᵀα_F = v, B_Fβ + y_F b = 1, y_Fᵀα_F = −cy (m ≤ Nz + 1)."""
+    rng = np.random.default_rng(0)
+    B, y = rng.normal(size=(8, 3)), rng.choice([-1.0, 1.0], size=8)
+    K = np.eye(3) + 0.1 * np.ones((3, 3))
+    v, cy = rng.normal(size=3), 0.5
+    F, m = np.array([6, 2, 4, 0], dtype=np.int64), 3  # F[3] is not free
+    sol = np.empty(3 + 1 + m)
+    assert _active_set.active_set_solve(B, y, F, m, K, v, cy, 1.0, sol)
+    beta, b, alpha_F = sol[:3], sol[3], sol[4:]
+    BF, yF = B[F[:m]], y[F[:m]]
+    np.testing.assert_allclose(K @ beta - BF.T @ alpha_F, v, atol=1e-12)
+    np.testing.assert_allclose(BF @ beta + yF * b, 1.0, atol=1e-12)
+    assert yF @ alpha_F == pytest.approx(-cy, abs=1e-12)
+
+
+def test_active_set_solve_rejects_a_nearly_singular_system() -> None:
+    """Two free points 1e-11 apart: no zero pivot, but a solution of size 1e11 that fails
+    the residual check against the unreduced equations."""
+    rng = np.random.default_rng(0)
+    B, y = rng.normal(size=(8, 3)), rng.choice([-1.0, 1.0], size=8)
+    B[5], y[5] = B[2] * (1 + 1e-11), y[2]
+    sol = np.empty(3 + 1 + 3)
+    F = np.array([2, 5, 0], dtype=np.int64)
+    assert not _active_set.active_set_solve(B, y, F, 3, np.eye(3), rng.normal(size=3), 0.3, 1.0,
+                                            sol)
+    assert np.abs(sol).max() > 1e9  # what the check caught
 
 
 @pytest.mark.parametrize("duplicate", [False, True])
@@ -91,11 +128,12 @@ def test_null_vector_of_a_singular_free_set(duplicate: bool) -> None:
     B, y = rng.normal(size=(8, 3)), rng.choice([-1.0, 1.0], size=8)
     if duplicate:
         B[6], y[6] = B[1], y[1]
-        F = np.array([0, 1, 2, 6, 7])
+        F = np.array([0, 1, 2, 6, 7], dtype=np.int64)
     else:
-        F = np.array([0, 1, 2, 4, 7])
+        F = np.array([0, 1, 2, 4, 7], dtype=np.int64)
     m = 4 if duplicate else 5  # only F[:m] is free
-    d, ok = _null_vector(B, y, F, m)
+    d = np.empty(m)
+    ok = _active_set.null_vector(B, y, F, m, d)
     M = np.vstack([B[F[:m]].T, y[F[:m]]])
     assert ok and np.linalg.norm(d) == pytest.approx(1.0)
     assert np.abs(M @ d).max() <= 1e-12
@@ -222,21 +260,192 @@ def test_a_stalled_interior_point_hands_over_to_the_fallback_given(monkeypatch) 
     assert fast.evaluate(X[:4]).solver == "ecos" and fast.n_generic == 1
 
 
-def test_without_a_writable_cache_the_fast_path_compiles_per_process(monkeypatch) -> None:
-    """numba refuses cache=True with a RuntimeError where no cache folder is writable."""
-    import numba
+# --------------------------------------------------------------- the compiled active set (C)
+
+
+def _dual_problem(seed: int, shift: float = 0.0):
+    """B, y, K, K⁻¹, L, C of a random SVM dual; ``shift`` moves the XVs (an L-BFGS step)."""
+    rng = np.random.default_rng(seed)
+    N, nz = 40 + 10 * (seed % 5), 3 + seed % 6
+    X, y = random_problem(N, 2, random_state=seed)
+    kernel = make_kernel("rbf+linear" if seed % 3 == 0 else "rbf", X)
+    Z = X[:nz] + 0.1 + shift
+    K = kernel(Z, Z) + 1e-8 * np.eye(nz)
+    C = np.full(N, 10.0 ** (seed % 3))
+    if seed % 2:  # per-point costs over two decades
+        C = C * 10.0 ** rng.uniform(-1, 1, N)
+    # every fourth problem without the Cholesky factor: every move solves the unreduced system
+    L = np.linalg.cholesky(K) if seed % 4 != 1 else np.empty((0, 0))
+    return y[:, None] * kernel(X, Z), y.astype(float), K, np.linalg.inv(K), L, C
+
+
+def _kkt_violation(B, y, K, C, alpha, beta, b) -> float:
+    """The largest violation of the dual's KKT conditions at (α, β, b)."""
+    g = B @ beta + y * b - 1.0  # margin slack
+    return max(np.abs(K @ beta - B.T @ alpha).max(), abs(y @ alpha),
+               np.max(np.where(alpha < C, -g, 0.0)), np.max(np.where(alpha > 0, g, 0.0)),
+               -alpha.min(), (alpha - C).max())
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_compiled_active_set_solves_random_duals_exactly(seed: int) -> None:
+    """From the rounded interior point, then warm-started after the XVs moved, as in a fit.
+
+    The C moves must land on a point where every KKT condition holds to round-off,
+    with the optimal value cvxpy finds for the primal.
+    """
+    B, y, K, K_inv, L, C = _dual_problem(seed)
+    budget = 10 * len(K) + 100
+
+    def polish(alpha, upper, free):
+        return _warm_active_set(B, y, K, K_inv, L, C, alpha, upper, free, 1e-9, budget)
+
+    solution = _interior_point(B, y, K, K_inv, C, 1e-11, polish)
+    assert solution is not None and len(solution) == 5  # the active set settled it
+    assert _kkt_violation(B, y, K, C, *solution[:3]) <= 1e-9 * C.max()
+    B, y, K, K_inv, L, C = _dual_problem(seed, shift=0.02)
+    alpha, beta, b, upper, free = _warm_active_set(B, y, K, K_inv, L, C, *solution[::3],
+                                                   solution[4], 1e-9, budget)
+    assert _kkt_violation(B, y, K, C, alpha, beta, b) <= 1e-9 * C.max()
+    np.testing.assert_array_equal(upper, alpha == C)
+    assert not np.any(free & ((alpha == 0) | (alpha == C)))
+    beta_ref, b_ref = cp.Variable(len(K)), cp.Variable()
+    primal = cp.Problem(cp.Minimize(0.5 * cp.quad_form(beta_ref, cp.psd_wrap(K))
+                                    + C @ cp.pos(1 - B @ beta_ref - y * b_ref)))
+    primal.solve(solver="CLARABEL")
+    value = 0.5 * beta @ K @ beta + C @ np.maximum(0.0, 1.0 - B @ beta - y * b)
+    assert value == pytest.approx(primal.value, rel=1e-7)
+    np.testing.assert_allclose(beta, beta_ref.value, atol=1e-5 * np.abs(beta).max())
+
+
+def test_compiled_active_set_runs_in_threads_like_in_one() -> None:
+    """joblib's threads run it in parallel (it releases the GIL): no state is shared."""
+    problems = [_dual_problem(seed) for seed in range(8)]
+
+    def solve(problem):
+        B, y, K, K_inv, L, C = problem
+        budget = 10 * len(K) + 100
+        return _interior_point(B, y, K, K_inv, C, 1e-11, lambda *start: _warm_active_set(
+            B, y, K, K_inv, L, C, *start, 1e-9, budget))
+
+    serial = [solve(problem) for problem in problems]
+    with ThreadPoolExecutor(4) as pool:
+        parallel = list(pool.map(solve, problems * 3))
+    for k, solution in enumerate(parallel):
+        for got, want in zip(solution, serial[k % 8], strict=True):
+            np.testing.assert_array_equal(got, want)
+
+
+def test_compiled_active_set_fails_on_non_finite_values() -> None:
+    """A NaN is a failure (None: the interior point or the generic path take over), not a crash."""
+    B, y, K, K_inv, L, C = _dual_problem(0)
+    N = len(y)
+    upper, free = np.zeros(N, dtype=bool), np.zeros(N, dtype=bool)
+    free[:3] = True
+    alpha = np.where(free, 0.5, 0.0)
+    B[1, 0] = np.nan
+    assert _warm_active_set(B, y, K, K_inv, L, C, alpha, upper, free, 1e-9, 50) is None
+    assert np.isnan(B[1, 0]) and alpha[0] == 0.5  # the caller's arrays are left alone
+
+
+def _active_set_arguments(N: int = 6, nz: int = 2) -> dict:
+    rng = np.random.default_rng(0)
+    K = np.eye(nz)
+    return dict(B=rng.normal(size=(N, nz)), y=np.ones(N), K=K, K_inv=K, L=K, C=np.ones(N),
+                alpha=np.zeros(N), upper=np.zeros(N, dtype=bool), free=np.zeros(N, dtype=bool),
+                beta=np.empty(nz), tol=1e-9, max_iter=10)
+
+
+@pytest.mark.parametrize(("name", "value", "error", "message"), [
+    ("B", np.ones((6, 2), dtype=np.float32), TypeError,
+     "The 'B' array of active_set must hold float64. Got items of format 'f' and size 4"),
+    ("B", [[1.0, 2.0]] * 6, TypeError,
+     "The 'B' argument of active_set must be a C-contiguous float64 array of shape (N, Nz). "
+     "Got list instead."),
+    ("y", np.ones(5), ValueError,
+     "The 'y' array of active_set must have shape (6,). Got shape (5,) instead."),
+    ("K", np.ones((2, 3)), ValueError,
+     "The 'K' array of active_set must have shape (2, 2). Got shape (2, 3) instead."),
+    ("L", np.ones((1, 1)), ValueError,
+     "The 'L' array of active_set must have shape (2, 2) or (0, 0). Got shape (1, 1) instead."),
+    ("C", np.ones(12)[::2], ValueError,
+     "The 'C' array of active_set must be C-contiguous (numpy.ascontiguousarray makes it so)."),
+    ("alpha", np.zeros(6).view(), ValueError,
+     "The 'alpha' array of active_set must be writable (it is updated in place). Got a "
+     "read-only array instead."),
+    ("upper", np.zeros(6), TypeError,
+     "The 'upper' array of active_set must hold bool. Got items of format 'd' and size 8"),
+    ("beta", np.empty(3), ValueError,
+     "The 'beta' array of active_set must have shape (2,). Got shape (3,) instead."),
+])
+def test_compiled_active_set_checks_its_arrays(name, value, error, message) -> None:
+    arguments = _active_set_arguments()
+    if name == "alpha":
+        value.flags.writeable = False
+    arguments[name] = value
+    with pytest.raises(error) as raised:
+        _active_set.active_set(*arguments.values())
+    assert message in str(raised.value)
+
+
+def test_compiled_helpers_check_indices_and_counts() -> None:
+    B, y, d = np.ones((4, 2)), np.ones(4), np.empty(2)
+    with pytest.raises(ValueError, match=r"must lie in \[0, 4\) \(rows of B\). Got F\[1\] = 9"):
+        _active_set.null_vector(B, y, np.array([0, 9], dtype=np.int64), 2, d)
+    with pytest.raises(ValueError, match=r"'m' argument of null_vector must be an int >= 1"):
+        _active_set.null_vector(B, y, np.array([0, 1], dtype=np.int64), 0, d)
+    with pytest.raises(ValueError, match=r"range \[0, 2\] \(the length of F\). Got 3 instead"):
+        _active_set.active_set_solve(B, y, np.array([0, 1], dtype=np.int64), 3, np.eye(2),
+                                     np.zeros(2), 0.0, 1.0, np.empty(6))
+    with pytest.raises(TypeError, match="The 'F' array of null_vector must hold int64"):
+        _active_set.null_vector(B, y, np.array([0, 1], dtype=np.int32), 2, d)
+
+
+_OUT_OF_MEMORY = """
+import resource, numpy as np
+from sparsify_plugins import _active_set
+N, nz = 200_000, 50
+K = np.eye(nz)
+args = (np.ones((N, nz)), np.ones(N), K, K, K, np.ones(N), np.zeros(N),
+        np.zeros(N, dtype=bool), np.zeros(N, dtype=bool), np.empty(nz), 1e-9, 5)
+with open("/proc/self/status") as status:
+    size = next(int(line.split()[1]) for line in status if line.startswith("VmSize")) * 1024
+# 40 MB more address space: the work arrays (2 x 80 MB) do not fit
+resource.setrlimit(resource.RLIMIT_AS, (size + 40 * 2**20, resource.RLIM_INFINITY))
+try:
+    _active_set.active_set(*args)
+except MemoryError as error:
+    print(error)
+"""
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="limits memory by /proc, rlimit")
+def test_compiled_active_set_out_of_memory_is_a_clear_memory_error() -> None:
+    proc = subprocess.run([sys.executable, "-c", _OUT_OF_MEMORY], capture_output=True,
+                          text=True, check=False, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == (
+        "The SVM fast path's active set could not allocate its work arrays (about 172 MB for "
+        "N = 200000 points and Nz = 50). Free memory, or fit on fewer points or with fewer "
+        "expansion vectors.")
+
+
+def test_the_fast_path_needs_no_numba() -> None:
+    """The compiled part is built at install: importing the fast path loads no JIT compiler."""
+    code = "import sys, sparsify_plugins.svm_fast; print('numba' in sys.modules)"
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          check=False, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "False"
+
+
+def test_a_missing_extension_says_how_to_build_it(monkeypatch) -> None:
+    """A source tree used without installing it: an ImportError that names the fix."""
     from sparsify_plugins import svm_fast
 
-    def njit_without_cache(*args, **kwargs):
-        if kwargs.get("cache"):
-            raise RuntimeError("cannot cache function 'double': no locator available for file")
-        return numba.njit(*args, **kwargs)
-
-    monkeypatch.setattr(svm_fast, "njit", njit_without_cache)
-
-    def double(x: float) -> float:
-        return 2.0 * x
-
-    compiled = svm_fast._compiled(double)
-    assert isinstance(compiled, numba.core.dispatcher.Dispatcher)
-    assert compiled(1.5) == 3.0
+    monkeypatch.setitem(sys.modules, "sparsify_plugins._active_set", None)  # import fails
+    spec = importlib.util.spec_from_file_location("svm_fast_unbuilt", svm_fast.__file__)
+    with pytest.raises(ImportError, match=r"The SVM fast path's compiled part, "
+                       r"sparsify_plugins._active_set, is missing: install sparsify from its "
+                       r"checkout with `pip install \.`"):
+        spec.loader.exec_module(importlib.util.module_from_spec(spec))
