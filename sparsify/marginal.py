@@ -264,12 +264,11 @@ def _conditioning_note(K_zz: Array) -> str:
     ' K_ZZ is nearly singular (condition number 2.0e+12):'
     """
     lam = np.linalg.eigvalsh(K_zz)
-    if lam[-1] <= 0:
+    top, low = lam[-1], max(lam[0], 0.0)
+    if top <= 0 or low > 1e-8 * top:
         return ""
-    cond = lam[-1] / max(lam[0], np.finfo(float).tiny)
-    if cond < 1e8:
-        return ""
-    return (f" K_ZZ is nearly singular (condition number {cond:.1e}): some XVs nearly coincide "
+    cond = f"{top / low:.1e}" if low > 0 else "infinite"
+    return (f" K_ZZ is nearly singular (condition number {cond}): some XVs nearly coincide "
             "in feature space; start from other XVs (another random_state, init='kmeans') or "
             "use fewer.")
 

@@ -436,6 +436,7 @@ def test_the_reliability_page_example_raises_the_iteration_limit(monkeypatch) ->
 
 
 @pytest.mark.parametrize("solver", ["auto", "clarabel"])
+@pytest.mark.filterwarnings("ignore:overflow encountered:RuntimeWarning")  # numpy's, expected
 def test_kernel_overflow_on_the_training_inputs_is_a_clear_error(solver: str) -> None:
     # a linear kernel on a 1e300 feature: k(x, x) = inf made the jitter infinite and
     # LAPACK said "Eigenvalues did not converge" (a LinAlgError from expansion_factor)
