@@ -378,9 +378,17 @@ def report(rows: list[dict[str, Any]], args: argparse.Namespace, wall: float) ->
     return "\n".join(lines)
 
 
+def _default_mode() -> int:
+    """Permissions of a new file under the current umask (tempfile's own are 0600)."""
+    mask = os.umask(0)
+    os.umask(mask)
+    return 0o666 & ~mask
+
+
 def _write_atomic(path: Path, text: str) -> None:
     with tempfile.NamedTemporaryFile("w", dir=path.parent, delete=False, suffix=".tmp") as fh:
         fh.write(text)
+    os.chmod(fh.name, _default_mode())  # readable like any other output file
     os.replace(fh.name, path)
 
 
@@ -402,12 +410,88 @@ def benchmark_parser(doc: str, data_help: str = "folder in the ../shared/data fo
     return parser
 
 
+def available_datasets(data_dir: Path) -> list[str]:
+    """Names of the sets in ``data_dir``: its folders ``<name>`` holding ``<name>.npz``."""
+    if not data_dir.is_dir():
+        return []
+    return sorted(d.name for d in data_dir.iterdir() if (d / f"{d.name}.npz").is_file())
+
+
 def check_data_dir(parser: argparse.ArgumentParser, data_dir: Path, names: list[str]) -> None:
-    """Stop with a usage error unless ``data_dir`` holds ``<name>/<name>.npz`` for each name."""
-    for name in names:
-        if not (data_dir / name / f"{name}.npz").is_file():
-            parser.error(f"--data-dir {data_dir} has no {name}/{name}.npz; point it at a "
-                         "folder in the ../shared/data format.")
+    """Stop with a usage error unless ``data_dir`` holds ``<name>/<name>.npz`` for each name.
+
+    The message lists the sets the folder does hold, so a misspelt name is easy to fix.
+    """
+    if not data_dir.is_dir():
+        parser.error(f"--data-dir {data_dir} is not a folder; point it at a folder in the "
+                     "../shared/data format (<dir>/<name>/<name>.npz).")
+    missing = [name for name in dict.fromkeys(names)
+               if not (data_dir / name / f"{name}.npz").is_file()]
+    if missing:
+        have = available_datasets(data_dir)
+        parser.error(f"--data-dir {data_dir} has no {', '.join(f'{n}/{n}.npz' for n in missing)}; "
+                     f"the data sets there are: {', '.join(have) or 'none'}. Name one of them, "
+                     "or point --data-dir at a folder in the ../shared/data format.")
+
+
+def check_datasets(parser: argparse.ArgumentParser, data_dir: Path, names: list[str], *,
+                   splits: bool = False, binary: bool = False) -> None:
+    """:func:`check_data_dir`, then what a script needs of each set's file, as usage errors.
+
+    Every set must hold class labels (integers; the regression sets hold floats);
+    ``splits`` asks for ``train_idx`` and ``test_idx``, ``binary`` for exactly two classes.
+    Only ``y`` and the keys are read, so the check is quick even for large sets.
+    """
+    check_data_dir(parser, data_dir, names)
+    for name in dict.fromkeys(names):
+        path = data_dir / name / f"{name}.npz"
+        try:
+            with np.load(path, allow_pickle=False) as z:
+                keys = set(z.files)
+                y = z["y"] if "y" in keys else None
+        except Exception as exc:  # unreadable: name the file and the reason
+            parser.error(f"cannot read {path}: {type(exc).__name__}: {exc}")
+        if y is None or "X" not in keys:
+            parser.error(f"{path} has no X or no y; a set in the ../shared/data format holds both.")
+        if y.dtype.kind not in "biu":
+            parser.error(f"{path} holds {y.dtype} targets (a regression set); this script needs "
+                         "class labels. Choose a classification set.")
+        if splits and not {"train_idx", "test_idx"} <= keys:
+            parser.error(f"{path} has no train_idx/test_idx; this script needs the benchmark's "
+                         "predefined train/test splits. Choose a set with splits.")
+        n_classes = len(np.unique(y))
+        if binary and n_classes != 2:
+            parser.error(f"{path} has {n_classes} classes; this script needs two. Choose a "
+                         "binary set.")
+
+
+def parse_params(text: str) -> tuple[str, tuple[float, float]]:
+    """``--params`` item: 'NAME=C:GAMMA' → (name, (C, γ)), for any data set name."""
+    name, _, pair = text.partition("=")
+    try:
+        C, gamma = (float(v) for v in pair.split(":"))
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(
+            f"expected DATASET=C:GAMMA (e.g. banana=316.2:1), got {text!r}") from exc
+    if not name or "/" in name:
+        raise argparse.ArgumentTypeError(f"expected a data set name before '=' in {text!r}")
+    if not (0 < C < float("inf") and 0 < gamma < float("inf")):
+        raise argparse.ArgumentTypeError(f"C and gamma must be positive and finite in {text!r}")
+    return name, (C, gamma)
+
+
+def check_params(parser: argparse.ArgumentParser, params: list[tuple[str, tuple[float, float]]],
+                 datasets: list[str]) -> dict[str, tuple[float, float]]:
+    """``--params`` as a dict; a set given twice or not among ``--datasets`` is a usage error."""
+    names = [name for name, _ in params]
+    twice = sorted({n for n in names if names.count(n) > 1})
+    if twice:
+        parser.error(f"--params gives {', '.join(twice)} more than once; give each set once.")
+    unused = [n for n in names if n not in datasets]
+    if unused:
+        parser.error(f"--params names {', '.join(unused)}, not among --datasets "
+                     f"({', '.join(datasets) or 'none'}); add it there or drop it from --params.")
+    return dict(params)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -39,3 +39,9 @@ def write_set(folder: Path, name: str, X: np.ndarray, y: np.ndarray, n_train: in
     np.savez_compressed(folder / name / f"{name}.npz", X=X, y=y,
                         train_idx=np.array([p[:n_train] for p in perms]),
                         test_idx=np.array([p[n_train:] for p in perms]))
+
+
+def write_plain_set(folder: Path, name: str, X: np.ndarray, y: np.ndarray) -> None:
+    """Save ``X, y`` without train/test splits (as flare_solar or the UCI sets are stored)."""
+    (folder / name).mkdir(parents=True)
+    np.savez_compressed(folder / name / f"{name}.npz", X=X, y=y)

@@ -4,12 +4,18 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from sklearn.datasets import make_blobs, make_moons
+from sklearn.datasets import make_blobs, make_classification, make_moons
 from sklearn.svm import SVC
 from sklearn.utils._param_validation import InvalidParameterError
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
-from sparsify.kmra import KernelMatchingReduction, gaussian_dictionary, neighbour_widths
+import sparsify.kmra
+from sparsify.kmra import (
+    AUTO_DELTA_MARGIN,
+    KernelMatchingReduction,
+    gaussian_dictionary,
+    neighbour_widths,
+)
 
 
 @pytest.fixture(scope="module")
@@ -130,6 +136,82 @@ def test_bad_input(moons) -> None:
     with pytest.warns(UserWarning, match="below delta=1.0"):
         clf = KernelMatchingReduction(delta=1.0, C=0.01).fit(X, y)
     assert clf.best_index_ == 0 and clf.n_functions_ == len(X)
+
+
+@pytest.mark.parametrize("delta", ["Auto", "high", -0.1, 1.01, None])
+def test_delta_must_be_auto_or_a_float_in_0_1(moons, delta) -> None:
+    X, y, _, _ = moons
+    with pytest.raises(InvalidParameterError,
+                       match=r"The 'delta' parameter of KernelMatchingReduction must be a str "
+                             r"among \{'auto'\} or a float in the range \[0.0, 1.0\]"):
+        KernelMatchingReduction(delta=delta, C=1.0).fit(X, y)
+
+
+@pytest.fixture(scope="module")
+def noisy() -> tuple[np.ndarray, np.ndarray]:
+    """Ordinary data: 15 % of the labels flipped, so no dictionary reaches 0.9 on training."""
+    return make_classification(150, n_features=5, n_informative=3, flip_y=0.15, random_state=0)
+
+
+def test_auto_delta_deletes_where_the_old_fixed_default_keeps_everything(noisy) -> None:
+    X, y = noisy
+    # the old default δ = 0.9 is above the full dictionary's training accuracy: nothing deleted
+    with pytest.warns(UserWarning, match="below delta=0.9; keeping it"):
+        fixed = KernelMatchingReduction(delta=0.9, n_delete=0.1, random_state=0).fit(X, y)
+    a0 = fixed.path_["train_accuracy"][0]
+    assert a0 < 0.9 and fixed.n_functions_ == len(X) and fixed.delta_ == 0.9
+    # the new default: δ two points below that accuracy, and the dictionary shrinks
+    auto = KernelMatchingReduction(n_delete=0.1, random_state=0).fit(X, y)
+    assert auto.get_params()["delta"] == "auto"
+    assert auto.path_["train_accuracy"][0] == a0
+    assert auto.delta_ == pytest.approx(a0 - AUTO_DELTA_MARGIN)
+    acc = auto.path_["train_accuracy"]
+    assert np.all(acc[:-1] >= auto.delta_) and acc[-1] < auto.delta_  # stopped at the first drop
+    assert auto.best_index_ == len(acc) - 2
+    assert auto.n_functions_ < len(X) // 4
+    assert auto.score(X, y) >= auto.delta_
+
+
+def test_a_float_delta_only_moves_the_stop(noisy) -> None:
+    X, y = noisy
+    auto = KernelMatchingReduction(n_delete=0.1, random_state=0).fit(X, y)
+    low = KernelMatchingReduction(delta=0.5, n_delete=0.1, random_state=0).fit(X, y)
+    assert low.delta_ == 0.5
+    # the same rounds up to where the auto rule stopped; the lower δ goes further
+    n = len(auto.path_["n_functions"])
+    assert len(low.path_["n_functions"]) > n
+    for key in ("n_functions", "train_accuracy", "C"):
+        np.testing.assert_array_equal(low.path_[key][:n], auto.path_[key])
+    for a, b in zip(low.path_["deleted"][:n - 1], auto.path_["deleted"][:n - 1], strict=True):
+        np.testing.assert_array_equal(a, b)
+    acc = low.path_["train_accuracy"]
+    below = np.flatnonzero(acc < 0.5)
+    assert low.best_index_ == (below[0] - 1 if len(below) else len(acc) - 1)
+
+
+def test_memory_is_estimated_before_the_n_by_n_matrices(moons, monkeypatch) -> None:
+    X, y, X_val, y_val = moons
+    monkeypatch.setattr(sparsify.kmra, "MAX_FIT_BYTES", 100_000)
+    with pytest.raises(ValueError, match=r"would need about 0.0 GiB for 100 training points and "
+                                         r"100 eval_set points .* limit is .* Fit on a "
+                                         r"subsample of at most about 55 points"):
+        KernelMatchingReduction(C=1.0).fit(X, y, eval_set=(X_val, y_val))
+    clf = KernelMatchingReduction(C=1.0, n_delete=0.5).fit(X[:50], y[:50])  # 50 points fit
+    assert clf.n_functions_ <= 50
+
+
+def test_auto_delta_deletes_on_statlog_heart(data_dir) -> None:
+    # The IDA copy of Statlog heart (270 × 13), one of the seed's four sets, split 1.
+    with np.load(data_dir / "heart" / "heart.npz") as z:
+        X, y, tr, te = z["X"], z["y"], z["train_idx"][0], z["test_idx"][0]
+    with pytest.warns(UserWarning, match="below delta=0.9"):
+        fixed = KernelMatchingReduction(delta=0.9, n_delete=0.05, cv_every=5,
+                                        random_state=0).fit(X[tr], y[tr])
+    auto = KernelMatchingReduction(n_delete=0.05, cv_every=5, random_state=0).fit(
+        X[tr], y[tr], eval_set=(X[te], y[te]))
+    assert fixed.n_functions_ == len(tr)
+    assert auto.n_functions_ < len(tr) / 3
+    assert auto.score(X[te], y[te]) > 0.75
 
 
 def test_wisconsin_missing_values_and_a_short_run(data_dir) -> None:
