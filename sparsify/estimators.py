@@ -274,6 +274,10 @@ class KernelMachineMixin(VersionedPickleMixin):
         """k(x_i, z_j) for a block of validated rows; a machine with another kernel overrides it."""
         return self.kernel_(X, self.expansion_vectors_)
 
+    def _block_rows(self) -> int:
+        """Rows per block of `transform` and `decision_function`: about 4 million kernel values."""
+        return max(1, 2**22 // max(1, len(self.expansion_vectors_)))
+
     def transform(self, X: ArrayLike) -> Array:
         """The feature map x ↦ (k(x, z_1), …, k(x, z_Nz)): one column per XV.
 
@@ -310,8 +314,7 @@ class KernelMachineMixin(VersionedPickleMixin):
         check_is_fitted(self)
         X = validate_data(self, X, dtype=np.float64, reset=False)
         out = np.empty((len(X), len(self.expansion_vectors_)))
-        block = max(1, 2**22 // max(1, len(self.expansion_vectors_)))
-        for rows in gen_batches(len(X), block):
+        for rows in gen_batches(len(X), self._block_rows()):
             out[rows] = self._kernel_features(X[rows])
         return out
 
@@ -337,8 +340,7 @@ class KernelMachineMixin(VersionedPickleMixin):
         check_is_fitted(self)
         X = validate_data(self, X, dtype=np.float64, reset=False)
         out = np.empty((len(X), len(self.intercept_)))
-        block = max(1, 2**22 // max(1, len(self.expansion_vectors_)))
-        for rows in gen_batches(len(X), block):
+        for rows in gen_batches(len(X), self._block_rows()):
             out[rows] = self._kernel_features(X[rows]) @ self.expansion_coef_.T
         out += self.intercept_
         return out.ravel() if out.shape[1] == 1 else out

@@ -15,9 +15,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from scipy.special import expit, log_expit, log_softmax, logsumexp
 from sklearn.base import BaseEstimator
-from sklearn.utils import gen_batches
 from sklearn.utils.metaestimators import available_if
-from sklearn.utils.validation import check_is_fitted, validate_data
 
 from sparsify.estimators import KernelMachineMixin
 from sparsify.io.kernel_spec import feature_width, kernel_features
@@ -132,35 +130,6 @@ class SavedKernelMachine(KernelMachineMixin, BaseEstimator):
         width = feature_width(self.kernel_spec_, self.kernel_arrays_,
                               len(self.expansion_vectors_))
         return max(1, 2**22 // max(1, width))
-
-    def transform(self, X: ArrayLike) -> Array:
-        """The kernel features K(X, Z): one column per XV.
-
-        Returns
-        -------
-        ndarray of shape (n_samples, Nz)
-        """
-        check_is_fitted(self)
-        X = validate_data(self, X, dtype=np.float64, reset=False)
-        out = np.empty((len(X), len(self.expansion_vectors_)))
-        for rows in gen_batches(len(X), self._block_rows()):
-            out[rows] = self._kernel_features(X[rows])
-        return out
-
-    def decision_function(self, X: ArrayLike) -> Array:
-        """Decision values f(X) = K(X, Z) @ β.T + b, computed in row blocks.
-
-        Returns
-        -------
-        ndarray of shape (n_samples,) for one output, else (n_samples, n_outputs)
-        """
-        check_is_fitted(self)
-        X = validate_data(self, X, dtype=np.float64, reset=False)
-        out = np.empty((len(X), len(self.intercept_)))
-        for rows in gen_batches(len(X), self._block_rows()):
-            out[rows] = self._kernel_features(X[rows]) @ self.expansion_coef_.T
-        out += self.intercept_
-        return out.ravel() if out.shape[1] == 1 else out
 
     def predict(self, X: ArrayLike) -> NDArray[Any]:
         """Labels by the file's decision rule (+1/−1 for an outlier detector).
