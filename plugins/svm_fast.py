@@ -23,7 +23,7 @@ solve and checked afterwards (shrinking, as in libsvm).
 
 A solution is accepted only when its KKT conditions hold to ``tol`` (active
 set) or its duality gap is below ``tol`` (interior point), so W(Z) agrees with
-the generic cvxpy path, which stays the reference in the tests and takes over
+the generic path (sparsify.conic), which stays the reference in the tests and takes over
 an evaluation where the interior point stalls. The gradient is
 Lemma 1 with ν = α∘y and c = ½: ∂W/∂K_XZ = −(α∘y)βᵀ, ∂W/∂K_ZZ = ½ββᵀ. The
 constraint yᵀα = 0 puts support vectors in both classes, so W is differentiable
@@ -39,10 +39,10 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from sparsify.conic import ConicMarginal
 from sparsify.formulation import Formulation
 from sparsify.kernels import Kernel
 from sparsify.marginal import (
-    CvxpyMarginal,
     Evaluation,
     Marginal,
     check_expansion_vectors,
@@ -271,7 +271,7 @@ class SVMDualMarginal(Marginal):
     n_active_set, n_interior_point, n_generic : int
         How many solves the warm-started active-set method settled, how many
         needed the interior-point method, and how many evaluations fell back
-        to the generic cvxpy path (or to ``fallback``).
+        to the generic path (or to ``fallback``).
 
     Examples
     --------
@@ -419,8 +419,8 @@ class SVMDualMarginal(Marginal):
             self._last = None
             self.n_generic += 1
             if self._fallback is None:
-                self._fallback = CvxpyMarginal(self.formulation, self._X_all, self._y_all,
-                                              self.kernel, self.n_expansion, tol=self.tol)
+                self._fallback = ConicMarginal(self.formulation, self._X_all, self._y_all,
+                                               self.kernel, self.n_expansion, tol=self.tol)
             return self._fallback.evaluate(Z, grad)
         g = B @ beta + self.y * b - 1.0
         value = float(0.5 * beta @ K @ beta + self.C @ np.maximum(0.0, -g))

@@ -42,6 +42,11 @@ class Outputs:
         indices for multi-output formulations); None for unsupervised ones.
     n_samples, n_outputs : int
         N and K.
+    norm_w : cvxpy.Expression
+        ``‖w‖`` (over all outputs), a second-order-cone expression: for
+        regularisers such as √(aᵀΣa + ρ‖w‖²) = ‖(Σ^½a, √ρ‖w‖)‖, which are not
+        DCP over ``norm_w2``. Any function of the norms keeps Lemma 1's gradient
+        exact.
     """
 
     f: cp.Variable
@@ -50,6 +55,7 @@ class Outputs:
     y: NDArray[Any] | None
     n_samples: int
     n_outputs: int
+    norm_w: cp.Expression | None = None
 
 
 @dataclass

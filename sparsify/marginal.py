@@ -33,7 +33,6 @@ from sparsify.kernels import Kernel
 from sparsify.plugins import get_registry
 from sparsify.solvers import (
     AUTO_CHAIN,
-    Solved,
     SolverBackend,
     SolverError,
     Unsolved,
@@ -42,6 +41,7 @@ from sparsify.solvers import (
 
 __all__ = [
     "CvxpyMarginal",
+    "DeclaredMarginal",
     "Evaluation",
     "Marginal",
     "NonDifferentiableWarning",
@@ -288,8 +288,180 @@ def _resolve_backends(solver: str) -> list[SolverBackend]:
     return [backend]
 
 
-class CvxpyMarginal(Marginal):
-    """W(Z) and ∇W(Z) of a formulation through its cvxpy declaration (the generic path).
+class DeclaredMarginal(Marginal):
+    """What the generic paths share: the declaration, its checks, Lemma 1 and the reports.
+
+    A subclass adds the linking constraints f = K_XZ β and u = R β its own way
+    and implements `_solve_links`, which returns the solution at the current
+    kernel blocks. Not for direct use: `ConicMarginal` (the default) and
+    `CvxpyMarginal` (cvxpy's DPP path, the reference) are the two.
+    """
+
+    def __init__(
+        self,
+        formulation: Formulation,
+        X: Array,
+        y: NDArray[Any] | None,
+        kernel: Kernel,
+        n_expansion: int,
+        solver: str = "auto",
+        tol: float = 1e-9,
+        jitter: float = 1e-10,
+    ) -> None:
+        self.formulation = formulation
+        self.formulation_name = formulation.name or type(formulation).__name__
+        self.X = np.asarray(X, dtype=float)
+        self._check_inputs(y, n_expansion)
+        self.y = y
+        self.kernel = kernel
+        self.n_expansion = int(n_expansion)
+        self.tol = tol
+        #: mean kernel diagonal on X: far from 1, the solvers meet a badly scaled problem
+        self.kernel_scale = diagonal_scale(kernel, self.X, self.formulation_name)
+        self.jitter = jitter * max(self.kernel_scale, 1e-300)
+        self.backends = _resolve_backends(solver)
+        self._warned = False
+        self._K_zz = np.zeros((0, 0))
+
+    # -- construction -------------------------------------------------------------------------
+
+    def _check_inputs(self, y: NDArray[Any] | None, n_expansion: int) -> None:
+        # the estimators validate their data; a direct caller gets the same clear errors
+        X, name = self.X, self.formulation_name
+        if X.ndim != 2 or X.shape[0] < 1 or X.shape[1] < 1:
+            raise ValueError(f"The {name!r} formulation needs X of shape (n_samples, "
+                             f"n_features) with at least one of each; got shape {X.shape}.")
+        if not np.isfinite(X).all():
+            raise ValueError(f"X passed to the {name!r} formulation contains NaN or infinity; "
+                             "remove or impute those values.")
+        if y is not None and len(y) != len(X):
+            raise ValueError(f"X has {len(X)} samples but y has {len(y)}; pass one target per "
+                             "sample.")
+        if int(n_expansion) < 1:
+            raise ValueError(f"n_expansion must be at least 1; got {n_expansion}.")
+
+    def _fail(self, what: str) -> ValueError:
+        return ValueError(f"The {self.formulation_name!r} formulation {what}")
+
+    def _declare(self) -> Declaration:
+        """Hand the formulation f and u (plain variables) and check what it declares."""
+        N, Nz = len(self.X), self.n_expansion
+        K = int(self.formulation.n_outputs(self.y))
+        self.n_outputs = K
+        self.f = cp.Variable((N,) if K == 1 else (N, K), name="f")
+        self.u = cp.Variable((Nz,) if K == 1 else (Nz, K), name="u")
+        norms = ((cp.sum_squares(self.u),) if K == 1
+                 else tuple(cp.sum_squares(self.u[:, k]) for k in range(K)))
+        outputs = Outputs(f=self.f, norm_w2=cp.sum_squares(self.u), norms_w2=norms, y=self.y,
+                          n_samples=N, n_outputs=K, norm_w=cp.norm(cp.vec(self.u, order="F")))
+        decl = self.formulation.declare(outputs)
+        if not isinstance(decl, Declaration):
+            raise self._fail(f"must return a sparsify.Declaration from declare(); got "
+                             f"{type(decl).__name__}.")
+        if not isinstance(decl.objective, cp.Minimize):
+            raise self._fail("must declare a cp.Minimize objective (negate a Maximize one).")
+        problem = cp.Problem(decl.objective, list(decl.constraints))
+        if not problem.is_dcp():
+            raise self._fail("is not DCP (disciplined convex): check the curvature of its "
+                             "objective and constraints.")
+        parts = [decl.objective, *decl.constraints]
+        if isinstance(decl.intercept, cp.Expression):
+            parts.append(decl.intercept)
+        if any(part.parameters() for part in parts):
+            raise self._fail("creates cvxpy Parameters of its own; pass hyperparameters as "
+                             "plain numbers (the core owns every Parameter).")
+        used = {v.id for part in (decl.objective, *decl.constraints) for v in part.variables()}
+        if self.f.id not in used:
+            raise self._fail("ignores the outputs f: declare the loss or constraints over "
+                             "out.f so that the data enter the problem.")
+        self.declaration = decl
+        return decl
+
+    # -- evaluation ---------------------------------------------------------------------------
+
+    @abstractmethod
+    def _solve_links(self, K_xz: Array, K_zz: Array) -> _LinkSolution:
+        """Solve with w = Σ_j β_j φ(z_j) at these kernel blocks (K_ZZ with its jitter)."""
+
+    def _report(self, failed: Unsolved, backends: list[SolverBackend]) -> SolverError:
+        codes = [status for _, status in failed.statuses]
+        error = SolverError(
+            f"The {' then '.join(b.name for b in backends)} solver did not solve the "
+            f"{self.formulation_name!r} formulation (N={len(self.X)}, Nz={self.n_expansion}): "
+            f"{failed}. {_hint(codes)}{self._scale_note()}{_conditioning_note(self._K_zz)}"
+        )
+        error.__cause__ = failed.cause
+        return error
+
+    def _scale_note(self) -> str:
+        if 1e-6 <= abs(self.kernel_scale) <= 1e6:
+            return ""
+        return (f" The kernel's diagonal on X averages {self.kernel_scale:.1e}, far from 1: "
+                "standardise the features or lower gamma.")
+
+    def evaluate(self, Z: Array, grad: bool = True) -> Evaluation:
+        Z = check_expansion_vectors(Z, self.n_expansion, self.X.shape[1], self.formulation_name)
+        K_xz, K_zz = kernel_blocks(self.kernel, self.X, Z)
+        self._K_zz = K_zz
+        sol = self._solve_links(K_xz, K_zz + self.jitter * np.eye(len(Z)))
+        intercept = self.declaration.intercept
+        b = np.asarray(intercept.value if isinstance(intercept, cp.Expression) else intercept,
+                       dtype=float)
+        b = float(b) if b.ndim == 0 else b
+        accuracy = sol.accuracy * max(1.0, abs(sol.value))
+        if not grad:
+            return Evaluation(sol.value, None, sol.beta, b, sol.backend, accuracy)
+        B = sol.beta.reshape(len(Z), -1)
+        G_xz = -sol.nu.reshape(len(self.X), -1) @ B.T
+        G_zz = (B * sol.c) @ B.T
+        gradient = self.kernel.vjp_z(self.X, Z, G_xz, K_xz) + self.kernel.vjp_zz(Z, G_zz, K_zz)
+        if not self._warned:
+            reason = self.formulation.nondifferentiable(self.y, sol.nu)
+            if reason:
+                self._warned = True
+                warnings.warn(
+                    f"W(Z) of the {self.formulation_name!r} formulation is not differentiable "
+                    f"here: {reason}. The returned gradient is one subgradient.",
+                    NonDifferentiableWarning,
+                    stacklevel=2,
+                )
+        return Evaluation(sol.value, gradient, sol.beta, b, sol.backend, accuracy)
+
+
+@dataclass(frozen=True)
+class _LinkSolution:
+    """A generic path's solution: W, β, the dual ν of the link f = K_XZ β (cvxpy's sign:
+    Lagrangian = objective + ν·(f − K_XZ β)) and c_k = ∂L/∂‖w_k‖² per output."""
+
+    value: float
+    beta: Array
+    nu: Array
+    c: Array
+    backend: str
+    accuracy: float
+
+
+def norm_multiplier(u: Array, eta: Array) -> Array:
+    """c_k = ∂L/∂‖w_k‖² per output from the stationarity in u of a formulation that sees u
+    only through its norms: ∂L/∂u_k = 2 c_k u_k, read off the dual η_k of the row it is in.
+
+    Examples
+    --------
+    >>> u = np.array([[3.0], [4.0]]); norm_multiplier(u, -2 * 0.5 * u)
+    array([0.5])
+    """
+    uu = (u * u).sum(0)
+    return np.where(uu > 0, -(eta * u).sum(0) / (2 * np.where(uu > 0, uu, 1.0)), 0.0)
+
+
+class CvxpyMarginal(DeclaredMarginal):
+    """W(Z) and ∇W(Z) of a formulation through cvxpy's DPP compilation (the reference path).
+
+    The links are cvxpy constraints with ``K_XZ`` and ``R`` as Parameters, so
+    the problem compiles once and cvxpy re-solves it with new parameter
+    values. Compiling densifies cvxpy's parameter tensor, about N·(N·Nz)
+    numbers: this path is for small problems and for the tests, where it is the
+    reference of `sparsify.conic.ConicMarginal`, the default generic path.
 
     Parameters
     ----------
@@ -340,99 +512,22 @@ class CvxpyMarginal(Marginal):
         tol: float = 1e-9,
         jitter: float = 1e-10,
     ) -> None:
-        self.formulation = formulation
-        self.formulation_name = formulation.name or type(formulation).__name__
-        self.X = np.asarray(X, dtype=float)
-        self._check_inputs(y, n_expansion)
-        self.y = y
-        self.kernel = kernel
-        self.n_expansion = int(n_expansion)
-        self.tol = tol
-        #: mean kernel diagonal on X: far from 1, the solvers meet a badly scaled problem
-        self.kernel_scale = diagonal_scale(kernel, self.X, self.formulation_name)
-        self.jitter = jitter * max(self.kernel_scale, 1e-300)
-        self.backends = _resolve_backends(solver)
-        self._warned = False
-        self._build()
-
-    # -- construction -------------------------------------------------------------------------
-
-    def _check_inputs(self, y: NDArray[Any] | None, n_expansion: int) -> None:
-        # the estimators validate their data; a direct caller gets the same clear errors
-        X, name = self.X, self.formulation_name
-        if X.ndim != 2 or X.shape[0] < 1 or X.shape[1] < 1:
-            raise ValueError(f"The {name!r} formulation needs X of shape (n_samples, "
-                             f"n_features) with at least one of each; got shape {X.shape}.")
-        if not np.isfinite(X).all():
-            raise ValueError(f"X passed to the {name!r} formulation contains NaN or infinity; "
-                             "remove or impute those values.")
-        if y is not None and len(y) != len(X):
-            raise ValueError(f"X has {len(X)} samples but y has {len(y)}; pass one target per "
-                             "sample.")
-        if int(n_expansion) < 1:
-            raise ValueError(f"n_expansion must be at least 1; got {n_expansion}.")
-
-    def _fail(self, what: str) -> ValueError:
-        return ValueError(f"The {self.formulation_name!r} formulation {what}")
-
-    def _build(self) -> None:
+        super().__init__(formulation, X, y, kernel, n_expansion, solver, tol, jitter)
+        decl = self._declare()
         N, Nz = len(self.X), self.n_expansion
-        K = int(self.formulation.n_outputs(self.y))
-        shape_f = (N,) if K == 1 else (N, K)
-        shape_b = (Nz,) if K == 1 else (Nz, K)
-        self.n_outputs = K
         self.K_xz = cp.Parameter((N, Nz), name="K_XZ")
         self.R = cp.Parameter((Nz, Nz), name="R")
-        self.beta = cp.Variable(shape_b, name="beta")
-        self.f = cp.Variable(shape_f, name="f")
-        self.u = cp.Variable(shape_b, name="u")
-        norms = (
-            (cp.sum_squares(self.u),)
-            if K == 1
-            else tuple(cp.sum_squares(self.u[:, k]) for k in range(K))
-        )
-        outputs = Outputs(
-            f=self.f,
-            norm_w2=cp.sum_squares(self.u),
-            norms_w2=norms,
-            y=self.y,
-            n_samples=N,
-            n_outputs=K,
-        )
-        decl = self.formulation.declare(outputs)
-        if not isinstance(decl, Declaration):
-            raise self._fail(f"must return a sparsify.Declaration from declare(); got "
-                             f"{type(decl).__name__}.")
-        if not isinstance(decl.objective, cp.Minimize):
-            raise self._fail("must declare a cp.Minimize objective (negate a Maximize one).")
+        self.beta = cp.Variable(self.u.shape, name="beta")
         self.link_f = self.f == self.K_xz @ self.beta
         self.link_u = self.u == self.R @ self.beta
-        self.declaration = decl
         # a solver that stalls may retry with the objective rescaled (SolverBackend.attempts)
         self.objective_scale = cp.Parameter(nonneg=True, name="objective_scale", value=1.0)
         self.problem = cp.Problem(cp.Minimize(self.objective_scale * decl.objective.expr),
                                   [self.link_f, self.link_u, *decl.constraints])
-        self._check(decl)
-
-    def _check(self, decl: Declaration) -> None:
-        if not self.problem.is_dcp():
-            raise self._fail("is not DCP (disciplined convex): check the curvature of its "
-                             "objective and constraints.")
-        parts = [decl.objective, *decl.constraints]
-        if isinstance(decl.intercept, cp.Expression):
-            parts.append(decl.intercept)
-        # before DPP: a Parameter of its own would also break DPP, with a vaguer message
-        if any(part.parameters() for part in parts):
-            raise self._fail("creates cvxpy Parameters of its own; pass hyperparameters as "
-                             "plain numbers (the core owns every Parameter).")
         if not self.problem.is_dpp():
             raise self._fail("is not DPP: it must not multiply the framework's objects in a "
                              "way that puts a Parameter times a Parameter (for example "
                              "quad_form with a Parameter matrix).")
-        used = {v.id for part in (decl.objective, *decl.constraints) for v in part.variables()}
-        if self.f.id not in used:
-            raise self._fail("ignores the outputs f: declare the loss or constraints over "
-                             "out.f so that the data enter the problem.")
         if not self.problem.is_qp():
             capable = [b for b in self.backends if not b.quadratic_only]
             if not capable:
@@ -443,65 +538,25 @@ class CvxpyMarginal(Marginal):
                 )
             self.backends = capable
 
-    # -- evaluation ---------------------------------------------------------------------------
-
-    def _solve(self) -> Solved:
+    def _solve_links(self, K_xz: Array, K_zz: Array) -> _LinkSolution:
+        self.K_xz.value, self.R.value = K_xz, expansion_factor(K_zz)
         try:
-            return solve_problem(self.problem, self.backends, self.tol,
-                                 has_solution=lambda: self.link_f.dual_value is not None,
-                                 objective_scale=self.objective_scale)
+            solved = solve_problem(self.problem, self.backends, self.tol,
+                                   has_solution=lambda: self.link_f.dual_value is not None,
+                                   objective_scale=self.objective_scale)
         except Unsolved as failed:
-            codes = [status for _, status in failed.statuses]
-            raise SolverError(
-                f"The {' then '.join(b.name for b in self.backends)} solver did not solve the "
-                f"{self.formulation_name!r} formulation (N={len(self.X)}, "
-                f"Nz={self.n_expansion}): {failed}. {_hint(codes)}{self._scale_note()}"
-                f"{_conditioning_note(self._K_zz)}"
-            ) from failed.cause
-
-    def _scale_note(self) -> str:
-        if 1e-6 <= abs(self.kernel_scale) <= 1e6:
-            return ""
-        return (f" The kernel's diagonal on X averages {self.kernel_scale:.1e}, far from 1: "
-                "standardise the features or lower gamma.")
-
-    def evaluate(self, Z: Array, grad: bool = True) -> Evaluation:
-        Z = check_expansion_vectors(Z, self.n_expansion, self.X.shape[1], self.formulation_name)
-        K_xz, K_zz = kernel_blocks(self.kernel, self.X, Z)
-        self.K_xz.value = K_xz
-        self._K_zz = K_zz
-        self.R.value = expansion_factor(K_zz + self.jitter * np.eye(len(Z)))
-        solved = self._solve()
-        beta = np.asarray(self.beta.value, dtype=float)
-        intercept = self.declaration.intercept
-        b = np.asarray(intercept.value if isinstance(intercept, cp.Expression) else intercept,
-                       dtype=float)
-        b = float(b) if b.ndim == 0 else b
-        value = float(self.problem.value) / solved.objective_scale
-        accuracy = solved.accuracy * max(1.0, abs(value))
-        if not grad:
-            return Evaluation(value, None, beta, b, solved.backend.name, accuracy)
-        nu = np.asarray(self.link_f.dual_value, dtype=float) / solved.objective_scale
-        eta = (np.asarray(self.link_u.dual_value, dtype=float).reshape(len(Z), -1)
-               / solved.objective_scale)
-        u = np.asarray(self.u.value, dtype=float).reshape(len(Z), -1)
-        B = beta.reshape(len(Z), -1)
-        G_xz = -nu.reshape(len(self.X), -1) @ B.T
-        uu = (u * u).sum(0)
-        c = np.where(uu > 0, -(eta * u).sum(0) / (2 * np.where(uu > 0, uu, 1.0)), 0.0)
-        G_zz = (B * c) @ B.T
-        gradient = self.kernel.vjp_z(self.X, Z, G_xz, K_xz) + self.kernel.vjp_zz(Z, G_zz, K_zz)
-        if not self._warned:
-            reason = self.formulation.nondifferentiable(self.y, nu)
-            if reason:
-                self._warned = True
-                warnings.warn(
-                    f"W(Z) of the {self.formulation_name!r} formulation is not differentiable "
-                    f"here: {reason}. The returned gradient is one subgradient.",
-                    NonDifferentiableWarning,
-                    stacklevel=2,
-                )
-        return Evaluation(value, gradient, beta, b, solved.backend.name, accuracy)
+            raise self._report(failed, self.backends) from failed.cause
+        s = solved.objective_scale
+        Nz = self.n_expansion
+        eta = np.asarray(self.link_u.dual_value, dtype=float).reshape(Nz, -1) / s
+        return _LinkSolution(
+            value=float(self.problem.value) / s,
+            beta=np.asarray(self.beta.value, dtype=float),
+            nu=np.asarray(self.link_f.dual_value, dtype=float) / s,
+            c=norm_multiplier(np.asarray(self.u.value, dtype=float).reshape(Nz, -1), eta),
+            backend=solved.backend.name,
+            accuracy=solved.accuracy,
+        )
 
 
 def make_marginal(
@@ -513,11 +568,14 @@ def make_marginal(
     solver: str = "auto",
     tol: float = 1e-9,
 ) -> Marginal:
-    """The W(Z) provider a fit uses: the formulation's own, else the generic cvxpy path.
+    """The W(Z) provider a fit uses: the formulation's own, else the generic path.
 
     With ``solver="auto"`` a formulation that has an exact fast path (or a W
     of its own, as the Rayleigh-quotient KFD) supplies it through
-    `Formulation.marginal`; a cvxpy backend name selects the generic path.
+    `Formulation.marginal`; a backend name selects the generic path,
+    `sparsify.conic.ConicMarginal` (O(N·Nz) memory, the backends called
+    directly). cvxpy's DPP path, `CvxpyMarginal`, is its reference in the
+    tests; it needs about N·(N·Nz) numbers to compile.
 
     Examples
     --------
@@ -529,9 +587,11 @@ def make_marginal(
     >>> type(make_marginal(svm, X, y, RBF(1.0), 2)).__name__
     'SVMDualMarginal'
     >>> type(make_marginal(svm, X, y, RBF(1.0), 2, solver="clarabel")).__name__
-    'CvxpyMarginal'
+    'ConicMarginal'
     """
+    from sparsify.conic import ConicMarginal  # conic builds on this module
+
     own = formulation.marginal(X, y, kernel, n_expansion, solver, tol)
     if own is not None:
         return own
-    return CvxpyMarginal(formulation, X, y, kernel, n_expansion, solver=solver, tol=tol)
+    return ConicMarginal(formulation, X, y, kernel, n_expansion, solver=solver, tol=tol)

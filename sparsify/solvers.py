@@ -11,7 +11,7 @@ ECOS.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from importlib.metadata import version
 from typing import Any
@@ -30,6 +30,7 @@ __all__ = [
     "SolverError",
     "Unsolved",
     "solve_problem",
+    "solve_with_attempts",
 ]
 
 # OSQP 1.0 renamed "polish" to "polishing".
@@ -143,7 +144,7 @@ class SolverBackend:
         (`DOCUMENTED_ACCURACY`) when ``tol`` is tighter. OSQP makes one attempt:
         polishing gives exact duals or nothing.
         """
-        if self.cvxpy_name == cp.OSQP:
+        if self.cvxpy_name in (cp.OSQP, cp.SCS):
             return (Attempt(self.options(tol), tol, None, "tol"),)
         if self.cvxpy_name not in (cp.CLARABEL, cp.ECOS):
             return (Attempt(self.options(tol), tol, None, "tol"),)
@@ -203,6 +204,9 @@ class SolverBackend:
             # First-order duals are noisy: tight tolerances plus polishing (an
             # active-set refinement) give exact duals when polishing succeeds.
             return {"eps_abs": tol, "eps_rel": tol, _OSQP_POLISH: True, "max_iter": 200_000}
+        if self.cvxpy_name == cp.SCS:
+            # first-order too, without polishing: only tight tolerances, and time
+            return {"eps_abs": tol, "eps_rel": tol, "eps_infeas": tol, "max_iters": 200_000}
         return {}
 
     def available(self) -> bool:
@@ -240,6 +244,62 @@ class Unsolved(Exception):
         self.cause = cause
 
 
+def solve_with_attempts(
+    backends: list[SolverBackend],
+    tol: float,
+    run: Callable[[SolverBackend, Attempt], str],
+    rescalable: bool = True,
+) -> Solved:
+    """Try each backend's `SolverBackend.attempts` in turn until one is accepted.
+
+    Parameters
+    ----------
+    backends : list of SolverBackend
+        Tried in order; a backend's next attempt, then the next backend, is tried
+        only when the previous one was not accepted.
+    tol : float
+        The accuracy asked for.
+    run : callable
+        ``run(backend, attempt)`` solves once and returns cvxpy's status name
+        (``"optimal"``, ``"optimal_inaccurate"``, ``"infeasible"``, ...) or a
+        text starting with ``"error"``.
+    rescalable : bool, default=True
+        Whether ``run`` honours `Attempt.objective_scale`; if not, such
+        attempts are skipped.
+
+    Returns
+    -------
+    Solved
+
+    Raises
+    ------
+    Unsolved
+        With each backend's last status, when no attempt was accepted.
+    """
+    statuses: list[tuple[SolverBackend, str]] = []
+    for backend in backends:
+        status, fallback = "not tried", None
+        for attempt in backend.attempts(tol):
+            if attempt.objective_scale != 1.0 and not rescalable:
+                continue
+            if fallback is not None and attempt.accuracy >= fallback.inaccurate:
+                break  # no attempt left that would be more accurate than the one in hand
+            status = run(backend, attempt)
+            if status == cp.OPTIMAL:
+                return Solved(backend, attempt, attempt.accuracy, attempt.objective_scale)
+            if status == cp.OPTIMAL_INACCURATE and attempt.inaccurate is not None:
+                # accepted, but a later attempt may reach the aim: keep looking first
+                fallback = fallback or attempt
+        if fallback is not None:
+            again = run(backend, fallback)
+            if again in (cp.OPTIMAL, cp.OPTIMAL_INACCURATE):
+                accuracy = fallback.accuracy if again == cp.OPTIMAL else fallback.inaccurate
+                return Solved(backend, fallback, float(accuracy),  # type: ignore[arg-type]
+                              fallback.objective_scale)
+        statuses.append((backend, status))
+    raise Unsolved(statuses, None)
+
+
 def solve_problem(
     problem: cp.Problem,
     backends: list[SolverBackend],
@@ -247,14 +307,13 @@ def solve_problem(
     has_solution: Any = None,
     objective_scale: cp.Parameter | None = None,
 ) -> Solved:
-    """Solve ``problem`` with each backend's `SolverBackend.attempts` in turn.
+    """Solve a cvxpy ``problem`` with each backend's `SolverBackend.attempts` in turn.
 
     Parameters
     ----------
     problem : cvxpy.Problem
     backends : list of SolverBackend
-        Tried in order; a backend's next attempt, then the next backend, is tried
-        only when the previous one was not accepted.
+        Tried in order (`solve_with_attempts`).
     tol : float
         The accuracy asked for.
     has_solution : callable, optional
@@ -283,11 +342,9 @@ def solve_problem(
     """
     import warnings
 
-    statuses: list[tuple[SolverBackend, str]] = []
-    cause: Exception | None = None
+    cause: list[Exception] = []
 
     def run(backend: SolverBackend, attempt: Attempt) -> str:
-        nonlocal cause
         if objective_scale is not None:
             objective_scale.value = attempt.objective_scale
         try:
@@ -298,7 +355,7 @@ def solve_problem(
                               **attempt.options)
         except Exception as exc:
             # cvxpy's SolverError or the solver's own crash: this attempt failed
-            cause = exc
+            cause[:] = [exc]
             return (f"error ({exc})" if isinstance(exc, cp.error.SolverError)
                     else f"error ({type(exc).__name__}: {exc})")
         if problem.status in (cp.OPTIMAL, cp.OPTIMAL_INACCURATE) and has_solution is not None \
@@ -306,27 +363,10 @@ def solve_problem(
             return f"{problem.status} without duals"
         return str(problem.status)
 
-    for backend in backends:
-        status, fallback = "not tried", None
-        for attempt in backend.attempts(tol):
-            if attempt.objective_scale != 1.0 and objective_scale is None:
-                continue
-            if fallback is not None and attempt.accuracy >= fallback.inaccurate:
-                break  # no attempt left that would be more accurate than the one in hand
-            status = run(backend, attempt)
-            if status == cp.OPTIMAL:
-                return Solved(backend, attempt, attempt.accuracy, attempt.objective_scale)
-            if status == cp.OPTIMAL_INACCURATE and attempt.inaccurate is not None:
-                # accepted, but a later attempt may reach the aim: keep looking first
-                fallback = fallback or attempt
-        if fallback is not None:
-            if run(backend, fallback) in (cp.OPTIMAL, cp.OPTIMAL_INACCURATE):
-                accuracy = (fallback.accuracy if problem.status == cp.OPTIMAL
-                            else fallback.inaccurate)
-                return Solved(backend, fallback, float(accuracy),  # type: ignore[arg-type]
-                              fallback.objective_scale)
-        statuses.append((backend, status))
-    raise Unsolved(statuses, cause)
+    try:
+        return solve_with_attempts(backends, tol, run, rescalable=objective_scale is not None)
+    except Unsolved as failed:
+        raise Unsolved(failed.statuses, cause[0] if cause else None) from None
 
 
 @hookimpl
@@ -335,3 +375,6 @@ def register_solvers(register) -> None:  # type: ignore[no-untyped-def]
     # ECOS's duals are the least accurate: up to 7e-6 measured (Clarabel's 1e-7, OSQP's 2e-8)
     register(SolverBackend("ecos", cp.ECOS, gradient_accuracy=3e-5))
     register(SolverBackend("osqp", cp.OSQP, quadratic_only=True, warm_start=True))
+    # SCS: first-order, so not in the auto chain; for large cone problems where an
+    # interior point's factorisation would not fit
+    register(SolverBackend("scs", cp.SCS, gradient_accuracy=1e-5))

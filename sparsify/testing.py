@@ -252,7 +252,7 @@ def _direct_full_value(ctx: _Context, kernel: Kernel, backend: SolverBackend | N
     norms = (cp.sum_squares(R @ beta),) if k == 1 else tuple(
         cp.sum_squares(R @ beta[:, j]) for j in range(k))
     out = Outputs(f=f, norm_w2=cp.sum_squares(R @ beta), norms_w2=norms, y=ctx.y,
-                  n_samples=N, n_outputs=k)
+                  n_samples=N, n_outputs=k, norm_w=cp.norm(cp.vec(R @ beta, order="F")))
     decl = ctx.formulation.declare(out)
     problem = cp.Problem(decl.objective, [f == K @ beta, *decl.constraints])
     chain = ([backend] if backend is not None

@@ -15,7 +15,7 @@ def test_builtins_are_registered_with_their_source() -> None:
     reg = get_registry()
     assert reg.names("formulation")[:1] and "svm" in reg.names("formulation")
     assert reg.names("kernel") == ["linear", "poly", "rbf", "taylor_rbf"]
-    assert reg.names("solver") == ["clarabel", "ecos", "osqp"]
+    assert reg.names("solver") == ["clarabel", "ecos", "osqp", "scs"]
     svm = reg.entries["formulation"]["svm"]
     assert (svm.plugin, svm.distribution, svm.builtin) == ("svm", "sparsify", True)
     assert reg.entries["kernel"]["rbf"].plugin == "sparsify.kernels"
