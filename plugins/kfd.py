@@ -3,7 +3,7 @@
 Two formulations of the same discriminant (labels -1/+1):
 
 ``"kfd"``
-    The convex KFD of Mika et al. (2003), solved by the generic cvxpy path:
+    The convex KFD of Mika et al. (2003), solved by the generic path:
     minimise ‖ξ‖² + μ‖w‖² subject to f_i + b = y_i + ξ_i and, for each class c,
     Σ_{i∈c} ξ_i = 0.
 ``"skfd"``

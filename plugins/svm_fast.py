@@ -264,7 +264,7 @@ class SVMDualMarginal(Marginal):
         ``C`` is an array.
     fallback : Marginal, optional
         What answers an evaluation where this one stalls instead of the generic
-        cvxpy path of ``formulation`` (a faster exact solver for the same problem).
+        path of ``formulation`` (a faster exact solver for the same problem).
 
     Attributes
     ----------

@@ -35,6 +35,7 @@ _LAZY = {
     "KernelMatchingReduction": "sparsify.kmra",
     "SparseKernelLogisticRegression": "sparsify.logistic",
     "ManifoldKernel": "sparsify.manifold",
+    "ConicMarginal": "sparsify.conic",
     "CvxpyMarginal": "sparsify.marginal",
     "Evaluation": "sparsify.marginal",
     "Marginal": "sparsify.marginal",
@@ -52,6 +53,7 @@ _LAZY = {
 
 __all__ = [
     "RBF",
+    "ConicMarginal",
     "CvxpyMarginal",
     "Declaration",
     "Evaluation",
@@ -107,6 +109,7 @@ def __dir__() -> list[str]:
 
 
 if TYPE_CHECKING:  # static analysers and IDEs see the eager imports
+    from sparsify.conic import ConicMarginal
     from sparsify.discriminant import SparseKFD
     from sparsify.errors import SolverError
     from sparsify.estimators import SparseSVC

@@ -29,7 +29,7 @@ gradient off ν, β and c.
 
 from __future__ import annotations
 
-import os
+import time
 import warnings
 from dataclasses import dataclass
 from typing import Any
@@ -43,39 +43,15 @@ from numpy.typing import NDArray
 from sparsify.formulation import Formulation
 from sparsify.kernels import Kernel
 from sparsify.marginal import DeclaredMarginal, _LinkSolution
+from sparsify.memory import check_memory
 from sparsify.solvers import Attempt, SolverBackend, Unsolved, solve_with_attempts
 
-__all__ = ["ConicMarginal", "MemoryEstimateError", "available_memory", "estimate_memory"]
+__all__ = ["ConicMarginal", "estimate_memory"]
 
 Array = NDArray[np.float64]
 
 #: The backends this path calls directly, by cvxpy name.
 DIRECT = (cp.CLARABEL, cp.ECOS, cp.SCS, cp.OSQP)
-
-
-class MemoryEstimateError(MemoryError, ValueError):
-    """A problem would not fit in memory; refused before anything was allocated."""
-
-
-def available_memory() -> int:
-    """Bytes of memory available to this process (Linux's MemAvailable, else total RAM).
-
-    Examples
-    --------
-    >>> available_memory() > 0
-    True
-    """
-    try:
-        with open("/proc/meminfo") as fh:
-            for line in fh:
-                if line.startswith("MemAvailable:"):
-                    return int(line.split()[1]) * 1024
-    except OSError:
-        pass
-    try:
-        return int(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"))
-    except (ValueError, OSError, AttributeError):
-        return 2**40  # unknown: do not refuse
 
 
 def estimate_memory(n_samples: int, n_expansion: int, n_outputs: int = 1) -> int:
@@ -165,7 +141,7 @@ class ConicMarginal(DeclaredMarginal):
     conic data and calls the backend directly (module docstring). Before
     anything is compiled, the memory it needs is estimated
     (`estimate_memory`); a problem that would not fit is refused with
-    `MemoryEstimateError`.
+    `sparsify.errors.MemoryEstimateError`.
 
     Parameters
     ----------
@@ -188,6 +164,12 @@ class ConicMarginal(DeclaredMarginal):
         Added to the diagonal of K_ZZ, relative to the mean kernel diagonal on X.
     max_memory : int, optional
         Bytes the problem may take; by default the memory available now.
+
+    Attributes
+    ----------
+    last_solve_seconds : float
+        Time the backends spent in the last `evaluate` (their setup and solve
+        of the linked conic problem, every attempt), the rest being sparsify's.
 
     Examples
     --------
@@ -219,15 +201,12 @@ class ConicMarginal(DeclaredMarginal):
         super().__init__(formulation, X, y, kernel, n_expansion, solver, tol, jitter)
         N, Nz = len(self.X), self.n_expansion
         K = int(formulation.n_outputs(y))
-        need, limit = estimate_memory(N, Nz, K), max_memory or available_memory()
-        if need > limit:
-            raise MemoryEstimateError(
-                f"The generic path for the {self.formulation_name!r} formulation would need "
-                f"about {need / 2**30:.1f} GiB for N={N}, Nz={Nz}"
-                + (f", K={K} outputs" if K > 1 else "")
-                + f"; {limit / 2**30:.1f} GiB are available. Use fewer XVs or a subsample of "
-                "the training points, or a formulation's exact fast path (solver='auto')."
-            )
+        check_memory(estimate_memory(N, Nz, K),
+                     f"The generic path for the {self.formulation_name!r} formulation with "
+                     f"N={N}, Nz={Nz}" + (f", K={K} outputs" if K > 1 else ""),
+                     "Use fewer XVs or a subsample of the training points, or the "
+                     "formulation's exact fast path where it has one (solver='auto').",
+                     max_memory)
         decl = self._declare()
         self.problem = cp.Problem(decl.objective, list(decl.constraints))
         unknown = [b.name for b in self.backends if b.cvxpy_name not in DIRECT]
@@ -236,6 +215,7 @@ class ConicMarginal(DeclaredMarginal):
                              f"generic path; use one of the backends {list(DIRECT)} it calls, "
                              "or sparsify.marginal.CvxpyMarginal.")
         self._linked: dict[str, _Linked | str] = {}
+        self.last_solve_seconds = 0.0
         # capability, not cvxpy's is_qp(): a backend that cvxpy cannot give this problem
         # (OSQP and an exponential cone) is left out with cvxpy's reason. The first capable
         # one is compiled now; the later ones of a chain when they are needed.
@@ -326,6 +306,7 @@ class ConicMarginal(DeclaredMarginal):
     # -- evaluation ---------------------------------------------------------------------------
 
     def _solve_links(self, K_xz: Array, K_zz: Array) -> _LinkSolution:
+        self.last_solve_seconds = 0.0
         lam, V = np.linalg.eigh(K_zz)
         T = V / np.sqrt(np.clip(lam, np.finfo(float).tiny, None))  # K_ZZ⁻½ in V's basis
         Phi = K_xz @ T
@@ -337,11 +318,14 @@ class ConicMarginal(DeclaredMarginal):
                 return f"error (cannot take this problem: {link})"
             # the u columns, XV a of output k: −Φ[:, a] in output k's link rows
             link.data["A"].data[link.phi] = np.tile(-Phi.ravel(order="F"), self.n_outputs)
+            start = time.perf_counter()
             try:
                 status, x, z = _call(link, attempt)
             except Exception as exc:  # the solver's own crash is this attempt's failure
                 result["cause"] = exc
                 return f"error ({type(exc).__name__}: {exc})"
+            finally:
+                self.last_solve_seconds += time.perf_counter() - start
             if status in (cp.OPTIMAL, cp.OPTIMAL_INACCURATE):
                 if x is None or z is None or not (np.isfinite(x).all() and np.isfinite(z).all()):
                     return f"{status} without a finite solution"

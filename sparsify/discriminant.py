@@ -4,7 +4,7 @@
 imported): ``"skfd"``, the paper's Rayleigh-quotient KFD whose W(Z) and ∇W(Z)
 come from an eigenproblem (eq. 57-63), followed by the SVM step on the final
 XVs for β and b (eq. 37-45), and ``"kfd"``, the convex KFD of Mika et al.
-(2003) through the generic cvxpy path. `full_kfd` is the full,
+(2003) through the generic path. `full_kfd` is the full,
 non-sparse KFD in closed form, the reference both are measured against.
 """
 

@@ -7,7 +7,7 @@ for the solvers that raise them.
 
 from __future__ import annotations
 
-__all__ = ["SolverError"]
+__all__ = ["MemoryEstimateError", "SolverError"]
 
 
 class SolverError(RuntimeError):
@@ -18,5 +18,18 @@ class SolverError(RuntimeError):
     >>> from sparsify.errors import SolverError
     >>> import sparsify.solvers
     >>> sparsify.solvers.SolverError is SolverError
+    True
+    """
+
+
+class MemoryEstimateError(MemoryError, ValueError):
+    """A problem would not fit in memory: refused, from an estimate, before anything was allocated.
+
+    A `MemoryError` (what it is about) and a `ValueError` (the input, N and Nz,
+    is what to change), so the command line reports it as one line.
+
+    Examples
+    --------
+    >>> issubclass(MemoryEstimateError, ValueError)
     True
     """

@@ -144,7 +144,7 @@ class Formulation(ABC):
         """Return an object that computes W(Z) and ∇W(Z) itself, or None.
 
         Override this for a formulation that is not a cvxpy problem (an
-        eigenproblem) or that has a faster exact solver; the generic cvxpy path
+        eigenproblem) or that has a faster exact solver; the generic path
         (``None``) stays its reference in the tests.
         """
         return None

@@ -247,7 +247,7 @@ def check_gradient(
         Seed of the problem, of Z and of the noise direction.
     marginal : Marginal, optional
         Check this W(Z) provider; by default the formulation's own
-        (`Formulation.marginal`) if it has one, else the generic cvxpy path.
+        (`Formulation.marginal`) if it has one, else the generic path.
     target : float, default=1e-7
         Relative error the finite differences aim at.
 

@@ -110,7 +110,7 @@ class ImportVectorMachine(LogisticMixin, ClassifierMixin, BaseEstimator):
     solver : str, default="auto"
         Solver of the refinement's fixed-Z problems: "auto" takes the KLR
         formulation's exact Newton fast path, "clarabel" or "ecos" the generic
-        cvxpy path.
+        path.
     random_state : int, RandomState instance or None, default=None
         Seed of the candidate subsets.
 

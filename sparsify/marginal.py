@@ -30,6 +30,7 @@ from numpy.typing import NDArray
 
 from sparsify.formulation import Declaration, Formulation, Outputs
 from sparsify.kernels import Kernel
+from sparsify.memory import check_memory
 from sparsify.plugins import get_registry
 from sparsify.solvers import (
     AUTO_CHAIN,
@@ -90,7 +91,7 @@ class Evaluation:
 
 
 class Marginal(ABC):
-    """Anything that returns W(Z) and ∇W(Z): the generic cvxpy path or a formulation's own."""
+    """Anything that returns W(Z) and ∇W(Z): the generic path or a formulation's own."""
 
     #: Formulation name, for messages.
     formulation_name: str = ""
@@ -513,8 +514,16 @@ class CvxpyMarginal(DeclaredMarginal):
         jitter: float = 1e-10,
     ) -> None:
         super().__init__(formulation, X, y, kernel, n_expansion, solver, tol, jitter)
-        decl = self._declare()
         N, Nz = len(self.X), self.n_expansion
+        # compiling densifies cvxpy's parameter tensor: a row per constraint entry that
+        # holds a Parameter (f's N·K link rows at least) by a column per parameter entry
+        K = int(formulation.n_outputs(y))
+        check_memory(8 * N * K * (N * Nz + Nz * Nz + 1),
+                     f"cvxpy's DPP path for the {self.formulation_name!r} formulation with "
+                     f"N={N}, Nz={Nz}",
+                     "Use sparsify.conic.ConicMarginal (solver names select it through "
+                     "make_marginal), whose memory grows like N·Nz.")
+        decl = self._declare()
         self.K_xz = cp.Parameter((N, Nz), name="K_XZ")
         self.R = cp.Parameter((Nz, Nz), name="R")
         self.beta = cp.Variable(self.u.shape, name="beta")

@@ -15,7 +15,7 @@ one by one for ``pytest.mark.parametrize`` (like scikit-learn's
     ``‖w‖² = βᵀKβ = ‖Rβ‖²`` with ``RᵀR = K``, built here without the core's
     Parameters and links.
 ``gradient[kernel-solver]``
-    ∇W(Z) of the generic cvxpy path (Lemma 1, from the duals) against central
+    ∇W(Z) of the generic path (Lemma 1, from the duals) against central
     finite differences of W (`sparsify.gradcheck.check_gradient`).
 ``own_value[kernel]``, ``own_gradient[kernel]``
     Only for a formulation that supplies W and ∇W itself (`marginal`):
