@@ -43,3 +43,12 @@ from sparsify.datasets.semi_supervised import (  # noqa: E402
 )
 
 __all__ += ["labeled_split", "make_g241c", "make_g241d", "make_two_moons"]
+
+# Classification benchmarks of any size (runs at scale).
+from sparsify.datasets.synthetic import (  # noqa: E402
+    make_checkerboard,
+    make_ringnorm,
+    ringnorm_bayes_error,
+)
+
+__all__ += ["make_checkerboard", "make_ringnorm", "ringnorm_bayes_error"]
