@@ -1,4 +1,4 @@
-"""Build of sparsify's one C extension; everything else is declared in pyproject.toml.
+"""Build of sparsify's C extensions; everything else is declared in pyproject.toml.
 
 A setup.py rather than ``[tool.setuptools] ext-modules``: the compile flags depend on
 the compiler (MSVC takes neither ``-O2`` nor ``-ffp-contract``), and pyproject.toml
@@ -26,6 +26,11 @@ class BuildExt(build_ext):
 
 
 setup(
-    ext_modules=[Extension("sparsify_plugins._active_set", ["plugins/_active_set.c"])],
+    # the SVM fast path's solvers; both include plugins/_buffers.h (argument checks)
+    ext_modules=[
+        Extension(f"sparsify_plugins.{name}", [f"plugins/{name}.c"],
+                  depends=["plugins/_buffers.h"])
+        for name in ("_active_set", "_dual_cd")
+    ],
     cmdclass={"build_ext": BuildExt},
 )

@@ -24,6 +24,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "_buffers.h"
+
 #define SOLVED 1
 #define FAILED 0
 #define NO_MEMORY (-1)
@@ -378,16 +380,21 @@ done:
  * tol within max_iter moves. Non-finite values count as failure: no
  * floating-point error is raised here. B is N x Nz, K and K_inv Nz x Nz, L the
  * Cholesky factor of K or empty (nL = 0: every move solves the unreduced system).
+ * v0 (Nz) and cy0 are sum_j C_j B_j and sum_j C_j y_j over points at their upper
+ * bound that are not among the N rows (zero when all points are given), so that a
+ * caller can polish a working set of the points.
  */
 static int
 active_set(const double *B, const double *y, const double *K, const double *K_inv,
            const double *L, Py_ssize_t nL, const double *C, double *alpha,
            unsigned char *upper, unsigned char *is_free, Py_ssize_t N, Py_ssize_t nz,
-           double tol, Py_ssize_t max_iter, double *beta, double *b_out)
+           double tol, Py_ssize_t max_iter, const double *v0, double cy0, double *beta,
+           double *b_out)
 {
     double b = 0.0;
-    /* the bound points enter the subproblem only through these sums; each move updates them */
-    double cy = 0.0, *v = new_doubles(nz, 1);
+    /* the bound points enter the subproblem only through these sums; each move updates
+       them. They start from v0 and cy0: points at C_i held outside the rows given. */
+    double cy = cy0, *v = new_doubles(nz, 1);
     double *d = new_doubles(N, 0), *null = new_doubles(N, 0);
     double *u = new_doubles(nz, 0), *w = new_doubles(nz, 0);
     double *sol = new_doubles(2 * nz + 2, 0); /* n = Nz + 1 + m <= 2 Nz + 2 when it solves */
@@ -403,6 +410,7 @@ active_set(const double *B, const double *y, const double *K, const double *K_in
     status = FAILED;
     for (Py_ssize_t a = 0; a < nz; a++) {
         beta[a] = 0.0;
+        v[a] = v0[a];
     }
     for (Py_ssize_t i = 0; i < N; i++) {
         if (upper[i]) {
@@ -576,162 +584,6 @@ done:
 
 /* ------------------------------------------------------------ Python's side */
 
-/* What an argument must be: element kind, writable or not, shape (-1: any). */
-typedef struct {
-    const char *name;
-    char kind; /* 'd' float64, '?' bool, 'q' int64 */
-    int writable;
-    int ndim;
-    Py_ssize_t shape[2];
-    const char *described; /* the shape in words, where a dimension is free; else NULL */
-} Spec;
-
-static const char *
-kind_name(char kind)
-{
-    return kind == 'd' ? "float64" : kind == '?' ? "bool" : "int64";
-}
-
-/* Whether a buffer's struct format holds one native item of the given kind. */
-static int
-format_matches(const char *format, Py_ssize_t itemsize, char kind)
-{
-    static const union { uint16_t word; unsigned char byte[2]; } order = {1};
-    const char *codes = kind == 'd' ? "d" : kind == '?' ? "?" : "lq";
-    if (itemsize != (kind == '?' ? 1 : 8) || format == NULL) {
-        return 0;
-    }
-    if (*format == '@' || *format == '=' || *format == (order.byte[0] ? '<' : '>')
-        || (*format == '!' && !order.byte[0])) {
-        format++;
-    }
-    return format[0] != '\0' && format[1] == '\0' && strchr(codes, format[0]) != NULL;
-}
-
-static void
-shape_text(char *out, size_t size, int ndim, const Py_ssize_t *shape)
-{
-    if (ndim == 1) {
-        PyOS_snprintf(out, size, "(%zd,)", shape[0]);
-    }
-    else if (ndim == 2) {
-        PyOS_snprintf(out, size, "(%zd, %zd)", shape[0], shape[1]);
-    }
-    else {
-        PyOS_snprintf(out, size, "with %d dimensions", ndim);
-    }
-}
-
-/*
- * The buffer of obj, checked against spec; on a mismatch a TypeError (wrong type
- * or element kind) or ValueError (shape, layout, read-only) that says what to
- * pass, and -1 with nothing held.
- */
-static int
-get_array(const char *function, PyObject *obj, const Spec *spec, Py_buffer *view)
-{
-    char want[64], got[64];
-    int flags = PyBUF_STRIDES | PyBUF_FORMAT | (spec->writable ? PyBUF_WRITABLE : 0);
-    if (spec->described != NULL) {
-        PyOS_snprintf(want, sizeof(want), "%s", spec->described);
-    }
-    else {
-        shape_text(want, sizeof(want), spec->ndim, spec->shape);
-    }
-    if (PyObject_GetBuffer(obj, view, flags) < 0) {
-        PyErr_Clear();
-        if (spec->writable && PyObject_GetBuffer(obj, view, flags & ~PyBUF_WRITABLE) == 0) {
-            PyBuffer_Release(view);
-            PyErr_Format(PyExc_ValueError,
-                         "The '%s' array of %s must be writable (it is updated in place). "
-                         "Got a read-only array instead.", spec->name, function);
-        }
-        else {
-            PyErr_Format(PyExc_TypeError,
-                         "The '%s' argument of %s must be a C-contiguous %s array of shape %s. "
-                         "Got %.100s instead.", spec->name, function, kind_name(spec->kind),
-                         want, Py_TYPE(obj)->tp_name);
-        }
-        return -1;
-    }
-    const char *problem = NULL;
-    if (!format_matches(view->format, view->itemsize, spec->kind)) {
-        PyErr_Format(PyExc_TypeError,
-                     "The '%s' array of %s must hold %s. Got items of format '%s' and size %zd "
-                     "instead.", spec->name, function, kind_name(spec->kind),
-                     view->format ? view->format : "B", view->itemsize);
-        PyBuffer_Release(view);
-        return -1;
-    }
-    int shape_ok = view->ndim == spec->ndim;
-    for (int a = 0; shape_ok && a < spec->ndim; a++) {
-        shape_ok = spec->shape[a] < 0 || view->shape[a] == spec->shape[a];
-    }
-    if (!shape_ok) {
-        problem = "shape";
-    }
-    else if (!PyBuffer_IsContiguous(view, 'C')) {
-        problem = "layout";
-    }
-    if (problem != NULL) {
-        shape_text(got, sizeof(got), view->ndim, view->shape);
-        if (problem[0] == 's') {
-            PyErr_Format(PyExc_ValueError,
-                         "The '%s' array of %s must have shape %s. Got shape %s instead.",
-                         spec->name, function, want, got);
-        }
-        else {
-            PyErr_Format(PyExc_ValueError,
-                         "The '%s' array of %s must be C-contiguous "
-                         "(numpy.ascontiguousarray makes it so). Got a strided view instead.",
-                         spec->name, function);
-        }
-        PyBuffer_Release(view);
-        return -1;
-    }
-    return 0;
-}
-
-/* Up to 12 buffers held by one call, all released by release_all. */
-typedef struct {
-    Py_buffer views[12];
-    int held;
-} Held;
-
-/*
- * The memory of obj's buffer, checked against the spec that follows (never NULL,
- * even where the buffer is empty), or NULL with an error.
- */
-static void *
-take(Held *held, const char *function, PyObject *obj, const char *name, char kind,
-     int writable, int ndim, Py_ssize_t rows, Py_ssize_t cols, const char *described)
-{
-    static double nothing; /* what an empty buffer points to; never read */
-    Spec spec = {name, kind, writable, ndim, {rows, cols}, described};
-    Py_buffer *view = &held->views[held->held];
-    if (get_array(function, obj, &spec, view) < 0) {
-        return NULL;
-    }
-    held->held += 1;
-    return view->buf != NULL ? view->buf : &nothing;
-}
-
-/* The shape of the buffer taken last. */
-static const Py_ssize_t *
-last_shape(const Held *held)
-{
-    return held->views[held->held - 1].shape;
-}
-
-static void
-release_all(Held *held)
-{
-    while (held->held > 0) {
-        held->held -= 1;
-        PyBuffer_Release(&held->views[held->held]);
-    }
-}
-
 /*
  * F: int64 indices into B's rows, at least m of them, each in [0, N); a copy of
  * F[:m] as Py_ssize_t (which int64 need not be), to free, or NULL with an error.
@@ -769,24 +621,27 @@ take_indices(Held *held, const char *function, PyObject *obj, Py_ssize_t m, Py_s
 }
 
 PyDoc_STRVAR(active_set_doc,
-"active_set(B, y, K, K_inv, L, C, alpha, upper, free, beta, tol, max_iter) -> (ok, b)\n\n"
+"active_set(B, y, K, K_inv, L, C, alpha, upper, free, beta, tol, max_iter, v0, cy0)\n"
+"-> (ok, b)\n\n"
 "The moves of sparsify_plugins.svm_fast._warm_active_set. Arrays: B (N, Nz), y, C (N,),\n"
 "K, K_inv (Nz, Nz), L (Nz, Nz) or (0, 0), all float64; alpha (N,) float64, upper and free\n"
-"(N,) bool, updated in place; beta (Nz,) float64, written. Returns whether every KKT\n"
+"(N,) bool, updated in place; beta (Nz,) float64, written; v0 (Nz,) float64 and cy0, the\n"
+"sums of C_j B_j and C_j y_j over points at C_j left out of B. Returns whether every KKT\n"
 "condition holds to tol within max_iter moves, and b. The GIL is released meanwhile.");
 
 static PyObject *
 py_active_set(PyObject *self, PyObject *args)
 {
     static const char function[] = "active_set";
-    PyObject *oB, *oy, *oK, *oK_inv, *oL, *oC, *oalpha, *oupper, *ofree, *obeta, *result = NULL;
-    const double *B, *y, *K, *K_inv, *L, *C;
-    double *alpha, *beta, tol, b = 0.0;
+    PyObject *oB, *oy, *oK, *oK_inv, *oL, *oC, *oalpha, *oupper, *ofree, *obeta, *ov0;
+    PyObject *result = NULL;
+    const double *B, *y, *K, *K_inv, *L, *C, *v0;
+    double *alpha, *beta, tol, cy0, b = 0.0;
     unsigned char *upper, *is_free;
     Py_ssize_t max_iter, N, nz, nL;
     Held held = {.held = 0};
-    if (!PyArg_ParseTuple(args, "OOOOOOOOOOdn:active_set", &oB, &oy, &oK, &oK_inv, &oL, &oC,
-                          &oalpha, &oupper, &ofree, &obeta, &tol, &max_iter)) {
+    if (!PyArg_ParseTuple(args, "OOOOOOOOOOdnOd:active_set", &oB, &oy, &oK, &oK_inv, &oL, &oC,
+                          &oalpha, &oupper, &ofree, &obeta, &tol, &max_iter, &ov0, &cy0)) {
         return NULL;
     }
     if ((B = take(&held, function, oB, "B", 'd', 0, 2, -1, -1, "(N, Nz)")) == NULL) {
@@ -813,13 +668,14 @@ py_active_set(PyObject *self, PyObject *args)
         || (alpha = take(&held, function, oalpha, "alpha", 'd', 1, 1, N, -1, NULL)) == NULL
         || (upper = take(&held, function, oupper, "upper", '?', 1, 1, N, -1, NULL)) == NULL
         || (is_free = take(&held, function, ofree, "free", '?', 1, 1, N, -1, NULL)) == NULL
-        || (beta = take(&held, function, obeta, "beta", 'd', 1, 1, nz, -1, NULL)) == NULL) {
+        || (beta = take(&held, function, obeta, "beta", 'd', 1, 1, nz, -1, NULL)) == NULL
+        || (v0 = take(&held, function, ov0, "v0", 'd', 0, 1, nz, -1, NULL)) == NULL) {
         goto done;
     }
     int status;
     Py_BEGIN_ALLOW_THREADS
     status = active_set(B, y, K, K_inv, L, nL, C, alpha, upper, is_free, N, nz, tol, max_iter,
-                        beta, &b);
+                        v0, cy0, beta, &b);
     Py_END_ALLOW_THREADS
     if (status == NO_MEMORY) {
         /* Phi and the null vector's matrix, N x Nz each, dominate: about twice B */

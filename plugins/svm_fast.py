@@ -1,30 +1,37 @@
 """The SVM formulation's exact fast path: W(Z) by a dedicated dual solver, warm-started.
 
 For fixed XVs Z, SLMC's inner problem (paper §3.4, eq. 41-43) is a linear SVM
-with a free bias on the Nz features ψ_z(x) = K(Z, x) and the metric K_ZZ::
+with a free bias on Nz features. In whitened coordinates, Φ = K_XZ T with
+T = V Λ^(-½) (K_ZZ + jitter·I = V Λ Vᵀ, `sparsify.marginal.whitening`) and
+β = T u, it reads::
 
-    min_{β,b} ½ βᵀK_ZZβ + C Σ_i max(0, 1 − y_i (K_XZ β + b)_i)
+    min_{u,b} ½ ‖u‖² + Σ_i C_i max(0, 1 − y_i (Φ_i u + b))
 
+whose rows are bounded (‖Φ_i‖² ≤ k(x_i, x_i)) however ill-conditioned K_ZZ is.
 Its dual is a box-constrained QP over α ∈ [0, C]ᴺ with yᵀα = 0 whose Hessian
-Q = B K_ZZ⁻¹ Bᵀ (B = diag(y) K_XZ) has rank Nz. Two exact methods share it:
+has rank Nz. Each evaluation, on the signed rows B = y∘Φ (one N × Nz array):
 
-* a primal active-set method, warm-started from the previous L-BFGS
-  evaluation's α and written in C (``sparsify_plugins._active_set``, built
-  when sparsify is installed): when L-BFGS takes a small step few points
-  change side, and each change costs one (|free| + 1)-sized solve (β
-  eliminated through the Cholesky factor of K_ZZ).
+* dual coordinate descent (``sparsify_plugins._dual_cd``, in C: the LIBLINEAR
+  method, with the free bias by proximal steps on b and shrinking),
+  warm-started from the previous evaluation's α and b, names the partition
+  (at C, free, at 0) to 1e-3 in the projected gradient, at O(N·Nz) per pass;
+  it settles in bulk the many points that change side after an L-BFGS step;
+* the primal active-set method (``sparsify_plugins._active_set``, in C) lands
+  on the exact KKT point from that partition, moving only the points near the
+  margin (a working set; the others held at their bounds and checked
+  afterwards), each move one (|free| + 1)-sized solve;
 * a primal-dual interior-point method (Mehrotra) whose Newton systems cost
-  O(N·Nz²) by the Sherman-Morrison-Woodbury identity: used when the warm start
-  runs past its budget (large steps, large N). Its rounded iterates seed the
-  active-set method, which lands on the exact KKT point.
+  O(N·Nz²) by the Sherman-Morrison-Woodbury identity takes over where the
+  polish does not settle; its rounded iterates seed the active-set method.
 
-Points far outside the margin at the previous solution are left out of the
-solve and checked afterwards (shrinking, as in libsvm).
+An evaluation costs O(N·Nz·(d + Nz)): the kernel block, the whitening and a
+few passes of coordinate descent; the kernel block and the gradient are
+computed in row blocks, so memory is K_XZ and B, two N × Nz arrays.
 
 A solution is accepted only when its KKT conditions hold to ``tol`` (active
 set) or its duality gap is below ``tol`` (interior point), so W(Z) agrees with
-the generic path (sparsify.conic), which stays the reference in the tests and takes over
-an evaluation where the interior point stalls. The gradient is
+the generic path (sparsify.conic), which stays the reference in the tests and
+takes over an evaluation where the interior point stalls. The gradient is
 Lemma 1 with ν = α∘y and c = ½: ∂W/∂K_XZ = −(α∘y)βᵀ, ∂W/∂K_ZZ = ½ββᵀ. The
 constraint yᵀα = 0 puts support vectors in both classes, so W is differentiable
 (paper, Corollary 2) and no warning is needed here.
@@ -48,28 +55,37 @@ from sparsify.marginal import (
     check_expansion_vectors,
     diagonal_scale,
     kernel_blocks,
+    link_gradient,
+    whitening,
 )
 
 Array = NDArray[np.float64]
 #: α, β, b and, from the active-set solve, its partition (bound, free masks)
 Solution = tuple[Any, ...]
 
+#: Points whose margin slack after coordinate descent lies within this of 0 make the
+#: polish's working set (with the free ones); coordinate descent stops at a projected
+#: gradient of 1e-3, so a point farther out is almost surely on the right side.
+WORKING_BAND = 0.1
 
-# The active-set moves are C (plugins/_active_set.c, compiled at install): each is a few
-# loops over at most N points and a (2 Nz + 2)-sized solve, which numpy would spend in
-# call overhead.
+
+# The active-set moves and the coordinate descent are C (plugins/_active_set.c,
+# plugins/_dual_cd.c, compiled at install): each step is a few loops over at most N
+# points, which numpy would spend in call overhead.
 try:
     from sparsify_plugins._active_set import active_set as _compiled_active_set
+    from sparsify_plugins._dual_cd import dual_cd
 except ImportError as error:  # a source tree used without installing it
     raise ImportError(
-        "The SVM fast path's compiled part, sparsify_plugins._active_set, is missing: install "
-        "sparsify from its checkout with `pip install .` (or `pip install -e .`), which builds "
-        "it with the C compiler.") from error
+        "The SVM fast path's compiled part, sparsify_plugins._active_set or _dual_cd, is "
+        "missing: install sparsify from its checkout with `pip install .` (or `pip install "
+        "-e .`), which builds it with the C compiler.") from error
 
 
 def _warm_active_set(
     B: Array, y: Array, K: Array, K_inv: Array, L: Array, C: Array, alpha: Array,
     upper: NDArray[np.bool_], free: NDArray[np.bool_], tol: float, max_iter: int,
+    held: tuple[Array, float] | None = None,
 ) -> tuple[Array, Array, float, NDArray[np.bool_], NDArray[np.bool_]] | None:
     """Primal active-set method on the dual from a guessed α and partition.
 
@@ -89,7 +105,9 @@ def _warm_active_set(
     definite: then every move solves the unreduced system). The moves run in
     C (`sparsify_plugins._active_set.active_set`) without the GIL; a
     non-finite value there counts as failure, since C raises no
-    floating-point error.
+    floating-point error. ``held`` = (Σ C_j B_j, Σ C_j y_j) over points at
+    their upper bound that are not among B's rows: a working set is polished
+    with the rest held at their bounds.
     """
     # the C code takes C-contiguous float64 and bool arrays and updates the last three in place
     alpha = np.array(alpha, dtype=float)
@@ -97,8 +115,10 @@ def _warm_active_set(
     B, y, K, K_inv, L, C = (np.ascontiguousarray(a, dtype=float)
                             for a in (B, y, K, K_inv, L, C))
     beta = np.empty(B.shape[1])
+    v0, cy0 = (np.zeros(B.shape[1]), 0.0) if held is None else held
     ok, b = _compiled_active_set(B, y, K, K_inv, L, C, alpha, upper, free, beta, float(tol),
-                                 int(max_iter))
+                                 int(max_iter), np.ascontiguousarray(v0, dtype=float),
+                                 float(cy0))
     return (alpha, beta, b, upper, free) if ok else None
 
 
@@ -330,103 +350,114 @@ class SVMDualMarginal(Marginal):
         self.kernel = kernel
         self.n_expansion = int(n_expansion)
         self.tol = float(tol)
-        # the previous solution (α, β, b[, bound mask, free mask]): the warm start
-        self._last: Solution | None = None
+        # the previous solution's α and b: the warm start (α and b do not depend on
+        # the whitened basis, which is K_ZZ's eigenvectors, new at each evaluation)
+        self._last: tuple[Array, float] | None = None
+        self._identity = np.eye(self.n_expansion)  # the metric in whitened coordinates
+        # coordinate descent's tolerance and passes: it only names the partition, the
+        # polish makes it exact (1e-3 was the fastest on a9a of 1e-1 … 1e-4)
+        self.cd_eps, self.max_epochs = 1e-3, 1000
+        self.last_epochs = 0  # passes of the last evaluation's coordinate descent
         self.n_active_set = 0
         self.n_interior_point = 0
         self.n_generic = 0
         self._fallback: Marginal | None = fallback
 
-    def _solve_subset(self, B: Array, y: Array, C: Array, K: Array, K_inv: Array, L: Array,
-                      warm: Solution | None) -> Solution:
-        """Solve the dual on some of the points; warm = (α, bound mask, free mask) or None."""
-        tol = self.tol
-        # A move is compiled and costs O(N·Nz); the interior point costs some twenty
-        # O(N·Nz²) iterations of numpy calls, so a warm start may take many moves.
-        budget = 10 * self.n_expansion + 100
+    def _solve(self, B: Array) -> tuple[Array, Array, float]:
+        """α, u, b of the dual on the signed whitened rows B = y∘Φ, warm-started.
 
-        def polish(alpha: Array, upper: NDArray[np.bool_],
-                   free: NDArray[np.bool_]) -> Solution | None:
-            return _warm_active_set(B, y, K, K_inv, L, C, alpha, upper, free, tol, budget)
-
-        if warm is not None:
-            # when L-BFGS took a small step, few points change side
-            solved = polish(*warm)
-            if solved is not None:
-                self.n_active_set += 1
-                return solved
-
-        solved = _interior_point(B, y, K, K_inv, C, 1e-2 * tol, polish)
+        Coordinate descent from the last solution's α and b names the
+        partition (at bound, free, zero) to `cd_eps` in the projected gradient.
+        The active-set method then lands on the KKT point, moving only the
+        points near the margin (a working set: the rest held at their bounds,
+        so a move costs O(|set|·Nz), not O(N·Nz)); every held point is checked
+        afterwards and any that violates its KKT condition joins the set. The
+        interior point takes over where the polish does not settle. In
+        whitened coordinates the metric is the identity: K = K⁻¹ = L = I.
+        """
+        y, C, tol, Nz = self.y, self.C, self.tol, B.shape[1]
+        last = self._last
+        alpha, b = (np.zeros(len(y)), 0.0) if last is None else (last[0].copy(), last[1])
+        u = np.empty(Nz)
+        _, b, self.last_epochs, _ = dual_cd(B, y, C, alpha, u, b, 1.0, self.cd_eps,
+                                            self.max_epochs, 0)
+        upper, free = alpha >= C, (alpha > 0) & (alpha < C)
+        work = free | (np.abs(B @ u + y * b - 1.0) <= WORKING_BAND)
+        solved = self._settle(B, alpha, upper, free, work)
+        if solved is not None:
+            self.n_active_set += 1
+            self._last = (solved[0], solved[2])
+            return solved[:3]
+        eye = self._identity
+        solved = _interior_point(B, y, eye, eye, C, 1e-2 * tol, lambda *start: _warm_active_set(
+            B, y, eye, eye, eye, C, *start, tol, 10 * Nz + 100))
         if solved is None:
             raise _Stalled
         self.n_interior_point += 1
-        return solved
+        alpha, u, b = solved[:3]
+        self._last = (alpha, b)
+        return alpha, u, b
 
-    def _solve(self, B: Array, K: Array) -> tuple[Array, Array, float]:
-        """α, β, b on all points, solving on a working set (shrinking, as in libsvm).
+    def _settle(self, B: Array, alpha: Array, upper: NDArray[np.bool_],
+                free: NDArray[np.bool_], work: NDArray[np.bool_]) -> Solution | None:
+        """(α, u, b, bound mask, free mask) at the KKT point, polishing the rows in ``work``.
 
-        Points far outside the margin at the previous solution (predicted slack
-        above 1 with the new kernel columns) are left out with α = 0; afterwards
-        every left-out point is checked, and any that violates its KKT
-        condition joins the working set, which is solved again.
+        After each polish every held point is checked; those that violate their
+        KKT condition join ``work`` and the polish runs again from its partition.
+        None where a polish does not settle within its budget.
         """
-        y, N = self.y, len(self.y)
-        # one inverse and one Cholesky factor per evaluation, shared by every solve below
-        K_inv = np.linalg.inv(K)
-        try:
-            L = np.linalg.cholesky(K)
-        except np.linalg.LinAlgError:  # K_ZZ not numerically positive definite: no reduced solves
-            L = np.empty((0, 0))
-        last = self._last
-        if last is None:
-            work = np.ones(N, dtype=bool)
-        else:
-            predicted = B @ last[1] + y * last[2] - 1.0
-            work = (predicted < 1.0) | (last[0] > 0)
-        warm = None if last is None or len(last) < 5 else last
+        y, tol = self.y, self.tol
         while True:
-            sub = None if warm is None else (warm[0][work], warm[3][work], warm[4][work])
-            alpha_w, beta, b, *partition = self._solve_subset(B[work], y[work], self.C[work], K,
-                                                              K_inv, L, sub)
-            g = B @ beta + y * b - 1.0
-            missed = ~work & (g < -self.tol)
-            alpha = np.zeros(N)
-            alpha[work] = alpha_w
-            if partition:
-                upper, free = np.zeros(N, dtype=bool), np.zeros(N, dtype=bool)
-                upper[work], free[work] = partition
-                solution: Solution = (alpha, beta, b, upper, free)
-            else:  # an unpolished interior point has no partition to warm-start from
-                solution = (alpha, beta, b)
+            solved = self._polish(B, alpha, upper, free, work)
+            if solved is None:
+                return None
+            alpha, u, b, upper, free = solved
+            slack = B @ u + y * b - 1.0  # y_i f_i − 1 at the polished solution
+            missed = ~work & np.where(upper, slack > tol, slack < -tol)
             if not missed.any():
-                self._last = solution
-                return alpha, beta, b
-            work |= missed
-            warm = solution if partition else None
+                return solved
+            work = work | missed
+
+    def _polish(self, B: Array, alpha: Array, upper: NDArray[np.bool_], free: NDArray[np.bool_],
+                work: NDArray[np.bool_]) -> Solution | None:
+        """The active-set method on the rows in ``work``, the others held at their bounds."""
+        held = upper & ~work
+        C_held, eye = self.C[held], self._identity
+        # a move costs O(|work|·Nz); the interior point some twenty O(N·Nz²) iterations
+        result = _warm_active_set(B[work], self.y[work], eye, eye, eye, self.C[work],
+                                  alpha[work], upper[work], free[work], self.tol,
+                                  10 * B.shape[1] + 100,
+                                  (C_held @ B[held], float(C_held @ self.y[held])))
+        if result is None:
+            return None
+        alpha_w, u, b, upper_w, free_w = result
+        alpha, upper, free = alpha.copy(), upper.copy(), free.copy()
+        alpha[work], upper[work], free[work] = alpha_w, upper_w, free_w
+        return alpha, u, b, upper, free
 
     def evaluate(self, Z: Array, grad: bool = True) -> Evaluation:
         Z = check_expansion_vectors(Z, self.n_expansion, self.X.shape[1], self.formulation_name)
         K_xz, K_zz = kernel_blocks(self.kernel, self.X, Z)
-        K = K_zz + self.jitter * np.eye(len(Z))
-        B = self.y[:, None] * K_xz
+        T = whitening(K_zz + self.jitter * np.eye(len(Z)))
+        B = K_xz @ T
+        B *= self.y[:, None]
         try:
             # a division by zero or a NaN is a breakdown too, not a warning to go on from
             with np.errstate(divide="raise", invalid="raise"):
-                alpha, beta, b = self._solve(B, K)
+                alpha, u, b = self._solve(B)
         except (_Stalled, np.linalg.LinAlgError, ZeroDivisionError, FloatingPointError):
-            # rare numerical breakdown (nearly singular K_ZZ, extreme C, degenerate
-            # data): the generic path, this one's reference, answers this evaluation
+            # rare numerical breakdown (extreme C, degenerate data): the generic path,
+            # this one's reference, answers this evaluation
             self._last = None
             self.n_generic += 1
             if self._fallback is None:
                 self._fallback = ConicMarginal(self.formulation, self._X_all, self._y_all,
                                                self.kernel, self.n_expansion, tol=self.tol)
             return self._fallback.evaluate(Z, grad)
-        g = B @ beta + self.y * b - 1.0
-        value = float(0.5 * beta @ K @ beta + self.C @ np.maximum(0.0, -g))
+        beta = T @ u
+        slack = np.maximum(0.0, 1.0 - B @ u - self.y * b)
+        value = float(0.5 * u @ u + self.C @ slack)
         if not grad:
             return Evaluation(value, None, beta, b, "svm-dual")
-        nu = alpha * self.y
-        gradient = (self.kernel.vjp_z(self.X, Z, -np.outer(nu, beta), K_xz)
-                    + self.kernel.vjp_zz(Z, 0.5 * np.outer(beta, beta), K_zz))
+        gradient = link_gradient(self.kernel, self.X, Z, K_xz, K_zz, alpha * self.y, beta, 0.5)
         return Evaluation(value, gradient, beta, b, "svm-dual")

@@ -42,7 +42,7 @@ from numpy.typing import NDArray
 
 from sparsify.formulation import Formulation
 from sparsify.kernels import Kernel
-from sparsify.marginal import DeclaredMarginal, _LinkSolution
+from sparsify.marginal import DeclaredMarginal, _LinkSolution, whitening
 from sparsify.memory import check_memory
 from sparsify.solvers import Attempt, SolverBackend, Unsolved, solve_with_attempts
 
@@ -307,8 +307,7 @@ class ConicMarginal(DeclaredMarginal):
 
     def _solve_links(self, K_xz: Array, K_zz: Array) -> _LinkSolution:
         self.last_solve_seconds = 0.0
-        lam, V = np.linalg.eigh(K_zz)
-        T = V / np.sqrt(np.clip(lam, np.finfo(float).tiny, None))  # K_ZZ⁻½ in V's basis
+        T = whitening(K_zz)
         Phi = K_xz @ T
         result: dict[str, Any] = {}
 

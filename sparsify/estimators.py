@@ -36,6 +36,7 @@ from sparsify.optimize import (
     initial_expansion_vectors,
     minimize_marginal,
     problem_line,
+    sampling_plateau,
     warn_if_not_converged,
 )
 from sparsify.persistence import VersionedPickleMixin
@@ -217,16 +218,18 @@ def _fit_start(
     callback: Callable[..., Any] | None,
     verbose: int,
     problem: str = "",
+    plateau: tuple[int, float] | None = None,
 ) -> dict[str, Any]:
     """One start of one binary problem; module level so joblib can ship it.
 
     ``problem`` names it in the ``verbose=2`` lines, in `IterationInfo` and in
     the convergence warning; ``verbose=1`` prints one line when it is done.
+    ``plateau`` is `minimize_marginal`'s.
     """
     Z0 = initial_expansion_vectors(X, n_expansion, init, seed, y=y)
     marginal = make_marginal(formulation, X, y, kernel, n_expansion, solver, solver_tol)
     res = minimize_marginal(marginal, Z0, max_iter=max_iter, tol=tol, callback=callback,
-                            verbose=verbose >= 2, problem=problem)
+                            verbose=verbose >= 2, problem=problem, plateau=plateau)
     if verbose:
         print(problem_line(problem, res), flush=True)
     return {
@@ -405,6 +408,10 @@ class SparseKernelClassifier(KernelMachineMixin, ClassifierMixin, BaseEstimator)
         """The formulation's hyperparameters; ``weights`` (shape (N,)) scale the per-point costs."""
         raise NotImplementedError
 
+    def _plateau(self, n_samples: int) -> tuple[int, float] | None:
+        """`minimize_marginal`'s plateau test for a fit on ``n_samples`` points (none here)."""
+        return None
+
     def fit(self, X: ArrayLike, y: ArrayLike) -> SparseKernelClassifier:
         """Fit the sparse kernel machine.
 
@@ -473,6 +480,7 @@ class SparseKernelClassifier(KernelMachineMixin, ClassifierMixin, BaseEstimator)
                 X, targets[k], formulation, kernel, nz_nsv[k][0], init, self.solver,
                 self.solver_tol, self.max_iter, self.tol, int(seeds[k, j]), self.callback,
                 self.verbose, _problem_name(self.classes_, k, len(targets), j, self.n_init),
+                self._plateau(len(X)),
             )
             for k in range(len(targets))
             for j in range(self.n_init)
@@ -562,7 +570,8 @@ class SparseKernelClassifier(KernelMachineMixin, ClassifierMixin, BaseEstimator)
                 nz = min(int(self.n_expansion_[k]), n_distinct)
                 jobs.append(delayed(_fit_start)(
                     X[train], t[train], formulation, kernel, nz, init, self.solver,
-                    self.solver_tol, self.max_iter, self.tol, int(seeds[i, k]), None, 0))
+                    self.solver_tol, self.max_iter, self.tol, int(seeds[i, k]), None, 0, "",
+                    self._plateau(len(train))))
                 slots.append((i, k))
         n_jobs = self.n_jobs if len(jobs) > 1 else None
         runs = dict(zip(slots, Parallel(n_jobs=n_jobs)(jobs), strict=True))
@@ -650,6 +659,11 @@ class SparseSVC(SparseKernelClassifier):
         Maximum L-BFGS iterations per binary problem (0 keeps the initial XVs).
     tol : float, default=1e-6
         Stop when an iteration lowers W by less than this relative amount.
+    n_iter_no_change : int, "auto" or None, default="auto"
+        Also stop when the last ``n_iter_no_change`` iterations together
+        lowered W by less than 1/√N of it, W's own sampling error: W has
+        levelled off (`sparsify.optimize.sampling_plateau`). "auto" is 10 from
+        N = 10 000 points on and no such test below; None never.
     solver_tol : float, default=1e-8
         Accuracy of each convex solve.
     random_state : int, RandomState instance or None, default=None
@@ -721,6 +735,8 @@ class SparseSVC(SparseKernelClassifier):
         "C": [Interval(Real, 0.0, None, closed="neither")],
         "class_weight": [dict, StrOptions({"balanced"}), None],
         "probability": ["boolean"],
+        "n_iter_no_change": [Interval(Integral, 1, None, closed="left"), StrOptions({"auto"}),
+                             None],
     }
 
     def __init__(
@@ -739,6 +755,7 @@ class SparseSVC(SparseKernelClassifier):
         solver: str = "auto",
         max_iter: int = 200,
         tol: float = 1e-6,
+        n_iter_no_change: int | str | None = "auto",
         solver_tol: float = 1e-8,
         random_state: int | np.random.RandomState | None = None,
         n_jobs: int | None = None,
@@ -749,6 +766,7 @@ class SparseSVC(SparseKernelClassifier):
         self.C = C
         self.class_weight = class_weight
         self.probability = probability
+        self.n_iter_no_change = n_iter_no_change
         self.kernel = kernel
         self.gamma = gamma
         self.degree = degree
@@ -766,6 +784,9 @@ class SparseSVC(SparseKernelClassifier):
 
     def _formulation_params(self, weights: Array | None = None) -> dict[str, Any]:
         return {"C": self.C if weights is None else self.C * weights}
+
+    def _plateau(self, n_samples: int) -> tuple[int, float] | None:
+        return sampling_plateau(n_samples, self.n_iter_no_change)
 
     def fit(
         self, X: ArrayLike, y: ArrayLike, sample_weight: ArrayLike | None = None

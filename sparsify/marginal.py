@@ -50,7 +50,9 @@ __all__ = [
     "diagonal_scale",
     "expansion_factor",
     "kernel_blocks",
+    "link_gradient",
     "make_marginal",
+    "whitening",
 ]
 
 Array = NDArray[np.float64]
@@ -142,12 +144,22 @@ def check_expansion_vectors(
     return Z
 
 
+#: Rows of X per piece where an N × Nz array is computed piecewise: the kernel's and the
+#: gradient's temporaries stay at a few MB whatever N is.
+BLOCK_ROWS = 4096
+
+
+def _row_blocks(n_rows: int) -> range:
+    return range(0, n_rows, BLOCK_ROWS)
+
+
 def kernel_blocks(kernel: Kernel, X: Array, Z: Array) -> tuple[Array, Array]:
     """Return ``K_XZ`` and ``K_ZZ``, or a ValueError if the kernel overflowed.
 
     For any `Marginal`'s ``evaluate``: a polynomial or linear kernel on
     features of size 1e100 gives infinities that would otherwise surface as a
-    solver's or LAPACK's complaint.
+    solver's or LAPACK's complaint. ``K_XZ`` is computed `BLOCK_ROWS` rows at a
+    time into its own array, so the kernel's temporaries do not grow with N.
 
     Examples
     --------
@@ -162,8 +174,10 @@ def kernel_blocks(kernel: Kernel, X: Array, Z: Array) -> tuple[Array, Array]:
     ...
     ValueError: The kernel Polynomial(...) gave NaN or infinite values at these XVs; lower ...
     """
+    K_xz = np.empty((len(X), len(Z)))
     with np.errstate(over="ignore", invalid="ignore"):
-        K_xz = kernel(X, Z)
+        for start in _row_blocks(len(X)):
+            K_xz[start:start + BLOCK_ROWS] = kernel(X[start:start + BLOCK_ROWS], Z)
         K_zz = kernel(Z, Z)
     if not (np.isfinite(K_xz).all() and np.isfinite(K_zz).all()):
         raise ValueError(
@@ -171,6 +185,32 @@ def kernel_blocks(kernel: Kernel, X: Array, Z: Array) -> tuple[Array, Array]:
             "degree, or rescale the data."
         )
     return K_xz, K_zz
+
+
+def link_gradient(kernel: Kernel, X: Array, Z: Array, K_xz: Array, K_zz: Array, nu: Array,
+                  beta: Array, c: Array | float) -> Array:
+    """∇W(Z) by Lemma 1: ∂W/∂K_XZ = −ν βᵀ and ∂W/∂K_ZZ = β diag(c) βᵀ, through the kernel.
+
+    ``nu`` (N,) or (N, K) are the multipliers of the link f = K_XZ β, ``beta``
+    (Nz,) or (Nz, K), ``c`` = ∂L/∂‖w_k‖² per output. The N × Nz part is summed
+    over `BLOCK_ROWS` rows at a time, so no N × Nz temporary is made.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sparsify import RBF
+    >>> X, Z = np.eye(3), np.eye(3)[:2]
+    >>> K_xz, K_zz = kernel_blocks(RBF(1.0), X, Z)
+    >>> link_gradient(RBF(1.0), X, Z, K_xz, K_zz, np.ones(3), np.ones(2), 0.5).shape
+    (2, 3)
+    """
+    B = np.asarray(beta, dtype=float).reshape(len(Z), -1)
+    V = np.asarray(nu, dtype=float).reshape(len(X), -1)
+    gradient = kernel.vjp_zz(Z, (B * c) @ B.T, K_zz)
+    for start in _row_blocks(len(X)):
+        rows = slice(start, start + BLOCK_ROWS)
+        gradient += kernel.vjp_z(X[rows], Z, -V[rows] @ B.T, K_xz[rows])
+    return gradient
 
 
 def diagonal_scale(kernel: Kernel, X: Array, formulation_name: str = "") -> float:
@@ -220,6 +260,27 @@ def expansion_factor(K_zz: Array) -> Array:
     """
     lam, V = np.linalg.eigh(K_zz)
     return np.sqrt(np.clip(lam, 0.0, None))[:, None] * V.T
+
+
+def whitening(K_zz: Array) -> Array:
+    """Return T = V Λ^(-½) with ``Tᵀ K_ZZ T = I`` (``K_ZZ = V Λ Vᵀ``), shape (Nz, Nz).
+
+    The whitened features Φ = K_XZ T are the training points' coordinates in an
+    orthonormal basis of span φ(Z) (paper §3.4): ‖Φ_i‖² ≤ k(x_i, x_i) whatever
+    K_ZZ's condition number, and β = T u turns ‖u‖² into ‖w‖². The caller adds
+    jitter to ``K_ZZ`` first; eigenvalues are clipped at the smallest positive
+    float only against round-off.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> K = np.array([[2.0, 1.0], [1.0, 2.0]])
+    >>> T = whitening(K)
+    >>> bool(np.allclose(T.T @ K @ T, np.eye(2)))
+    True
+    """
+    lam, V = np.linalg.eigh(K_zz)
+    return V / np.sqrt(np.clip(lam, np.finfo(float).tiny, None))
 
 
 #: What to change when every backend that answered gave the same certain verdict. A
@@ -412,10 +473,7 @@ class DeclaredMarginal(Marginal):
         accuracy = sol.accuracy * max(1.0, abs(sol.value))
         if not grad:
             return Evaluation(sol.value, None, sol.beta, b, sol.backend, accuracy)
-        B = sol.beta.reshape(len(Z), -1)
-        G_xz = -sol.nu.reshape(len(self.X), -1) @ B.T
-        G_zz = (B * sol.c) @ B.T
-        gradient = self.kernel.vjp_z(self.X, Z, G_xz, K_xz) + self.kernel.vjp_zz(Z, G_zz, K_zz)
+        gradient = link_gradient(self.kernel, self.X, Z, K_xz, K_zz, sol.nu, sol.beta, sol.c)
         if not self._warned:
             reason = self.formulation.nondifferentiable(self.y, sol.nu)
             if reason:

@@ -26,6 +26,7 @@ __all__ = [
     "initial_expansion_vectors",
     "minimize_marginal",
     "problem_line",
+    "sampling_plateau",
     "warn_if_not_converged",
 ]
 
@@ -207,6 +208,7 @@ def minimize_marginal(
     callback: Callable[[IterationInfo], bool | None] | None = None,
     verbose: int = 0,
     problem: str = "",
+    plateau: tuple[int, float] | None = None,
 ) -> OptimizeResult:
     """Minimise W(Z) with L-BFGS (scipy) from ``Z0``.
 
@@ -230,6 +232,10 @@ def minimize_marginal(
     problem : str, optional
         Names the problem in the verbose lines and in `IterationInfo`
         (``"class 3 vs rest"``) when a fit solves several.
+    plateau : (int, float), optional
+        ``(n, rtol)``: also stop, as converged, when the last n iterations
+        together lowered W by at most ``rtol · |W|``: W has levelled off. See
+        `sampling_plateau` for the estimators' choice.
 
     Returns
     -------
@@ -285,7 +291,14 @@ def minimize_marginal(
                   f"|grad| = {info.grad_norm:.3g}  {info.seconds:.2f}s", flush=True)
         if callback is not None and callback(info):
             raise StopIteration
+        if plateau is not None and len(history) > plateau[0]:
+            n, rtol = plateau
+            if history[-1 - n] - value <= rtol * abs(value):
+                levelled[:] = [f"W(Z) decreased by at most {rtol:.2g} (relative) over the last "
+                               f"{n} iterations"]
+                raise StopIteration
 
+    levelled: list[str] = []
     z0 = np.asarray(Z0, dtype=float).ravel()
     history.append(fun(z0)[0])
     message, n_iter, converged = "max_iter=0: the initial XVs are kept", 0, True
@@ -300,7 +313,7 @@ def minimize_marginal(
                 options={"maxiter": max_iter, "maxfun": 4 * max_iter + 20, "ftol": tol,
                          "gtol": 1e-10},
             )
-            n_iter, message = int(res.nit), str(res.message)
+            n_iter, message = int(res.nit), levelled[0] if levelled else str(res.message)
             # scipy's status 1: the iteration or evaluation budget ran out before ftol
             # held (99, the callback's StopIteration, is the caller's choice)
             converged = int(res.status) != 1
@@ -316,6 +329,32 @@ def minimize_marginal(
     Z_best, ev_best = best[0]
     return OptimizeResult(Z_best, ev_best, np.asarray(history), n_iter, n_eval, message,
                           time.perf_counter() - start, converged)
+
+
+def sampling_plateau(n_samples: int, n_iter_no_change: int | str | None
+                     ) -> tuple[int, float] | None:
+    """The estimators' plateau test for `minimize_marginal`: W's own sampling error.
+
+    W(Z) sums N per-point losses, so as an estimate of the objective on the
+    population it is uncertain by about 1/√N of itself: a decrease below that
+    over ``n_iter_no_change`` iterations moves XVs by less than the data can
+    tell apart. ``"auto"`` applies the test from N = 10 000 points (as
+    scikit-learn's ``early_stopping="auto"`` does), where each evaluation is
+    costly and L-BFGS's per-iteration ``tol`` would run on through that slow tail.
+
+    Examples
+    --------
+    >>> sampling_plateau(40_000, "auto")
+    (10, 0.005)
+    >>> sampling_plateau(400, "auto") is None
+    True
+    >>> sampling_plateau(400, 5)
+    (5, 0.05)
+    """
+    if n_iter_no_change is None or (n_iter_no_change == "auto" and n_samples < 10_000):
+        return None
+    n = 10 if n_iter_no_change == "auto" else int(n_iter_no_change)
+    return n, 1.0 / float(np.sqrt(n_samples))
 
 
 def warn_if_not_converged(estimator: str, results: list[tuple[str, OptimizeResult]],

@@ -158,3 +158,29 @@ def test_one_vs_rest_names_each_problem_in_verbose_lines_and_in_the_warning(caps
     done = [x for x in lines if "iterations, W =" in x]
     assert [x.split(":")[0] for x in done] == [f"[sparsify] class {k} vs rest" for k in range(3)]
     assert any(re.match(r"\[sparsify\] class 2 vs rest: iter +1/1 ", x) for x in lines)
+
+
+def test_plateau_stops_once_the_window_decreased_less_than_its_tolerance() -> None:
+    """(n, rtol): L-BFGS stops at the first iteration whose last n together fell ≤ rtol·|W|."""
+    X, y = random_problem(60, 2, random_state=4)
+    marginal = CvxpyMarginal(make_formulation("svm", C=10.0), X, y, RBF(1.0), 4)
+    Z0 = initial_expansion_vectors(X, 4, "random", 0)
+    full = minimize_marginal(marginal, Z0, max_iter=60, tol=0.0)
+    h = full.history
+    n, rtol = 3, 0.01
+    windows = [h[k - n] - h[k] <= rtol * abs(h[k]) for k in range(n, len(h))]
+    assert True in windows  # the test is meaningful: the full run levels off before its end
+    stop = n + windows.index(True)
+    res = minimize_marginal(marginal, Z0, max_iter=60, tol=0.0, plateau=(n, rtol))
+    assert res.converged and res.n_iter == stop and res.n_iter < full.n_iter
+    assert "decreased by at most 0.01 (relative) over the last 3 iterations" in res.message
+    np.testing.assert_allclose(res.history, h[:stop + 1])
+
+
+def test_sampling_plateau_is_the_relative_sampling_error() -> None:
+    from sparsify.optimize import sampling_plateau
+
+    assert sampling_plateau(10_000, "auto") == (10, 0.01)
+    assert sampling_plateau(9_999, "auto") is None  # small data: run to tol or max_iter
+    assert sampling_plateau(100, 4) == (4, 0.1)
+    assert sampling_plateau(10**6, None) is None

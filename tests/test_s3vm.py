@@ -125,6 +125,7 @@ def test_low_rank_libsvm_marginal_agrees_with_the_generic_path(kind: str) -> Non
 def test_a_stalled_fast_path_answers_through_libsvm(monkeypatch) -> None:  # type: ignore[no-untyped-def]
     import sparsify_plugins.svm_fast as svm_fast
 
+    monkeypatch.setattr(svm_fast, "_warm_active_set", lambda *args, **kwargs: None)
     monkeypatch.setattr(svm_fast, "_interior_point", lambda *args, **kwargs: None)
     X, y, form = _stage(40, seed=6)
     fast = form.marginal(X, y, RBF(0.7), 4, "auto", 1e-10)

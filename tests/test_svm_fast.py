@@ -11,7 +11,7 @@ import cvxpy as cp
 import numpy as np
 import pytest
 from sklearn.svm import SVC
-from sparsify_plugins import _active_set
+from sparsify_plugins import _active_set, _dual_cd
 from sparsify_plugins.svm import SVM
 from sparsify_plugins.svm_fast import SVMDualMarginal, _interior_point, _warm_active_set
 
@@ -58,14 +58,16 @@ def test_fast_gradient_matches_central_differences(kernel_name: str) -> None:
     assert result.passed(1e-6), result.as_dict()
 
 
-def test_warm_start_settles_small_steps_by_one_active_set_solve() -> None:
+def test_warm_start_settles_small_steps_in_a_few_passes() -> None:
+    """Coordinate descent and the polish settle each evaluation; a small step costs little."""
     X, y, _, _ = load_banana()
     fast = SVMDualMarginal(3.0, X, y, make_kernel("rbf", X, gamma=3.0), 10, tol=1e-9)
     Z = initial_expansion_vectors(X, 10, "random", 0)
     first = fast.evaluate(Z)
-    assert (fast.n_active_set, fast.n_interior_point) == (0, 1)
+    cold = fast.last_epochs
     second = fast.evaluate(Z + 1e-6)
-    assert (fast.n_active_set, fast.n_interior_point) == (1, 1)
+    assert (fast.n_active_set, fast.n_interior_point, fast.n_generic) == (2, 0, 0)
+    assert fast.last_epochs < cold / 3  # warm-started from the last α and b
     assert second.value == pytest.approx(first.value, rel=1e-4)
 
 
@@ -237,10 +239,16 @@ def test_points_left_out_by_shrinking_are_checked_and_rejoin() -> None:
     assert ev.value == pytest.approx(generic.evaluate(Z).value, rel=1e-6)
 
 
-def test_a_stalled_interior_point_falls_back_to_the_generic_path(monkeypatch) -> None:
+def _stall(monkeypatch) -> None:
+    """Make the polish and the interior point fail, as a numerical breakdown would."""
     import sparsify_plugins.svm_fast as svm_fast
 
+    monkeypatch.setattr(svm_fast, "_warm_active_set", lambda *args, **kwargs: None)
     monkeypatch.setattr(svm_fast, "_interior_point", lambda *args, **kwargs: None)
+
+
+def test_a_stalled_fast_path_falls_back_to_the_generic_path(monkeypatch) -> None:
+    _stall(monkeypatch)
     X, y = random_problem(40, 2)
     kernel = make_kernel("rbf", X)
     fast, generic = _pair(X, y, kernel, 4, 1.0)
@@ -249,10 +257,8 @@ def test_a_stalled_interior_point_falls_back_to_the_generic_path(monkeypatch) ->
     assert ev.value == pytest.approx(generic.evaluate(X[:4]).value, rel=1e-6)
 
 
-def test_a_stalled_interior_point_hands_over_to_the_fallback_given(monkeypatch) -> None:
-    import sparsify_plugins.svm_fast as svm_fast
-
-    monkeypatch.setattr(svm_fast, "_interior_point", lambda *args, **kwargs: None)
+def test_a_stalled_fast_path_hands_over_to_the_fallback_given(monkeypatch) -> None:
+    _stall(monkeypatch)
     X, y = random_problem(40, 2)
     kernel = make_kernel("rbf", X)
     generic = CvxpyMarginal(SVM(1.0), X, y, kernel, 4, solver="ecos", tol=1e-10)
@@ -353,7 +359,7 @@ def _active_set_arguments(N: int = 6, nz: int = 2) -> dict:
     K = np.eye(nz)
     return dict(B=rng.normal(size=(N, nz)), y=np.ones(N), K=K, K_inv=K, L=K, C=np.ones(N),
                 alpha=np.zeros(N), upper=np.zeros(N, dtype=bool), free=np.zeros(N, dtype=bool),
-                beta=np.empty(nz), tol=1e-9, max_iter=10)
+                beta=np.empty(nz), tol=1e-9, max_iter=10, v0=np.zeros(nz), cy0=0.0)
 
 
 @pytest.mark.parametrize(("name", "value", "error", "message"), [
@@ -377,6 +383,8 @@ def _active_set_arguments(N: int = 6, nz: int = 2) -> dict:
      "The 'upper' array of active_set must hold bool. Got items of format 'd' and size 8"),
     ("beta", np.empty(3), ValueError,
      "The 'beta' array of active_set must have shape (2,). Got shape (3,) instead."),
+    ("v0", np.zeros(3), ValueError,
+     "The 'v0' array of active_set must have shape (2,). Got shape (3,) instead."),
 ])
 def test_compiled_active_set_checks_its_arrays(name, value, error, message) -> None:
     arguments = _active_set_arguments()
@@ -403,11 +411,12 @@ def test_compiled_helpers_check_indices_and_counts() -> None:
 
 _OUT_OF_MEMORY = """
 import resource, numpy as np
-from sparsify_plugins import _active_set
+from sparsify_plugins import _active_set, _dual_cd
 N, nz = 200_000, 50
 K = np.eye(nz)
 args = (np.ones((N, nz)), np.ones(N), K, K, K, np.ones(N), np.zeros(N),
-        np.zeros(N, dtype=bool), np.zeros(N, dtype=bool), np.empty(nz), 1e-9, 5)
+        np.zeros(N, dtype=bool), np.zeros(N, dtype=bool), np.empty(nz), 1e-9, 5, np.zeros(nz),
+        0.0)
 with open("/proc/self/status") as status:
     size = next(int(line.split()[1]) for line in status if line.startswith("VmSize")) * 1024
 # 40 MB more address space: the work arrays (2 x 80 MB) do not fit
@@ -443,9 +452,100 @@ def test_a_missing_extension_says_how_to_build_it(monkeypatch) -> None:
     """A source tree used without installing it: an ImportError that names the fix."""
     from sparsify_plugins import svm_fast
 
-    monkeypatch.setitem(sys.modules, "sparsify_plugins._active_set", None)  # import fails
-    spec = importlib.util.spec_from_file_location("svm_fast_unbuilt", svm_fast.__file__)
-    with pytest.raises(ImportError, match=r"The SVM fast path's compiled part, "
-                       r"sparsify_plugins._active_set, is missing: install sparsify from its "
-                       r"checkout with `pip install \.`"):
-        spec.loader.exec_module(importlib.util.module_from_spec(spec))
+    for name in ("_active_set", "_dual_cd"):
+        with monkeypatch.context() as patch:
+            patch.setitem(sys.modules, f"sparsify_plugins.{name}", None)  # import fails
+            spec = importlib.util.spec_from_file_location("svm_fast_unbuilt", svm_fast.__file__)
+            with pytest.raises(ImportError, match=r"The SVM fast path's compiled part, "
+                               r"sparsify_plugins._active_set or _dual_cd, is missing: install "
+                               r"sparsify from its checkout with `pip install \.`"):
+                spec.loader.exec_module(importlib.util.module_from_spec(spec))
+
+
+# ------------------------------------------------------- coordinate descent (C) and the polish
+
+
+def _whitened_problem(seed: int):
+    """B = y∘Φ (whitened rows), y and C of a random SVM dual, as the fast path builds them."""
+    B, y, K, *_, C = _dual_problem(seed)
+    lam, V = np.linalg.eigh(K)
+    return np.ascontiguousarray(B @ np.linalg.solve(K, V * np.sqrt(lam))), y, C
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_coordinate_descent_reaches_the_svm_with_its_free_bias(seed: int) -> None:
+    """Run to a tight tolerance it is an exact method: the primal optimum and yᵀα = 0."""
+    B, y, C = _whitened_problem(seed)
+    alpha, u = np.zeros(len(y)), np.empty(B.shape[1])
+    converged, b, _, steps = _dual_cd.dual_cd(B, y, C, alpha, u, 0.0, 1.0, 1e-9, 10**6, 0)
+    assert converged and steps >= 1
+    np.testing.assert_allclose(u, B.T @ alpha, atol=1e-9 * max(1.0, np.abs(u).max()))
+    assert abs(y @ alpha) <= 1e-8 * C.max() * len(y)
+    u_ref, b_ref = cp.Variable(B.shape[1]), cp.Variable()
+    primal = cp.Problem(cp.Minimize(0.5 * cp.sum_squares(u_ref)
+                                    + C @ cp.pos(1 - B @ u_ref - y * b_ref)))
+    primal.solve(solver="CLARABEL")
+    value = 0.5 * u @ u + C @ np.maximum(0.0, 1.0 - B @ u - y * b)
+    assert value == pytest.approx(primal.value, rel=1e-6)
+
+
+def test_coordinate_descent_is_deterministic_and_thread_safe() -> None:
+    problems = [_whitened_problem(seed) for seed in range(4)]
+
+    def solve(problem):
+        B, y, C = problem
+        alpha, u = np.zeros(len(y)), np.empty(B.shape[1])
+        _, b, epochs, _ = _dual_cd.dual_cd(B, y, C, alpha, u, 0.0, 1.0, 1e-3, 1000, 7)
+        return alpha, u, b, epochs
+
+    serial = [solve(problem) for problem in problems]
+    with ThreadPoolExecutor(4) as pool:
+        parallel = list(pool.map(solve, problems * 3))
+    for k, solution in enumerate(parallel):
+        for got, want in zip(solution, serial[k % 4], strict=True):
+            np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize(("change", "message"), [
+    ({"rho": 0.0}, "must have rho > 0, eps > 0 and a finite b"),
+    ({"b": float("nan")}, "must have rho > 0, eps > 0 and a finite b"),
+    ({"alpha": np.full(6, 2.0)}, "The start alpha of dual_cd must lie in [0, C_i]"),
+    ({"u": np.empty(3)}, "The 'u' array of dual_cd must have shape (2,). Got shape (3,)"),
+    ({"B": np.ones((6, 2), dtype=np.float32)}, "The 'B' array of dual_cd must hold float64"),
+])
+def test_coordinate_descent_checks_its_arguments(change, message) -> None:
+    arguments = dict(B=np.ones((6, 2)), y=np.ones(6), C=np.ones(6), alpha=np.zeros(6),
+                     u=np.empty(2), b=0.0, rho=1.0, eps=1e-3, max_epochs=10, seed=0)
+    arguments.update(change)
+    with pytest.raises((ValueError, TypeError)) as raised:
+        _dual_cd.dual_cd(*arguments.values())
+    assert message in str(raised.value)
+
+
+def test_points_held_out_of_the_polish_are_checked_and_brought_in(monkeypatch) -> None:
+    """Polish only the free points of the solution, the others held at their bounds but five
+    points at C held at 0 instead: each must be found, join the polish and end at C."""
+    X, y, _, _ = load_banana()
+    kernel = make_kernel("rbf", X, gamma=3.0)
+    fast, generic = _pair(X, y, kernel, 8, 3.0)
+    Z = initial_expansion_vectors(X, 8, "random", 0)
+    ev = fast.evaluate(Z)
+    alpha, b = fast._last
+    C = fast.C
+    upper, free = alpha >= C, (alpha > 0) & (alpha < C)
+    assert upper.sum() > 10  # points at C exist, so holding them at 0 is wrong
+    rounds = []
+    polish = fast._polish
+    monkeypatch.setattr(fast, "_polish", lambda *args: rounds.append(args[-1].sum()) or polish(
+        *args))
+    K_xz, K_zz = kernel(X, Z), kernel(Z, Z)
+    T = np.linalg.eigh(K_zz + fast.jitter * np.eye(8))
+    B = (K_xz @ (T[1] / np.sqrt(T[0]))) * fast.y[:, None]
+    wrong = np.flatnonzero(upper)[:5]
+    start, held_upper = alpha.copy(), upper.copy()
+    start[wrong], held_upper[wrong] = 0.0, False
+    settled = fast._settle(B, start, held_upper, free, free.copy())
+    assert settled is not None and len(rounds) > 1 and rounds[-1] > rounds[0]
+    np.testing.assert_array_equal(settled[3], upper)
+    assert settled[2] == pytest.approx(b, abs=1e-7)
+    assert ev.value == pytest.approx(generic.evaluate(Z).value, rel=1e-6)
