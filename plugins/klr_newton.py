@@ -45,6 +45,7 @@ from sparsify.marginal import (
     diagonal_scale,
     expansion_factor,
     kernel_blocks,
+    link_gradient,
 )
 from sparsify.solvers import SolverError
 
@@ -284,10 +285,9 @@ class NewtonKLRMarginal(Marginal):
         intercept: float | Array = float(b[0]) if self.n_outputs == 1 else b.copy()
         if not grad:
             return Evaluation(value, None, coef, intercept, "newton")
-        N = len(self.X)
-        G_xz = D @ B.T
-        G_zz = (0.5 * N * self.lam) * (B @ B.T)
-        gradient = self.kernel.vjp_z(self.X, Z, G_xz, K_xz) + self.kernel.vjp_zz(Z, G_zz, K_zz)
+        # Lemma 1 with ν = −Δ and c = Nλ/2, summed in row blocks (no N × Nz temporary)
+        gradient = link_gradient(self.kernel, self.X, Z, K_xz, K_zz, -D, B,
+                                 0.5 * len(self.X) * self.lam)
         return Evaluation(value, gradient, coef, intercept, "newton")
 
 
