@@ -38,6 +38,10 @@ def _accuracy(answered: str) -> float:
 def test_gradient_matches_central_differences(formulation: str, kernel: str, solver: str) -> None:
     try:
         result = check_gradient(formulation, kernel, solver=solver, tol=1e-9)
+    except SolverError as exc:
+        # OSQP is refused where its polishing fails: unpolished duals are first-order only
+        assert solver == "osqp" and "polishing failed" in str(exc), exc
+        return
     except ValueError as exc:
         if "handles quadratic programs only" not in str(exc):
             raise

@@ -11,7 +11,7 @@ from sklearn.metrics import roc_auc_score
 from sklearn.svm import OneClassSVM
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
-from sparsify import RBF, CvxpyMarginal
+from sparsify import RBF, CvxpyMarginal, SolverError
 from sparsify.formulation import make_formulation
 from sparsify.gradcheck import check_gradient, random_problem
 from sparsify.outlier import SparseOneClassSVM
@@ -27,8 +27,13 @@ def test_gradient_matches_central_differences(kernel: str, solver: str) -> None:
     # Shifted off the origin: with a linear or odd polynomial kernel on centred
     # data the origin is inside the reduced convex hull and W ≡ 0 for small ν.
     X, _ = random_problem(n_samples=40, n_features=3, random_state=1)
-    result = check_gradient("oneclass", kernel, solver=solver, X=X + 1.0, y=None, tol=1e-9,
-                            nu=0.3)
+    try:
+        result = check_gradient("oneclass", kernel, solver=solver, X=X + 1.0, y=None, tol=1e-9,
+                                nu=0.3)
+    except SolverError as exc:
+        # OSQP is refused where its polishing fails: unpolished duals are first-order only
+        assert solver == "osqp" and "polishing failed" in str(exc), exc
+        return
     assert result.passed(get_registry().get("solver", solver).gradient_accuracy), \
         result.as_dict()
     assert np.linalg.norm(result.grad) > 1e-3
