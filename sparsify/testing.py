@@ -51,6 +51,7 @@ from sparsify.solvers import SolverBackend, SolverError, Unsolved, solve_problem
 
 __all__ = [
     "CheckResult",
+    "ConformanceError",
     "ConformanceReport",
     "FormulationCheck",
     "check_formulation",
@@ -73,18 +74,27 @@ class CheckResult:
     ----------
     name : str
         The check, e.g. ``"gradient[rbf-clarabel]"``.
-    status : {"passed", "failed", "skipped"}
+    status : {"passed", "failed", "could not run", "skipped", "not applicable"}
+        "could not run": the check found no way to test (its reference solve
+        failed, say), which fails the report unless ``expected_skips`` declares
+        why; "skipped": that, declared; "not applicable": the check does not
+        concern this formulation or backend (no W of its own, OSQP on a cone
+        problem, ``skip=``), never a failure.
     message : str
         The figures (passed), what went wrong and what to fix (failed), or why
-        the check did not apply (skipped).
+        the check did not run.
     figures : dict
         The measured numbers, e.g. ``{"rel_error": 3e-9}``.
+    stale : str or None
+        A passed check that ``expected_skips`` declared would not run: the
+        declared reason, for the report to flag.
     """
 
     name: str
     status: str
     message: str
     figures: dict[str, float] = field(default_factory=dict)
+    stale: str | None = None
 
 
 @dataclass
@@ -103,8 +113,17 @@ class ConformanceReport:
 
     @property
     def passed(self) -> bool:
-        """True when no check failed (skipped checks do not count)."""
-        return all(r.status != "failed" for r in self.results)
+        """True when every check passed, was declared skipped, or does not apply.
+
+        A check that failed, or could not run without a declared reason, makes
+        it False: a check that did not test anything is not a pass.
+        """
+        return all(r.status not in ("failed", "could not run") for r in self.results)
+
+    @property
+    def stale(self) -> list[CheckResult]:
+        """Checks declared in ``expected_skips`` that ran and passed all the same."""
+        return [r for r in self.results if r.stale is not None]
 
     def result(self, name: str) -> CheckResult:
         """The result of the check called ``name``."""
@@ -125,29 +144,60 @@ class ConformanceReport:
         }
 
     def table(self, failures: bool = True) -> str:
-        """One line per check; ``failures=False`` leaves out the failed checks' messages."""
+        """One line per check; ``failures=False`` leaves out the failed checks' messages.
+
+        Checks that could not run are followed by how to declare them, and
+        stale declarations by a warning line.
+        """
         width = max((len(r.name) for r in self.results), default=0)
         lines = [f"conformance of the {self.formulation!r} formulation:"]
         for r in self.results:
             message = r.message if failures or r.status != "failed" else "(above)"
-            lines.append(f"  {r.name:<{width}}  {r.status:<7}  {message}")
+            lines.append(f"  {r.name:<{width}}  {r.status:<14}  {message}")
+        unrun = [r.name for r in self.results if r.status == "could not run"
+                 and r.message != _AFTER_DECLARATION]
+        if unrun:
+            example = ", ".join(f"{n!r}: 'why'" for n in unrun)
+            lines.append(f"{len(unrun)} check(s) could not run, which fails the report: fix the "
+                         f"cause, or declare it with expected_skips={{{example}}}.")
+        for r in self.stale:
+            lines.append(f"warning: {r.name} was declared in expected_skips ({r.stale!r}) but "
+                         "ran and passed; remove the declaration.")
         return "\n".join(lines)
 
     def __str__(self) -> str:
         return self.table()
 
 
-class _Skip(Exception):
-    """A check that does not apply; the message says why."""
+#: Why the checks after a failed declaration check did not run.
+_AFTER_DECLARATION = "not run: the declaration check failed"
+
+
+class ConformanceError(AssertionError):
+    """A conformance report that did not pass; ``report`` is the `ConformanceReport`."""
+
+    def __init__(self, message: str, report: ConformanceReport) -> None:
+        super().__init__(message)
+        self.report = report
+
+
+class _NotApplicable(Exception):
+    """The check does not concern this formulation or backend; the message says why."""
+
+
+class _CouldNotRun(Exception):
+    """The check found no way to test (a reference that cannot be solved); says why."""
 
 
 @dataclass(frozen=True)
 class FormulationCheck:
     """One named conformance check; call it to run it.
 
-    Calling it returns the figures when it passes, raises `AssertionError`
-    when it fails, and raises `unittest.SkipTest` (a skip under pytest and
-    unittest) when it does not apply. ``str(check)`` is its name, so
+    Calling it returns the figures when it passes (warning if ``expected_skips``
+    declared it would not run), raises `AssertionError` when it fails or could
+    not run without a declared reason, and raises `unittest.SkipTest` (a skip
+    under pytest and unittest) when it does not apply or could not run as
+    declared. ``str(check)`` is its name, so
     ``pytest.mark.parametrize("check", formulation_checks(...), ids=str)``
     gives readable test ids.
     """
@@ -156,19 +206,48 @@ class FormulationCheck:
     formulation: str
     function: Callable[[], dict[str, float]] = field(repr=False)
     skip_reason: str | None = None
+    expected_skip: str | None = None
+
+    def run(self) -> CheckResult:
+        """Run the check and return its `CheckResult` (nothing raised)."""
+        if self.skip_reason is not None:
+            return CheckResult(self.name, "not applicable", self.skip_reason)
+        try:
+            figures = self.function()
+        except _NotApplicable as exc:
+            return CheckResult(self.name, "not applicable", str(exc))
+        except _CouldNotRun as exc:
+            if self.expected_skip is not None:
+                return CheckResult(self.name, "skipped", f"{exc} (declared: "
+                                   f"{self.expected_skip})")
+            return CheckResult(self.name, "could not run",
+                               f"{exc}; nothing was tested. Fix the cause, or declare it: "
+                               f"expected_skips={{{self.name!r}: 'why'}}.")
+        except SolverError as exc:
+            return CheckResult(self.name, "failed", str(_fail(
+                self.name, self.formulation, f"a convex solve failed: {exc}",
+                "the problem must be solvable to solver_tol: try another solver=, a "
+                "looser solver_tol, or rescale the objective (the built-in one-class "
+                "SVM multiplies its objective by νN for this reason).")))
+        except AssertionError as exc:
+            return CheckResult(self.name, "failed", str(exc))
+        summary = ", ".join(f"{k} = {v:.3g}" for k, v in figures.items())
+        return CheckResult(self.name, "passed", summary, figures, stale=self.expected_skip)
 
     def __call__(self) -> dict[str, float]:
-        if self.skip_reason is not None:
-            raise unittest.SkipTest(self.skip_reason)
-        try:
-            return self.function()
-        except _Skip as exc:
-            raise unittest.SkipTest(str(exc)) from None
-        except SolverError as exc:
-            raise _fail(self.name, self.formulation, f"a convex solve failed: {exc}",
-                        "the problem must be solvable to solver_tol: try another solver=, a "
-                        "looser solver_tol, or rescale the objective (the built-in one-class "
-                        "SVM multiplies its objective by νN for this reason).") from exc
+        result = self.run()
+        if result.status in ("failed", "could not run"):
+            if result.status == "could not run":
+                raise AssertionError(f"{self.name} of the {self.formulation!r} formulation "
+                                     f"could not run: {result.message}")
+            raise AssertionError(result.message)
+        if result.status != "passed":
+            raise unittest.SkipTest(f"{result.status}: {result.message}")
+        if result.stale is not None:
+            warnings.warn(f"{self.name} of the {self.formulation!r} formulation was declared in "
+                          f"expected_skips ({result.stale!r}) but ran and passed; remove the "
+                          "declaration.", UserWarning, stacklevel=2)
+        return result.figures
 
     def __str__(self) -> str:
         return self.name
@@ -211,12 +290,12 @@ class _Context:
         if solver != "auto":
             backend: SolverBackend = get_registry().get("solver", solver)
             if not backend.available():
-                raise _Skip(f"the solver {solver!r} is not installed")
+                raise _CouldNotRun(f"the solver {solver!r} is not installed")
             if backend.quadratic_only:
                 probe = CvxpyMarginal(self.formulation, self.X, self.y, kernel, n_expansion,
                                       solver="auto", tol=self.solver_tol)
                 if not probe.problem.is_qp():
-                    raise _Skip(f"{solver!r} solves quadratic programs only and the "
+                    raise _NotApplicable(f"{solver!r} solves quadratic programs only and the "
                                 f"{self.name!r} formulation is not one")
         return CvxpyMarginal(self.formulation, self.X, self.y, kernel, n_expansion,
                              solver=solver, tol=self.solver_tol)
@@ -261,8 +340,8 @@ def _direct_full_value(ctx: _Context, kernel: Kernel, backend: SolverBackend | N
     try:
         solve_problem(problem, chain, ctx.solver_tol)
     except Unsolved as failed:
-        raise _Skip(f"the direct full problem could not be solved ({failed}), so there is no "
-                    "reference to compare with") from failed
+        raise _CouldNotRun(f"the direct full problem could not be solved ({failed}), so "
+                           "there is no reference to compare with") from failed
     return float(problem.value)
 
 
@@ -271,7 +350,8 @@ def _check_full_problem(ctx: _Context, name: str, kernel_name: str | Kernel,
     kernel = ctx.kernel(kernel_name)
     N = len(ctx.X)
     if len(np.unique(ctx.X, axis=0)) < N:
-        raise _Skip("X has duplicate rows, so Z = X would repeat XVs")
+        raise _CouldNotRun("X has duplicate rows, so Z = X would repeat XVs; pass X without "
+                           "duplicates")
     sparse = ctx.generic(kernel, N, solver).evaluate(ctx.X, grad=False)
     backend = None if solver == "auto" else get_registry().get("solver", solver)
     direct = _direct_full_value(ctx, kernel, backend)
@@ -348,8 +428,9 @@ def _check_gradient(ctx: _Context, name: str, kernel_name: str | Kernel,
 def _own(ctx: _Context, name: str, kernel: Kernel, nz: int) -> Marginal:
     own = ctx.formulation.marginal(ctx.X, ctx.y, kernel, nz, "auto", ctx.solver_tol)
     if own is None:
-        raise _Skip("the formulation supplies no W(Z) of its own (Formulation.marginal "
-                    "returns None), so the generic path is all there is")
+        raise _NotApplicable("the formulation supplies no W(Z) of its own "
+                             "(Formulation.marginal returns None), so the generic path is all "
+                             "there is")
     if not isinstance(own, Marginal):
         raise _fail(name, ctx.name,
                     f"Formulation.marginal returned a {type(own).__name__}, not a "
@@ -394,13 +475,14 @@ def _check_estimator(ctx: _Context, name: str, estimator: Any,
     from sklearn.utils.estimator_checks import check_estimator
 
     if estimator is False:
-        raise _Skip("estimator=False")
+        raise _NotApplicable("estimator=False")
     if isinstance(estimator, BaseEstimator):
         est = estimator
     else:
         cls = getattr(ctx.formulation, "estimator", None)
         if cls is None:
-            raise _Skip("the formulation names no estimator (Formulation.estimator is None)")
+            raise _NotApplicable("the formulation names no estimator (Formulation.estimator is "
+                                 "None)")
         est = cls()
         accepted = est.get_params()
         fast = {k: v for k, v in FAST_ESTIMATOR_PARAMS.items() if k in accepted}
@@ -441,6 +523,7 @@ def formulation_checks(
     estimator: bool | Any = True,
     expected_failed_checks: Mapping[str, str] | None = None,
     skip: Mapping[str, str] | None = None,
+    expected_skips: Mapping[str, str] | None = None,
     random_state: int = 0,
 ) -> Iterator[FormulationCheck]:
     """Yield the conformance checks of a formulation one by one, for ``pytest.mark.parametrize``.
@@ -477,7 +560,7 @@ def formulation_checks(
     y = None if y is None else np.asarray(y)
     ctx = _Context(form, X, y, int(n_expansion), gamma, float(tol), float(solver_tol),
                    int(random_state))
-    skip = dict(skip or {})
+    skip, expected = dict(skip or {}), dict(expected_skips or {})
 
     def label(kernel: str | Kernel) -> str:
         return kernel if isinstance(kernel, str) else type(kernel).__name__
@@ -502,9 +585,14 @@ def formulation_checks(
             lambda n, k=kernel: _check_own_gradient(ctx, n, k))
     add("estimator", "estimator",
         lambda n: _check_estimator(ctx, n, estimator, expected_failed_checks))
+    names = {name for _, name, _ in specs} | {base for base, _, _ in specs}
+    unknown = sorted(set(skip) - names) + sorted(set(expected) - names)
+    if unknown:
+        raise ValueError(f"skip= and expected_skips= name checks that do not exist: {unknown}. "
+                         f"The checks are {sorted(names)}.")
     for base, name, run in specs:
-        reason = skip.get(name, skip.get(base))
-        yield FormulationCheck(name, ctx.name, run, reason)
+        yield FormulationCheck(name, ctx.name, run, skip.get(name, skip.get(base)),
+                               expected.get(name, expected.get(base)))
 
 
 def parametrize_formulation_checks(formulation: str | Formulation, **kwargs: Any) -> Any:
@@ -540,6 +628,7 @@ def check_formulation(
     estimator: bool | Any = True,
     expected_failed_checks: Mapping[str, str] | None = None,
     skip: Mapping[str, str] | None = None,
+    expected_skips: Mapping[str, str] | None = None,
     random_state: int = 0,
 ) -> ConformanceReport:
     """Run the conformance suite on a formulation; raise if any check fails.
@@ -576,7 +665,14 @@ def check_formulation(
         ``check_estimator``).
     skip : mapping, optional
         Checks that do not apply, by name (``"own_value"`` or
-        ``"own_value[rbf]"``), with the reason; they are reported as skipped.
+        ``"own_value[rbf]"``), with the reason; they are not run and are
+        reported as "not applicable".
+    expected_skips : mapping, optional
+        Checks expected not to be able to run, by name or family, with the
+        reason (the direct full problem that no backend solves, say). A check
+        that could not run fails the report unless it is declared here; one
+        declared here that ran and passed is flagged in the report
+        (`ConformanceReport.stale`) and warns under pytest.
     random_state : int, default=0
         Seed of the default data and of the checked XVs.
 
@@ -586,9 +682,10 @@ def check_formulation(
 
     Raises
     ------
-    AssertionError
-        When a check fails; the message names each failed check, gives the
-        figures and says what to fix.
+    ConformanceError
+        An `AssertionError` raised when a check fails or could not run without
+        a declared reason; the message names each such check, gives the
+        figures and says what to fix; ``.report`` holds the whole report.
 
     Examples
     --------
@@ -596,7 +693,7 @@ def check_formulation(
     >>> report.passed, report.result("gradient[rbf-clarabel]").status
     (True, 'passed')
     >>> report.result("own_value[rbf]").status  # oneclass has only the generic path
-    'skipped'
+    'not applicable'
 
     A formulation that creates a cvxpy Parameter of its own fails the
     ``declaration`` check; the message quotes the core's reason and says what to
@@ -612,37 +709,32 @@ def check_formulation(
     >>> check_formulation(Tunable(), estimator=False)  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
-    AssertionError: The 'tunable' formulation failed 1 of 6 conformance checks:...
+    sparsify.testing.ConformanceError: The 'tunable' formulation failed 1 of 6 conformance ...
     """
     checks = list(formulation_checks(
         formulation, X, y, kernels=kernels, solvers=solvers, n_expansion=n_expansion,
         gamma=gamma, tol=tol, solver_tol=solver_tol, estimator=estimator,
-        expected_failed_checks=expected_failed_checks, skip=skip, random_state=random_state))
+        expected_failed_checks=expected_failed_checks, skip=skip,
+        expected_skips=expected_skips, random_state=random_state))
     name = checks[0].formulation
     results: list[CheckResult] = []
     declared = True
     for check in checks:
         if not declared:
-            results.append(CheckResult(check.name, "skipped", "not run: the declaration check "
-                                       "failed"))
+            results.append(CheckResult(check.name, "could not run", _AFTER_DECLARATION))
             continue
-        try:
-            figures = check()
-        except unittest.SkipTest as exc:
-            results.append(CheckResult(check.name, "skipped", str(exc)))
-            continue
-        except AssertionError as exc:
-            results.append(CheckResult(check.name, "failed", str(exc)))
-            declared = check.name != "declaration"
-            continue
-        summary = ", ".join(f"{k} = {v:.3g}" for k, v in figures.items())
-        results.append(CheckResult(check.name, "passed", summary, figures))
+        results.append(check.run())
+        declared = not (check.name == "declaration" and results[-1].status == "failed")
     report = ConformanceReport(name, results)
     failed = [r for r in results if r.status == "failed"]
-    if failed:
-        raise AssertionError(
-            f"The {name!r} formulation failed {len(failed)} of {len(results)} conformance "
-            "checks:\n" + "\n".join(f"- {r.message}" for r in failed)
-            + f"\n\n{report.table(failures=False)}"
-        )
+    unrun = [r for r in results if r.status == "could not run"
+             and r.message != _AFTER_DECLARATION]  # those follow from a failure listed
+    if failed or unrun:
+        what = [f"failed {len(failed)}"] if failed else []
+        what += [f"could not run {len(unrun)}"] if unrun else []
+        raise ConformanceError(
+            f"The {name!r} formulation {' and '.join(what)} of {len(results)} conformance "
+            "checks:\n" + "\n".join(f"- {r.name}: {r.message}" if r.status != "failed"
+                                    else f"- {r.message}" for r in failed + unrun)
+            + f"\n\n{report.table(failures=False)}", report)
     return report

@@ -14,7 +14,9 @@ from sparsify_plugins.svm import SVM
 from sparsify import Declaration, Evaluation, Formulation, Marginal
 from sparsify.gradcheck import random_problem
 from sparsify.plugins import get_registry
+from sparsify.solvers import Unsolved
 from sparsify.testing import (
+    ConformanceError,
     ConformanceReport,
     FormulationCheck,
     check_formulation,
@@ -119,7 +121,7 @@ def test_report_lists_every_check_with_its_figures() -> None:
     assert gradient.figures["grad_norm"] > 0
     full = report.result("full_problem[rbf-clarabel]").figures
     assert full["value_z_eq_x"] == pytest.approx(full["value_direct"], rel=1e-6)
-    assert report.result("own_value[rbf]").status == "skipped"
+    assert report.result("own_value[rbf]").status == "not applicable"
     assert report.result("estimator").message == "estimator=False"
     assert "gradient[rbf-osqp]" in str(report)
     assert report.as_dict()["passed"] is True
@@ -128,9 +130,76 @@ def test_report_lists_every_check_with_its_figures() -> None:
 def test_a_solver_that_cannot_take_the_problem_is_skipped_with_the_reason() -> None:
     report = check_formulation("klr", solvers=("osqp",), estimator=False)
     skipped = report.result("gradient[rbf-osqp]")
-    assert skipped.status == "skipped"
+    assert skipped.status == "not applicable" and report.passed
     assert "quadratic programs only" in skipped.message
     assert report.result("own_gradient[rbf]").status == "passed"  # the Newton fast path
+
+
+# ------------------------------------------------------------- checks that could not run
+
+
+@pytest.fixture
+def unsolvable_reference(monkeypatch):
+    """The direct full problem, the full_problem check's reference, cannot be solved."""
+    import sparsify.testing as testing
+
+    def fail(problem, chain, tol):  # type: ignore[no-untyped-def]
+        raise Unsolved([(backend, "user_limit") for backend in chain], None)
+
+    monkeypatch.setattr(testing, "solve_problem", fail)
+
+
+def test_a_reference_that_cannot_be_solved_fails_the_report(unsolvable_reference) -> None:
+    with pytest.raises(ConformanceError) as raised:
+        check_formulation("oneclass", estimator=False)
+    report = raised.value.report
+    assert not report.passed
+    unrun = report.result("full_problem[rbf-clarabel]")
+    assert unrun.status == "could not run" and "could not be solved" in unrun.message
+    assert report.result("gradient[rbf-clarabel]").status == "passed"
+    message = str(raised.value)
+    assert "could not run 1 of 6" in message and "full_problem[rbf-clarabel]" in message
+    assert "expected_skips={'full_problem[rbf-clarabel]': 'why'}" in message
+
+
+def test_a_declared_reason_turns_it_into_a_skip_with_the_reason(unsolvable_reference) -> None:
+    report = check_formulation("oneclass", estimator=False, expected_skips={
+        "full_problem": "no backend solves the dense problem at this size"})
+    assert report.passed and not report.stale
+    skipped = report.result("full_problem[rbf-clarabel]")
+    assert skipped.status == "skipped"
+    assert "(declared: no backend solves the dense problem at this size)" in skipped.message
+
+
+def test_a_declaration_that_did_not_happen_is_reported_as_stale() -> None:
+    report = check_formulation("oneclass", estimator=False,
+                               expected_skips={"full_problem[rbf-clarabel]": "slow solver"})
+    assert report.passed
+    assert [r.name for r in report.stale] == ["full_problem[rbf-clarabel]"]
+    assert report.result("full_problem[rbf-clarabel]").status == "passed"
+    assert ("warning: full_problem[rbf-clarabel] was declared in expected_skips ('slow solver') "
+            "but ran and passed; remove the declaration.") in str(report)
+
+
+def test_under_pytest_undeclared_fails_declared_skips_stale_warns(unsolvable_reference) -> None:
+    def only(name: str, **kwargs: Any) -> FormulationCheck:
+        return next(c for c in formulation_checks("oneclass", estimator=False, **kwargs)
+                    if c.name == name)
+
+    with pytest.raises(AssertionError, match=r"full_problem\[rbf-clarabel\] of the 'oneclass' "
+                                             r"formulation could not run: the direct full"):
+        only("full_problem[rbf-clarabel]")()
+    with pytest.raises(unittest.SkipTest, match=r"skipped: .*\(declared: known\)"):
+        only("full_problem[rbf-clarabel]", expected_skips={"full_problem": "known"})()
+    with pytest.raises(unittest.SkipTest, match="not applicable: the formulation supplies no"):
+        only("own_value[rbf]")()
+    with pytest.warns(UserWarning, match="was declared in expected_skips .* but ran and passed"):
+        only("gradient[rbf-clarabel]", expected_skips={"gradient": "slow"})()
+
+
+def test_unknown_check_names_are_refused() -> None:
+    with pytest.raises(ValueError, match=r"name checks that do not exist: \['ful_problem'\]"):
+        list(formulation_checks("oneclass", expected_skips={"ful_problem": "typo"}))
 
 
 # --------------------------------------------------------------------------- broken plugins
