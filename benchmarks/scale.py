@@ -1,0 +1,403 @@
+"""SLMC at scale beside its peers: a9a, ringnorm and checkerboard up to a million points, moons.
+
+Peers side by side in one run, with the same (C, γ) and the same budget M = Nz where
+they have one: the full `SVC` (where it finishes within ``--svc-timeout``), `Nystroem(M)` +
+`LinearSVC` (LIBLINEAR's primal solver, squared hinge, scikit-learn's defaults) at M and
+5 M, and, with ``--gp-python``, a sparse variational GP with M learned inducing points
+trained by minibatch (benchmarks/svgp_peer.py, run in that separate environment).
+
+Parts (``--parts``):
+
+- ``a9a``: the full training set of ../shared/data/a9a (32 561 × 123), C = 8, γ = 2⁻⁵
+  (docs/results/a9a.md's cross-validated values), Nz = M = 100;
+- ``timing``: `sparsify.datasets.make_ringnorm` (20-D) and `make_checkerboard` (2-D, 4 × 4,
+  no label noise) at N = 10⁴ … 10⁶, Nz = 100 and 200: fit time, peak memory, test error on
+  10⁵ fresh points, beside Nystroem at M and 5 M and the Bayes error; the slope of log fit
+  time against log N from N = 10⁵ on;
+- ``value``: N = 10⁵ at the small budgets M = 16 and 32, where where the XVs are put
+  matters most;
+- ``moons``: make_moons(5000, noise = 0.3), Nz = 10 … 500, 5 seeds: does every fit succeed.
+
+(C, γ) of ringnorm and checkerboard: 3-fold cross-validation of the full SVC on 3000 points,
+once per set, over C ∈ {1, 10, 100, 1000} and γ ∈ {1/3, 1, 3} × 1/(d · Var X). Every fit of
+``a9a``, ``timing`` and ``value`` runs in a fresh process (peak memory = Linux VmHWM above
+what the data took), with a timeout. Usage::
+
+    OPENBLAS_NUM_THREADS=1 python benchmarks/scale.py --data-dir ../shared/data \\
+        --out docs/results --gp-python /path/to/gp-env/bin/python
+
+writes ``scale.md`` and ``scale.csv`` under ``--out`` at the end of the run; ``--quick``
+runs tiny sizes (the smoke test).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import subprocess
+import sys
+import tempfile
+import time
+import warnings
+from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import TimeoutError as FutureTimeout
+from multiprocessing import get_context
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import sklearn
+from sklearn.datasets import make_moons
+from sklearn.kernel_approximation import Nystroem
+from sklearn.model_selection import GridSearchCV
+from sklearn.pipeline import make_pipeline
+from sklearn.svm import SVC, LinearSVC
+from threadpoolctl import threadpool_limits
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from performance import _peak_rss, _reset_peak_rss, _write_atomic, write_csv
+
+from sparsify import SparseSVC
+from sparsify.datasets import make_checkerboard, make_ringnorm, ringnorm_bayes_error
+
+PARTS = ("a9a", "timing", "value", "moons")
+#: Nystroem's feature matrix and LinearSVC's copy of it must fit in this
+NYSTROEM_LIMIT_BYTES = 8 * 2**30
+
+
+def make(kind: str, n: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    if kind == "ringnorm":
+        return make_ringnorm(n, random_state=seed)
+    return make_checkerboard(n, random_state=seed)
+
+
+def _load_a9a(data_dir: Path) -> tuple[np.ndarray, ...]:
+    with np.load(data_dir / "a9a" / "a9a.npz", allow_pickle=False) as z:
+        X, y, train, test = z["X"], z["y"], z["train_idx"][0], z["test_idx"][0]
+    return X[train], y[train], X[test], y[test]
+
+
+def _data(spec: tuple[Any, ...]) -> tuple[np.ndarray, ...]:
+    """(X, y, X_test, y_test) from ("a9a", data_dir) or (kind, n, test_n, seed)."""
+    if spec[0] == "a9a":
+        return _load_a9a(Path(spec[1]))
+    kind, n, test_n, seed = spec
+    return (*make(kind, n, seed), *make(kind, test_n, seed + 1))
+
+
+def _fit(method: str, spec: tuple[Any, ...], m: int, C: float, gamma: float,
+         seed: int) -> dict[str, Any]:
+    """One fit in this (fresh) process: seconds, test error and peak memory."""
+    X, y, X_test, y_test = _data(spec)
+    base = _reset_peak_rss()
+    with threadpool_limits(1), warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        start = time.perf_counter()
+        if method == "SLMC":
+            model: Any = SparseSVC(n_expansion=m, C=C, gamma=gamma, random_state=seed).fit(X, y)
+            extra = {"n_iter": int(model.n_iter_[0])}
+        elif method == "SVC":
+            model = SVC(C=C, gamma=gamma).fit(X, y)
+            extra = {"n_support": int(model.n_support_.sum())}
+        else:
+            model = make_pipeline(Nystroem(gamma=gamma, n_components=m, random_state=seed),
+                                  LinearSVC(C=C, dual=False)).fit(X, y)
+            extra = {}
+        seconds = time.perf_counter() - start
+    peak = (_peak_rss() - base) / 1024
+    error = float(np.mean(model.predict(X_test) != y_test))
+    return {"method": method, "M": m, "seconds": seconds, "error": error, "peak_mb": peak,
+            "warnings": len(caught), **extra}
+
+
+def _fresh(timeout: float, fn: Any, *args: Any) -> dict[str, Any]:
+    """``fn(*args)`` in a fresh spawned process; a timeout or error is a row's note."""
+    with ProcessPoolExecutor(1, mp_context=get_context("spawn")) as pool:
+        job = pool.submit(fn, *args)
+        try:
+            return job.result(timeout=timeout)
+        except FutureTimeout:
+            for proc in pool._processes.values():
+                proc.kill()
+            return {"note": f"over {timeout:.0f} s"}
+        except Exception as exc:  # a failure is a finding: recorded
+            return {"note": f"{type(exc).__name__}: {exc}"[:300]}
+
+
+def _svgp(gp_python: str | None, spec: tuple[Any, ...], m: int, gamma: float, epochs: int,
+          seed: int, timeout: float) -> dict[str, Any]:
+    """The GP peer in its own environment: its accuracy after each epoch, with the time."""
+    if gp_python is None:
+        return {"method": "SVGP", "M": m, "note": "not run (no --gp-python)"}
+    X, y, X_test, y_test = _data(spec)
+    with tempfile.TemporaryDirectory() as tmp:
+        data, out = Path(tmp) / "data.npz", Path(tmp) / "out.json"
+        np.savez(data, X=X, y=np.where(y > 0, 1, -1), X_test=X_test,
+                 y_test=np.where(y_test > 0, 1, -1), M=m, gamma=gamma, epochs=epochs,
+                 batch=1024, lr=0.01, seed=seed)
+        env = {**os.environ, "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1"}
+        try:
+            done = subprocess.run([gp_python, str(Path(__file__).parent / "svgp_peer.py"),
+                                   str(data), str(out)], capture_output=True, text=True,
+                                  timeout=timeout, env=env)
+        except subprocess.TimeoutExpired:
+            return {"method": "SVGP", "M": m, "note": f"over {timeout:.0f} s"}
+        if done.returncode != 0:
+            return {"method": "SVGP", "M": m, "note": done.stderr.strip()[-300:]}
+        trace = json.loads(out.read_text())
+    last = trace[-1]
+    return {"method": "SVGP", "M": m, "seconds": last["seconds"], "error": 1 - last["accuracy"],
+            "epochs": len(trace), "trace": json.dumps(trace)}
+
+
+def _time_to(trace_json: str, error: float) -> str:
+    """When a peer's per-epoch trace first reached ``error`` (or did not)."""
+    for point in json.loads(trace_json):
+        if 1 - point["accuracy"] <= error:
+            return f"{point['seconds']:.1f} s (epoch {point['epoch']})"
+    return "not reached"
+
+
+def choose_params(kind: str, seed: int, n: int = 3000) -> tuple[float, float]:
+    X, y = make(kind, n, seed + 100)
+    scale = 1.0 / (X.shape[1] * X.var())
+    grid = {"C": [1.0, 10.0, 100.0, 1000.0], "gamma": [scale / 3, scale, 3 * scale]}
+    search = GridSearchCV(SVC(), grid, cv=3).fit(X, y)
+    return float(search.best_params_["C"]), float(search.best_params_["gamma"])
+
+
+def run_a9a(args: argparse.Namespace) -> list[dict[str, Any]]:
+    spec, C, gamma = ("a9a", str(args.data_dir)), 8.0, 2.0**-5
+    rows = []
+    for method, m, timeout in (("SLMC", 100, args.timeout), ("Nystroem", 100, args.timeout),
+                               ("Nystroem", 500, args.timeout), ("SVC", 0, args.svc_timeout)):
+        rows.append({"part": "a9a", "set": "a9a", "N": 32561, "C": C, "gamma": gamma,
+                     **_fresh(timeout, _fit, method, spec, m, C, gamma, args.seed)})
+        rows[-1].setdefault("method", method)
+        print(f"[scale] {rows[-1]}", flush=True)
+    rows.append({"part": "a9a", "set": "a9a", "N": 32561, "C": C, "gamma": gamma,
+                 **_svgp(args.gp_python, spec, 100, gamma, args.gp_epochs, args.seed,
+                         args.timeout)})
+    return rows
+
+
+def run_synthetic(args: argparse.Namespace, part: str, params: dict[str, tuple[float, float]],
+                  ns: list[int], ms: list[int], svgp: bool) -> list[dict[str, Any]]:
+    rows = []
+    for kind in ("ringnorm", "checkerboard"):
+        C, gamma = params[kind]
+        for m in ms:
+            for n in ns:
+                spec = (kind, n, args.test_n, args.seed)
+                base = {"part": part, "set": kind, "N": n, "C": C, "gamma": gamma}
+                rows.append({**base, **_fresh(args.timeout, _fit, "SLMC", spec, m, C, gamma,
+                                                  args.seed)})
+                rows[-1].setdefault("method", "SLMC")
+                rows[-1].setdefault("M", m)
+                for mm in (m, 5 * m):
+                    need = 3 * 8 * n * mm
+                    if need > NYSTROEM_LIMIT_BYTES:
+                        rows.append({**base, "method": "Nystroem", "M": mm,
+                                     "note": f"not run: needs about {need / 2**30:.0f} GiB"})
+                        continue
+                    rows.append({**base, **_fresh(args.timeout, _fit, "Nystroem", spec, mm, C,
+                                                      gamma, args.seed)})
+                    rows[-1].setdefault("method", "Nystroem")
+                    rows[-1].setdefault("M", mm)
+                if svgp:
+                    rows.append({**base, **_svgp(args.gp_python, spec, m, gamma,
+                                                 args.gp_epochs, args.seed, args.timeout)})
+                for row in rows[-4:]:
+                    print(f"[scale] {row}", flush=True)
+    return rows
+
+
+def run_moons(args: argparse.Namespace) -> list[dict[str, Any]]:
+    X, y = make_moons(5000, noise=0.3, random_state=0)
+    X_test, y_test = make_moons(20000, noise=0.3, random_state=1)
+    rows = []
+    for m in args.moons_nz:
+        for seed in range(args.moons_seeds):
+            row: dict[str, Any] = {"part": "moons", "set": "moons", "N": 5000, "method": "SLMC",
+                                   "M": m, "seed": seed}
+            start = time.perf_counter()
+            try:
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    clf = SparseSVC(n_expansion=m, random_state=seed).fit(X, y)
+                row.update(seconds=time.perf_counter() - start, n_iter=int(clf.n_iter_[0]),
+                           error=float(np.mean(clf.predict(X_test) != y_test)))
+            except Exception as exc:  # the finding this part looks for
+                row["note"] = f"{type(exc).__name__}: {exc}"[:300]
+            rows.append(row)
+    return rows
+
+
+def _slope(rows: list[dict[str, Any]], kind: str, m: int, n_min: int) -> float | None:
+    pts = [(r["N"], r["seconds"]) for r in rows if r["part"] == "timing" and r["set"] == kind
+           and r["method"] == "SLMC" and r["M"] == m and "seconds" in r and r["N"] >= n_min]
+    if len(pts) < 2:
+        return None
+    n, t = np.log(np.array(pts, dtype=float)).T
+    return float(np.polyfit(n, t, 1)[0])
+
+
+def _cell(r: dict[str, Any]) -> str:
+    if "note" in r:
+        return r["note"]
+    return (f"{100 * r['error']:.2f} % | {r['seconds']:.1f} s | "
+            + (f"{r['peak_mb']:.0f} MB" if "peak_mb" in r else "—"))
+
+
+def _find(rows: list[dict[str, Any]], kind: str, n: int, method: str, m: int) -> str:
+    hit = [r for r in rows if r["set"] == kind and r["N"] == n and r["method"] == method
+           and r.get("M") == m]
+    return _cell(hit[0]) if hit else "—"
+
+
+def report(rows: list[dict[str, Any]], params: dict[str, tuple[float, float]],
+           args: argparse.Namespace, wall: float, load: tuple[float, float]) -> str:
+    cpu = next((line.split(":", 1)[1].strip() for line in open("/proc/cpuinfo")
+                if line.startswith("model name")), platform.machine())
+    lines = ["# SLMC at scale", "", "Produced by `benchmarks/scale.py` (written to a scratch "
+             "folder, then copied here):", "", "    OPENBLAS_NUM_THREADS=1 python "
+             + " ".join(sys.argv), "",
+             f"Machine: {os.cpu_count()} CPUs ({cpu}), Python {platform.python_version()}, "
+             f"numpy {np.__version__}, scikit-learn {sklearn.__version__}; one BLAS thread per "
+             f"process; {time.strftime('%Y-%m-%d')}; load average {load[0]:.1f} at the start, "
+             f"{load[1]:.1f} at the end. Total {wall / 60:.1f} min. Each fit in a fresh process; "
+             "peak = Linux VmHWM above what the data took. Cells: test error | fit seconds | "
+             "peak memory.", ""]
+    for kind, (C, gamma) in params.items():
+        lines.append(f"- {kind}: C = {C:g}, γ = {gamma:.4g} (3-fold CV of the full SVC on "
+                     "3000 points).")
+    lines.append("")
+    a9a = [r for r in rows if r["part"] == "a9a"]
+    if a9a:
+        lines += ["## a9a (32 561 training, 16 281 test points), C = 8, γ = 2⁻⁵", "",
+                  "| method | M | test accuracy | fit s | peak MB | note |", "|---" * 6 + "|"]
+        for r in a9a:
+            acc = f"{100 * (1 - r['error']):.2f} %" if "error" in r else "—"
+            sec = f"{r['seconds']:.1f}" if "seconds" in r else "—"
+            peak = f"{r['peak_mb']:.0f}" if "peak_mb" in r else "—"
+            note = r.get("note", "") or (f"{r.get('n_iter', '')} iterations" if r["method"] ==
+                                         "SLMC" else "")
+            lines.append(f"| {r['method']} | {r.get('M') or '—'} | {acc} | {sec} | {peak} | "
+                         f"{note} |")
+        slmc = next((r for r in a9a if r["method"] == "SLMC" and "error" in r), None)
+        svc = next((r for r in a9a if r["method"] == "SVC" and "error" in r), None)
+        gp = next((r for r in a9a if r["method"] == "SVGP" and "trace" in r), None)
+        if slmc:
+            fast = f"{slmc['seconds']:.1f} s" + (
+                f" against {svc['seconds']:.1f} s for the full SVC" if svc else "")
+            ok = slmc["seconds"] <= 60 and (svc is None or slmc["seconds"] < svc["seconds"])
+            lines += ["", f"SLMC fit {fast}: target ≤ 60 s and faster than the full SVC: "
+                      f"{'met' if ok else 'not met'}; test accuracy "
+                      f"{100 * (1 - slmc['error']):.2f} %, target ≥ 85.0 %: "
+                      f"{'met' if slmc['error'] <= 0.15 else 'not met'}."]
+            if gp:
+                lines.append(f"SVGP (M = 100, minibatch) reached SLMC's test accuracy after "
+                             f"{_time_to(gp['trace'], slmc['error'])} of training.")
+        lines.append("")
+    for part, title in (("timing", "Fit time against N"),
+                        ("value", "Small budgets, N = 10⁵: where the XVs are matters")):
+        sel = [r for r in rows if r["part"] == part]
+        if not sel:
+            continue
+        lines += [f"## {title}", ""]
+        for kind in ("ringnorm", "checkerboard"):
+            bayes = (f"Bayes error about {100 * ringnorm_bayes_error(200_000):.2f} %"
+                     if kind == "ringnorm" else "Bayes error 0 (no label noise)")
+            lines += [f"### {kind} ({bayes})", "",
+                      "| N | M | SLMC (Nz = M) | Nystroem M | Nystroem 5 M | SVGP M |",
+                      "|---|---|---|---|---|---|"]
+            for n in sorted({r["N"] for r in sel if r["set"] == kind}):
+                for m in sorted({r["M"] for r in sel if r["set"] == kind and r["method"] ==
+                                 "SLMC"}):
+                    cells = [_find(sel, kind, n, method, mm) for method, mm in
+                             (("SLMC", m), ("Nystroem", m), ("Nystroem", 5 * m), ("SVGP", m))]
+                    lines.append(f"| {n} | {m} | " + " | ".join(cells) + " |")
+            if part == "timing":
+                for m in sorted({r["M"] for r in sel if r["set"] == kind and r["method"] ==
+                                 "SLMC"}):
+                    slope = _slope(rows, kind, m, 100_000)
+                    if slope is not None:
+                        lines.append(f"\nSlope of log fit time against log N from N = 10⁵ on, "
+                                     f"Nz = {m}: {slope:.2f} (target ≤ 1.15: "
+                                     f"{'met' if slope <= 1.15 else 'not met'}).")
+            lines.append("")
+    moons = [r for r in rows if r["part"] == "moons"]
+    if moons:
+        failed = [r for r in moons if "note" in r]
+        lines += ["## moons (N = 5000, noise 0.3), every fit", "",
+                  "| Nz | fits | failed | test error (mean) | fit s (median) | iterations "
+                  "(median) |", "|---|---|---|---|---|---|"]
+        for m in sorted({r["M"] for r in moons}):
+            sel = [r for r in moons if r["M"] == m]
+            ok = [r for r in sel if "note" not in r]
+            err = f"{100 * np.mean([r['error'] for r in ok]):.2f} %" if ok else "—"
+            sec = f"{np.median([r['seconds'] for r in ok]):.2f}" if ok else "—"
+            its = f"{np.median([r['n_iter'] for r in ok]):.0f}" if ok else "—"
+            lines.append(f"| {m} | {len(sel)} | {len(sel) - len(ok)} | {err} | {sec} | {its} |")
+        lines += ["", f"Every fit succeeds: {'met' if not failed else 'not met'}."
+                  + "".join(f"\n- Nz = {r['M']}, seed {r['seed']}: {r['note']}" for r in failed),
+                  ""]
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--data-dir", type=Path, default=None,
+                        help="folder in the ../shared/data format (for a9a)")
+    parser.add_argument("--out", type=Path, default=Path("docs/results"))
+    parser.add_argument("--parts", nargs="+", choices=PARTS, default=list(PARTS))
+    parser.add_argument("--gp-python", default=None,
+                        help="python of an environment with torch, gpytorch (the SVGP peer)")
+    parser.add_argument("--gp-epochs", type=int, default=10)
+    parser.add_argument("--timeout", type=float, default=1200.0, help="seconds per fit")
+    parser.add_argument("--svc-timeout", type=float, default=1800.0)
+    parser.add_argument("--test-n", type=int, default=100_000)
+    parser.add_argument("--moons-nz", type=int, nargs="+", default=[10, 50, 100, 200, 500])
+    parser.add_argument("--moons-seeds", type=int, default=5)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--quick", action="store_true", help="tiny sizes (the smoke test)")
+    args = parser.parse_args(argv)
+    if "a9a" in args.parts and (args.data_dir is None
+                                or not (args.data_dir / "a9a" / "a9a.npz").is_file()):
+        parser.error("the a9a part needs --data-dir with a9a/a9a.npz; leave it out with "
+                     "--parts timing value moons")
+    args.out.mkdir(parents=True, exist_ok=True)
+    if args.quick:
+        ns, ms, value_ms, args.test_n = [400], [4], [3], 500
+        args.moons_nz, args.moons_seeds = [5], 1
+    else:
+        ns, ms, value_ms = [10_000, 30_000, 100_000, 300_000, 1_000_000], [100, 200], [16, 32]
+    load = os.getloadavg()[0]
+    start = time.perf_counter()
+    params = ({kind: choose_params(kind, args.seed, 300 if args.quick else 3000)
+               for kind in ("ringnorm", "checkerboard")}
+              if {"timing", "value"} & set(args.parts) else {})
+    rows: list[dict[str, Any]] = []
+    if "a9a" in args.parts:
+        rows += run_a9a(args)
+    if "timing" in args.parts:
+        rows += run_synthetic(args, "timing", params, ns, ms, svgp=False)
+    if "value" in args.parts:
+        rows += run_synthetic(args, "value", params, [ns[2] if not args.quick else ns[0]],
+                              value_ms, svgp=True)
+    if "moons" in args.parts:
+        rows += run_moons(args)
+    wall = time.perf_counter() - start
+    fields = sorted({k for r in rows for k in r}, key=lambda k: (k != "part", k != "set", k))
+    write_csv(args.out / "scale.csv", [{k: v for k, v in r.items() if k != "trace"} | (
+        {"trace": r["trace"]} if "trace" in r else {}) for r in rows], fields)
+    text = report(rows, params, args, wall, (load, os.getloadavg()[0]))
+    _write_atomic(args.out / "scale.md", text)
+    print(text)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
