@@ -35,8 +35,9 @@ _spec.loader.exec_module(declared)
 
 FORMULATIONS = {cls.name: cls for cls in declared.FORMULATIONS}
 #: Clarabel's duals on the minimax probability machine's second-order cones give
-#: gradients off by 1e-6 to 3e-5 at tol 1e-9 (8 problems measured), where ECOS is within
-#: 1e-6, SCS within 4e-9 and finite differences are accurate to 1e-7; not solved yet.
+#: gradients off by up to 5e-6 at tol 1e-9 (3e-5 before its objective was scaled by N;
+#: docs/results/gradient_accuracy.md), where SCS is within 1e-7 and the finite differences
+#: are accurate to 1e-7; a tighter feasibility tolerance makes Clarabel stop short.
 CLARABEL_SHORT = {"mpm"}
 
 
