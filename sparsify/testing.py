@@ -1,7 +1,7 @@
 """The conformance suite for formulations: what any plugin author runs on a new algorithm.
 
 `check_formulation` runs every check on one formulation and returns a
-`ConformanceReport`; `formulation_checks` yields the same checks
+`ConformanceReport`; `formulation_checks` gives the same checks
 one by one for ``pytest.mark.parametrize`` (like scikit-learn's
 ``parametrize_with_checks``). The checks:
 
@@ -27,11 +27,17 @@ one by one for ``pytest.mark.parametrize`` (like scikit-learn's
     formulation names an estimator.
 
 A failed check raises an `AssertionError` that names the check, gives
-the figures and says what to fix.
+the figures and says what to fix. A check that did not test anything is
+never a pass: it "could not run" (a reference that cannot be solved, finite
+differences too noisy to judge, a problem too large for memory, a solver not
+installed), which fails the report unless ``expected_skips`` declares why, or
+it is "not applicable" (no W of its own, OSQP on a problem that is not a QP,
+no estimator, ``skip=``), which is reported and never fails.
 """
 
 from __future__ import annotations
 
+import re
 import unittest
 import warnings
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -42,6 +48,7 @@ import cvxpy as cp
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from sparsify.errors import MemoryEstimateError
 from sparsify.formulation import Formulation, Outputs, make_formulation
 from sparsify.gradcheck import check_gradient, random_problem
 from sparsify.kernels import Kernel, make_kernel
@@ -137,6 +144,7 @@ class ConformanceReport:
         return {
             "formulation": self.formulation,
             "passed": self.passed,
+            "stale": [r.name for r in self.stale],
             "checks": [
                 {"name": r.name, "status": r.status, "message": r.message, **r.figures}
                 for r in self.results
@@ -159,7 +167,9 @@ class ConformanceReport:
         if unrun:
             example = ", ".join(f"{n!r}: 'why'" for n in unrun)
             lines.append(f"{len(unrun)} check(s) could not run, which fails the report: fix the "
-                         f"cause, or declare it with expected_skips={{{example}}}.")
+                         f"cause, or declare why with expected_skips={{{example}}} (a family "
+                         "such as 'full_problem', or a pattern such as 'gradient[*-osqp]', "
+                         "declares several).")
         for r in self.stale:
             lines.append(f"warning: {r.name} was declared in expected_skips ({r.stale!r}) but "
                          "ran and passed; remove the declaration.")
@@ -216,23 +226,34 @@ class FormulationCheck:
             figures = self.function()
         except _NotApplicable as exc:
             return CheckResult(self.name, "not applicable", str(exc))
-        except _CouldNotRun as exc:
+        except (_CouldNotRun, MemoryEstimateError) as exc:
+            why = str(exc).rstrip(".")
+            if isinstance(exc, MemoryEstimateError):  # it checks the formulation, not the data
+                why = ("it would not fit in memory, so it was refused before anything was built "
+                       "(pass a smaller X: the conformance suite needs no more than a few dozen "
+                       f"points): {why}")
             if self.expected_skip is not None:
-                return CheckResult(self.name, "skipped", f"{exc} (declared: "
+                return CheckResult(self.name, "skipped", f"{why} (declared: "
                                    f"{self.expected_skip})")
             return CheckResult(self.name, "could not run",
-                               f"{exc}; nothing was tested. Fix the cause, or declare it: "
+                               f"{why}; nothing was tested. Fix the cause, or declare it: "
                                f"expected_skips={{{self.name!r}: 'why'}}.")
         except SolverError as exc:
-            return CheckResult(self.name, "failed", str(_fail(
+            return self._failed(str(_fail(
                 self.name, self.formulation, f"a convex solve failed: {exc}",
                 "the problem must be solvable to solver_tol: try another solver=, a "
                 "looser solver_tol, or rescale the objective (the built-in one-class "
                 "SVM multiplies its objective by νN for this reason).")))
         except AssertionError as exc:
-            return CheckResult(self.name, "failed", str(exc))
+            return self._failed(str(exc))
         summary = ", ".join(f"{k} = {v:.3g}" for k, v in figures.items())
         return CheckResult(self.name, "passed", summary, figures, stale=self.expected_skip)
+
+    def _failed(self, message: str) -> CheckResult:
+        if self.expected_skip is not None:  # the declaration is wrong too: say so
+            message += (f" (expected_skips declared that it would not run, "
+                        f"{self.expected_skip!r}, but it ran and failed.)")
+        return CheckResult(self.name, "failed", message)
 
     def __call__(self) -> dict[str, float]:
         result = self.run()
@@ -285,20 +306,29 @@ class _Context:
     def kernel(self, kernel: str | Kernel) -> Kernel:
         return make_kernel(kernel, self.X, gamma=self.gamma)
 
-    def generic(self, kernel: Kernel, n_expansion: int, solver: str) -> CvxpyMarginal:
+    def generic(self, name: str, kernel: Kernel, n_expansion: int,
+                solver: str) -> CvxpyMarginal:
         """The core's generic path, after refusing a solver that cannot take the problem."""
         if solver != "auto":
             backend: SolverBackend = get_registry().get("solver", solver)
             if not backend.available():
                 raise _CouldNotRun(f"the solver {solver!r} is not installed")
-            if backend.quadratic_only:
-                probe = CvxpyMarginal(self.formulation, self.X, self.y, kernel, n_expansion,
-                                      solver="auto", tol=self.solver_tol)
-                if not probe.problem.is_qp():
-                    raise _NotApplicable(f"{solver!r} solves quadratic programs only and the "
-                                f"{self.name!r} formulation is not one")
-        return CvxpyMarginal(self.formulation, self.X, self.y, kernel, n_expansion,
-                             solver=solver, tol=self.solver_tol)
+            if backend.quadratic_only and not self._build(name, kernel, n_expansion,
+                                                          "auto").problem.is_qp():
+                raise _NotApplicable(f"{solver!r} solves quadratic programs only and the "
+                                     f"{self.name!r} formulation is not one")
+        return self._build(name, kernel, n_expansion, solver)
+
+    def _build(self, name: str, kernel: Kernel, n_expansion: int,
+               solver: str) -> CvxpyMarginal:
+        try:
+            return CvxpyMarginal(self.formulation, self.X, self.y, kernel, n_expansion,
+                                 solver=solver, tol=self.solver_tol)
+        except MemoryEstimateError:
+            raise  # FormulationCheck.run: "could not run"
+        except ValueError as exc:  # a check run alone, under pytest: the declaration fails too
+            raise _fail(name, self.name, f"its problem cannot be built: {exc}",
+                        "see the 'declaration' check.") from exc
 
 
 def _check_declaration(ctx: _Context, name: str) -> dict[str, float]:
@@ -306,6 +336,8 @@ def _check_declaration(ctx: _Context, name: str) -> dict[str, float]:
         marginal = CvxpyMarginal(ctx.formulation, ctx.X, ctx.y, ctx.kernel("rbf"),
                                  min(ctx.n_expansion, len(ctx.X)), solver="auto",
                                  tol=ctx.solver_tol)
+    except MemoryEstimateError:
+        raise  # not the declaration's fault: FormulationCheck.run reports "could not run"
     except ValueError as exc:  # the core's own DCP, DPP, Parameter and use-of-f checks
         raise _fail(name, ctx.name, f"building its problem failed: {exc}",
                     "declare a cp.Minimize problem over out.f and out.norm_w2 (or out.norms_w2) "
@@ -352,7 +384,7 @@ def _check_full_problem(ctx: _Context, name: str, kernel_name: str | Kernel,
     if len(np.unique(ctx.X, axis=0)) < N:
         raise _CouldNotRun("X has duplicate rows, so Z = X would repeat XVs; pass X without "
                            "duplicates")
-    sparse = ctx.generic(kernel, N, solver).evaluate(ctx.X, grad=False)
+    sparse = ctx.generic(name, kernel, N, solver).evaluate(ctx.X, grad=False)
     backend = None if solver == "auto" else get_registry().get("solver", solver)
     direct = _direct_full_value(ctx, kernel, backend)
     rel = _relative(sparse.value, direct)
@@ -382,21 +414,20 @@ def _gradient_figures(ctx: _Context, name: str, form_marginal: Marginal, kernel:
                "grad_norm": g, "numeric_norm": g_fd}
     shape = f"Nz = {res.grad.shape[0]}, d = {res.grad.shape[1]}"
     nondiff = [str(w.message) for w in caught if issubclass(w.category, NonDifferentiableWarning)]
+    # Neither case tests the gradient, so neither is a pass, nor the gradient's failure.
     if max(g, g_fd) <= 1e-8 * max(1.0, abs(res.value)):
-        raise _fail(name, ctx.name,
-                    f"∇W(Z) and its finite differences are both zero here (‖g‖ = {g:.2e}, "
-                    f"‖g_fd‖ = {g_fd:.2e}, W = {res.value:.6g}, {shape}), so the check cannot "
-                    "tell a right gradient from a wrong one.",
-                    "pass data X, y and hyperparameters for which W depends on the XVs.")
+        raise _CouldNotRun(f"∇W(Z) and its finite differences are both zero here (‖g‖ = "
+                           f"{g:.2e}, ‖g_fd‖ = {g_fd:.2e}, W = {res.value:.6g}, {shape}), so "
+                           "the check cannot tell a right gradient from a wrong one: pass "
+                           "data X, y and hyperparameters for which W depends on the XVs")
     if res.fd_error > ctx.tol:
-        raise _fail(name, ctx.name,
-                    f"the finite differences of W are not accurate enough to judge ∇W(Z) to "
-                    f"tol {ctx.tol:g}: their own error is estimated at {res.fd_error:.2e} "
-                    f"(noise of W {res.noise:.2e}, W = {res.value:.6g}, {shape}); W has a "
-                    "kink or is noisy at every usable step.",
-                    "check at other data or XVs (random_state=), or with a tighter "
-                    "solver_tol; a W that is not differentiable here should be reported "
-                    "by Formulation.nondifferentiable.")
+        raise _CouldNotRun(f"the finite differences of W are not accurate enough to judge "
+                           f"∇W(Z) to tol {ctx.tol:g}: their own error is estimated at "
+                           f"{res.fd_error:.2e} (noise of W {res.noise:.2e}, W = "
+                           f"{res.value:.6g}, {shape}); W has a kink or is noisy at every "
+                           "usable step: check at other data or XVs (random_state=) or with a "
+                           "tighter solver_tol, and have Formulation.nondifferentiable report "
+                           "a W that is not differentiable here")
     if not res.passed(ctx.tol):
         hint = (f" The core warned that W is not differentiable there: {nondiff[0]}"
                 if nondiff else "")
@@ -421,7 +452,7 @@ def _check_gradient(ctx: _Context, name: str, kernel_name: str | Kernel,
                     solver: str) -> dict[str, float]:
     kernel = ctx.kernel(kernel_name)
     nz = min(ctx.n_expansion, len(ctx.X))
-    marginal = ctx.generic(kernel, nz, solver)
+    marginal = ctx.generic(name, kernel, nz, solver)
     return _gradient_figures(ctx, name, marginal, kernel, nz, solver, own=False)
 
 
@@ -448,7 +479,7 @@ def _check_own_value(ctx: _Context, name: str, kernel_name: str | Kernel) -> dic
     Z = ctx.X[rng.choice(len(ctx.X), nz, replace=False)]
     Z = Z + 0.05 * ctx.X.std(0) * rng.normal(size=Z.shape)
     mine = own.evaluate(Z, grad=False).value
-    reference = ctx.generic(kernel, nz, "auto").evaluate(Z, grad=False).value
+    reference = ctx.generic(name, kernel, nz, "auto").evaluate(Z, grad=False).value
     rel = _relative(mine, reference)
     if not rel <= ctx.tol:
         raise _fail(name, ctx.name,
@@ -529,7 +560,9 @@ def formulation_checks(
     """Yield the conformance checks of a formulation one by one, for ``pytest.mark.parametrize``.
 
     Parameters are those of `check_formulation`. Each item is a
-    `FormulationCheck`: call it to run the check.
+    `FormulationCheck`: call it to run the check. Bad arguments (a ``skip``
+    or ``expected_skips`` key that names no check, an unknown kernel or
+    solver) raise `ValueError` here, before any check runs.
 
     Examples
     --------
@@ -560,7 +593,12 @@ def formulation_checks(
     y = None if y is None else np.asarray(y)
     ctx = _Context(form, X, y, int(n_expansion), gamma, float(tol), float(solver_tol),
                    int(random_state))
-    skip, expected = dict(skip or {}), dict(expected_skips or {})
+
+    for solver in solvers:  # unknown names are refused now, not as a check that fails
+        if solver != "auto":
+            get_registry().get("solver", solver)
+    for kernel in kernels:
+        ctx.kernel(kernel)
 
     def label(kernel: str | Kernel) -> str:
         return kernel if isinstance(kernel, str) else type(kernel).__name__
@@ -585,14 +623,56 @@ def formulation_checks(
             lambda n, k=kernel: _check_own_gradient(ctx, n, k))
     add("estimator", "estimator",
         lambda n: _check_estimator(ctx, n, estimator, expected_failed_checks))
-    names = {name for _, name, _ in specs} | {base for base, _, _ in specs}
-    unknown = sorted(set(skip) - names) + sorted(set(expected) - names)
+    listed = [(base, name) for base, name, _ in specs]
+    skipped = _resolve("skip", skip, listed)
+    expected = _resolve("expected_skips", expected_skips, listed)
+    both = sorted(set(skipped) & set(expected))
+    if both:
+        raise ValueError(f"The check {both[0]!r} is in both skip= ({skipped[both[0]]!r}) and "
+                         f"expected_skips= ({expected[both[0]]!r}): skip= says it does not "
+                         "apply, so it is never run; expected_skips= that it runs but cannot "
+                         "test. Keep one.")
+    return iter([FormulationCheck(name, ctx.name, run, skipped.get(name), expected.get(name))
+                 for _, name, run in specs])
+
+
+def _pattern(key: str) -> re.Pattern[str]:
+    """``*`` matches any text; everything else, brackets included, is literal."""
+    return re.compile(".*".join(re.escape(part) for part in key.split("*")))
+
+
+def _resolve(parameter: str, given: Mapping[str, str] | None,
+             checks: list[tuple[str, str]]) -> dict[str, str]:
+    """Each check's reason in ``given``, by its full name, else its family, else a pattern."""
+    if given is None:
+        return {}
+    example = "{'full_problem[rbf-clarabel]': 'why'}"
+    if not isinstance(given, Mapping):
+        raise ValueError(f"The {parameter!r} parameter of the conformance suite must be a "
+                         f"mapping of check names to reasons, such as {example}. Got "
+                         f"{type(given).__name__} instead.")
+    for key, reason in given.items():
+        if not (isinstance(key, str) and isinstance(reason, str) and reason.strip()):
+            raise ValueError(f"The {parameter!r} parameter of the conformance suite must map "
+                             f"each check name to its reason, a non-empty str, such as "
+                             f"{example}. Got {key!r}: {reason!r} instead.")
+    names = [name for _, name in checks]
+    families = list(dict.fromkeys(base for base, _ in checks))
+    patterns = {key: _pattern(key) for key in given if "*" in key}
+    unknown = [key for key in given if key not in names and key not in families
+               and not (key in patterns and any(patterns[key].fullmatch(n) for n in names))]
     if unknown:
-        raise ValueError(f"skip= and expected_skips= name checks that do not exist: {unknown}. "
-                         f"The checks are {sorted(names)}.")
-    for base, name, run in specs:
-        yield FormulationCheck(name, ctx.name, run, skip.get(name, skip.get(base)),
-                               expected.get(name, expected.get(base)))
+        raise ValueError(f"The {parameter!r} parameter of the conformance suite names checks "
+                         f"that do not exist here: {unknown}. The checks are {names}; a family "
+                         f"({', '.join(families)}) or a pattern with * ('gradient[*-osqp]') "
+                         "names several.")
+    resolved: dict[str, str] = {}
+    for base, name in checks:
+        matches = [given[k] for k, p in patterns.items() if p.fullmatch(name)]
+        reason = given.get(name, given.get(base, matches[0] if matches else None))
+        if reason is not None:
+            resolved[name] = reason
+    return resolved
 
 
 def parametrize_formulation_checks(formulation: str | Formulation, **kwargs: Any) -> Any:
@@ -664,15 +744,21 @@ def check_formulation(
         scikit-learn checks expected to fail, with the reason (passed to
         ``check_estimator``).
     skip : mapping, optional
-        Checks that do not apply, by name (``"own_value"`` or
-        ``"own_value[rbf]"``), with the reason; they are not run and are
-        reported as "not applicable".
+        Checks that do not apply, with the reason; they are not run and are
+        reported as "not applicable". A key is a check's full name
+        (``"own_value[rbf]"``), its family (``"own_value"``) or a pattern in
+        which ``*`` matches any text (``"gradient[*-osqp]"``; brackets are
+        literal); the full name wins over the family, the family over a
+        pattern. A key that names no check is refused.
     expected_skips : mapping, optional
-        Checks expected not to be able to run, by name or family, with the
-        reason (the direct full problem that no backend solves, say). A check
-        that could not run fails the report unless it is declared here; one
-        declared here that ran and passed is flagged in the report
-        (`ConformanceReport.stale`) and warns under pytest.
+        Checks expected not to be able to run, with the reason (the direct
+        full problem that no backend solves, say), keyed like ``skip``. A
+        check that could not run fails the report unless it is declared here,
+        and is then reported as "skipped" with both reasons; one declared here
+        that ran and passed is flagged in the report
+        (`ConformanceReport.stale`) and warns under pytest, and one that ran
+        and failed is a failure whose message names the declaration. A check
+        may not be in both ``skip`` and ``expected_skips``.
     random_state : int, default=0
         Seed of the default data and of the checked XVs.
 

@@ -176,6 +176,7 @@ def test_a_declaration_that_did_not_happen_is_reported_as_stale() -> None:
                                expected_skips={"full_problem[rbf-clarabel]": "slow solver"})
     assert report.passed
     assert [r.name for r in report.stale] == ["full_problem[rbf-clarabel]"]
+    assert report.as_dict()["stale"] == ["full_problem[rbf-clarabel]"]
     assert report.result("full_problem[rbf-clarabel]").status == "passed"
     assert ("warning: full_problem[rbf-clarabel] was declared in expected_skips ('slow solver') "
             "but ran and passed; remove the declaration.") in str(report)
@@ -198,8 +199,208 @@ def test_under_pytest_undeclared_fails_declared_skips_stale_warns(unsolvable_ref
 
 
 def test_unknown_check_names_are_refused() -> None:
-    with pytest.raises(ValueError, match=r"name checks that do not exist: \['ful_problem'\]"):
-        list(formulation_checks("oneclass", expected_skips={"ful_problem": "typo"}))
+    # refused when the checks are made, not when the first one runs
+    with pytest.raises(ValueError, match=r"The 'expected_skips' parameter of the conformance "
+                                         r"suite names checks that do not exist here: "
+                                         r"\['ful_problem'\]\. The checks are \['declaration', "):
+        formulation_checks("oneclass", expected_skips={"ful_problem": "typo"})
+
+
+def test_a_full_name_wins_over_a_family_and_a_family_over_a_pattern() -> None:
+    checks = formulation_checks(
+        "oneclass", kernels=("rbf", "poly"), solvers=("clarabel", "osqp"),
+        skip={"own_*": "measured elsewhere"},
+        expected_skips={"full_problem[poly-osqp]": "name", "full_problem": "family",
+                        "*[*-osqp]": "pattern"})
+    declared = {c.name: (c.skip_reason, c.expected_skip) for c in checks}
+    assert declared == {
+        "declaration": (None, None),
+        "full_problem[rbf-clarabel]": (None, "family"),
+        "gradient[rbf-clarabel]": (None, None),
+        "full_problem[rbf-osqp]": (None, "family"),
+        "gradient[rbf-osqp]": (None, "pattern"),
+        "full_problem[poly-clarabel]": (None, "family"),
+        "gradient[poly-clarabel]": (None, None),
+        "full_problem[poly-osqp]": (None, "name"),
+        "gradient[poly-osqp]": (None, "pattern"),
+        "own_value[rbf]": ("measured elsewhere", None),
+        "own_gradient[rbf]": ("measured elsewhere", None),
+        "own_value[poly]": ("measured elsewhere", None),
+        "own_gradient[poly]": ("measured elsewhere", None),
+        "estimator": (None, None),
+    }
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"expected_skips": ["full_problem"]},
+         r"The 'expected_skips' parameter of the conformance suite must be a mapping of check "
+         r"names to reasons, such as \{'full_problem\[rbf-clarabel\]': 'why'\}\. Got list "
+         r"instead\."),
+        ({"expected_skips": {"full_problem": ""}},
+         r"must map each check name to its reason, a non-empty str, .* Got 'full_problem': '' "
+         r"instead\."),
+        ({"skip": {"estimator": None}},
+         r"The 'skip' parameter .* Got 'estimator': None instead\."),
+        ({"expected_skips": {"gradient[*-scs]": "no SCS here"}},
+         r"names checks that do not exist here: \['gradient\[\*-scs\]'\]"),
+        ({"skip": {"gradient": "a"}, "expected_skips": {"gradient[rbf-clarabel]": "b"}},
+         r"The check 'gradient\[rbf-clarabel\]' is in both skip= \('a'\) and expected_skips= "
+         r"\('b'\): .* Keep one\."),
+        ({"solvers": ("mosek",)}, r"Unknown solver 'mosek'\. Use one of \["),
+        ({"kernels": ("rbff",)}, r"Unknown kernel 'rbff'\. Use one of \["),
+    ],
+    ids=["not-a-mapping", "empty-reason", "reason-not-str", "pattern-matches-nothing",
+         "skip-and-expected", "unknown-solver", "unknown-kernel"],
+)
+def test_bad_arguments_are_refused_before_any_check_runs(kwargs: dict[str, Any],
+                                                         message: str) -> None:
+    for run in (formulation_checks, check_formulation):
+        with pytest.raises(ValueError, match=message):
+            run("oneclass", estimator=False, **kwargs)
+
+
+def test_a_check_too_large_for_memory_could_not_run(monkeypatch) -> None:
+    import sparsify.memory
+
+    # Z = X (Nz = N = 30) in cvxpy's DPP path needs about 430 kB, Nz = 4 about 33 kB
+    monkeypatch.setattr(sparsify.memory, "available_memory", lambda: 100_000)
+    with pytest.raises(ConformanceError) as raised:
+        check_formulation("oneclass", estimator=False)
+    report = raised.value.report
+    unrun = report.result("full_problem[rbf-clarabel]")
+    assert unrun.status == "could not run" and not report.passed
+    assert unrun.message.startswith(
+        "it would not fit in memory, so it was refused before anything was built (pass a "
+        "smaller X: the conformance suite needs no more than a few dozen points): cvxpy's DPP "
+        "path for the 'oneclass' formulation with N=30, Nz=30 would need about")
+    assert report.result("gradient[rbf-clarabel]").status == "passed"
+    declared = check_formulation("oneclass", estimator=False,
+                                 expected_skips={"full_problem": "a small test machine"})
+    assert declared.passed
+    assert declared.result("full_problem[rbf-clarabel]").status == "skipped"
+
+
+class Flat(Formulation):
+    """W(Z) = 0 for every Z (β = 0 is optimal): no gradient check can judge it."""
+
+    name = "flat"
+
+    def declare(self, out):  # type: ignore[no-untyped-def]
+        return Declaration(cp.Minimize(cp.sum_squares(out.f) + out.norm_w2))
+
+
+def test_a_gradient_that_is_zero_everywhere_could_not_be_checked() -> None:
+    with pytest.raises(ConformanceError) as raised:
+        check_formulation(Flat())
+    report = raised.value.report
+    gradient = report.result("gradient[rbf-clarabel]")
+    assert gradient.status == "could not run"
+    assert "are both zero here" in gradient.message
+    assert "cannot tell a right gradient from a wrong one" in gradient.message
+    assert report.result("full_problem[rbf-clarabel]").status == "passed"
+    assert report.result("estimator").status == "not applicable"  # Flat names no estimator
+    assert check_formulation(Flat(), expected_skips={"gradient": "W is 0 for every Z"}).passed
+
+
+def test_finite_differences_too_noisy_to_judge_could_not_run(monkeypatch) -> None:
+    import dataclasses
+
+    import sparsify.testing as testing
+
+    real = testing.check_gradient
+
+    def noisy(*args, **kwargs):  # type: ignore[no-untyped-def]
+        return dataclasses.replace(real(*args, **kwargs), fd_error=1e-3, noise=1e-4)
+
+    monkeypatch.setattr(testing, "check_gradient", noisy)
+    report = check_formulation("oneclass", estimator=False,
+                               expected_skips={"gradient": "W is noisy at this data"})
+    skipped = report.result("gradient[rbf-clarabel]")
+    assert report.passed and skipped.status == "skipped"
+    assert skipped.message.startswith("the finite differences of W are not accurate enough to "
+                                      "judge ∇W(Z) to tol 1e-06: their own error is estimated "
+                                      "at 1.00e-03")
+    assert skipped.message.endswith("(declared: W is noisy at this data)")
+
+
+def test_a_solver_that_is_not_installed_could_not_run(monkeypatch) -> None:
+    from sparsify.solvers import SolverBackend
+
+    real = SolverBackend.available
+    monkeypatch.setattr(SolverBackend, "available",
+                        lambda self: self.name != "ecos" and real(self))
+    with pytest.raises(ConformanceError, match=r"could not run 2 of 6") as raised:
+        check_formulation("oneclass", solvers=("ecos",), estimator=False)
+    for name in ("full_problem[rbf-ecos]", "gradient[rbf-ecos]"):
+        result = raised.value.report.result(name)
+        assert result.status == "could not run"
+        assert result.message.startswith("the solver 'ecos' is not installed; nothing was tested")
+
+
+def test_a_declared_check_that_fails_says_so() -> None:
+    with pytest.raises(ConformanceError) as raised:
+        check_formulation(WrongValue(), estimator=False,
+                          expected_skips={"own_value": "the reference is slow"})
+    failed = raised.value.report.result("own_value[rbf]")
+    assert failed.status == "failed"
+    assert failed.message.endswith("(expected_skips declared that it would not run, 'the "
+                                   "reference is slow', but it ran and failed.)")
+
+
+def test_a_check_run_alone_after_a_broken_declaration_fails() -> None:
+    checks = {c.name: c for c in formulation_checks(NotDCP(), estimator=False)}
+    result = checks["gradient[rbf-clarabel]"].run()  # run() returns, it does not raise
+    assert result.status == "failed"
+    assert result.message.startswith("Conformance check 'gradient[rbf-clarabel]' of the "
+                                     "'broken_not_dcp' formulation failed: its problem cannot "
+                                     "be built: The 'broken_not_dcp' formulation is not DCP")
+    with pytest.raises(AssertionError, match=r"To fix: see the 'declaration' check\.$"):
+        checks["full_problem[rbf-clarabel]"]()
+
+
+_PLUGIN_TESTS = """
+import pytest
+import sparsify.testing
+from sparsify.solvers import Unsolved
+from sparsify.testing import parametrize_formulation_checks
+
+def fail(problem, chain, tol):
+    raise Unsolved([(backend, "user_limit") for backend in chain], None)
+
+sparsify.testing.solve_problem = fail  # the direct full problem cannot be solved
+
+@parametrize_formulation_checks("oneclass", estimator=False, kernels=("rbf", "poly"),
+                                expected_skips={"full_problem[poly-*]": "known",
+                                                "gradient[poly-clarabel]": "stale"})
+def test_conformance(check):
+    check()
+"""
+
+
+@pytest.mark.slow
+def test_under_pytest_itself(tmp_path) -> None:
+    # about 3 s: a pytest run in a subprocess, on a plugin's test file
+    import subprocess
+    import sys
+
+    (tmp_path / "test_plugin.py").write_text(_PLUGIN_TESTS)
+    run = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-rfsw", "-p", "no:cacheprovider",
+         "test_plugin.py"], cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    out = run.stdout
+    assert run.returncode == 1, out
+    # undeclared: a failure; declared: skipped with the reason; not applicable: skipped (the
+    # four own_* checks and the estimator); a stale declaration: passed, with a warning
+    assert "FAILED test_plugin.py::test_conformance[full_problem[rbf-clarabel]]" in out
+    assert re.search(r"SKIPPED \[1\] .*skipped: the direct full problem could not be solved "
+                     r".*\(declared: known\)", out), out
+    assert re.search(r"SKIPPED \[4\] .*not applicable: the formulation supplies no W", out), out
+    assert re.search(r"SKIPPED \[1\] .*not applicable: estimator=False", out), out
+    assert "gradient[poly-clarabel] of the 'oneclass' formulation was declared in " \
+           "expected_skips ('stale') but ran and passed; remove the declaration." in out
+    assert "1 failed, 3 passed, 6 skipped, 1 warning" in out, out
 
 
 # --------------------------------------------------------------------------- broken plugins

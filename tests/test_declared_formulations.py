@@ -59,10 +59,13 @@ def test_the_module_doctests_pass() -> None:
 def test_registering_the_module_makes_every_formulation_a_name(monkeypatch) -> None:
     monkeypatch.setattr(get_registry(), "entries",
                         {kind: dict(entries) for kind, entries in get_registry().entries.items()})
-    sparsify.register_plugin(declared, name="declared_formulations")
-    names = get_registry().names("formulation")
-    assert set(FORMULATIONS) <= set(names)
-    assert isinstance(make_formulation("quantile", tau=0.9), declared.QuantileRegression)
+    sparsify.register_plugin(declared, name="declared_formulations_test")
+    try:
+        names = get_registry().names("formulation")
+        assert set(FORMULATIONS) <= set(names)
+        assert isinstance(make_formulation("quantile", tau=0.9), declared.QuantileRegression)
+    finally:  # the registry's entries are restored by monkeypatch, pluggy's plugin here
+        get_registry().manager.unregister(name="declared_formulations_test")
 
 
 @pytest.mark.parametrize("kernel", ["rbf", "rbf+linear"])

@@ -149,7 +149,8 @@ def test_it_passes_the_conformance_suite(in_python) -> None:
         "declaration": "passed",
         "full_problem[rbf-clarabel]": "passed", "gradient[rbf-clarabel]": "passed",
         "full_problem[rbf-osqp]": "passed", "gradient[rbf-osqp]": "passed",
-        "own_value[rbf]": "not applicable", "own_gradient[rbf]": "not applicable",  # no W of its own
+        # no W of its own
+        "own_value[rbf]": "not applicable", "own_gradient[rbf]": "not applicable",
         "estimator": "passed",
     }
     gradient = next(c for c in r["checks"] if c["name"] == "gradient[rbf-clarabel]")

@@ -52,3 +52,4 @@ def test_declared_formulations_join_the_table(tmp_path: Path, monkeypatch) -> No
     assert {("svr", "auto"), ("mpm", "auto")} <= {(r["formulation"], r["solver"])
                                                   for r in rows if r["status"] == "ok"}
     assert "| stated accuracy | met |" in (out / "gradient_accuracy.md").read_text()
+    registry.manager.unregister(name="declared_formulations")  # pluggy's side of the registry

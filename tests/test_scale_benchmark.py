@@ -20,7 +20,7 @@ def test_quick_run_writes_every_part(tmp_path: Path) -> None:
     # two sets × one size × (SLMC, Nystroem at M and 5 M), each measured
     assert len(timing) == 2 * 3 and all(r["error"] and not r.get("note") for r in timing)
     assert {r["method"] for r in rows if r["part"] == "value"} == {"SLMC", "Nystroem", "SVGP"}
-    assert [r["note"] for r in rows if r["method"] == "SVGP"][0] == "not run (no --gp-python)"
+    assert next(r["note"] for r in rows if r["method"] == "SVGP") == "not run (no --gp-python)"
     text = (out / "scale.md").read_text()
     assert "## Fit time against N" in text and "Every fit succeeds: met." in text
     assert not list(out.glob("*.tmp"))
