@@ -58,6 +58,7 @@ from sparsify.marginal import (
     link_gradient,
     whitening,
 )
+from sparsify.memory import check_memory
 
 Array = NDArray[np.float64]
 #: α, β, b and, from the active-set solve, its partition (bound, free masks)
@@ -350,6 +351,11 @@ class SVMDualMarginal(Marginal):
         self.kernel = kernel
         self.n_expansion = int(n_expansion)
         self.tol = float(tol)
+        # an evaluation holds K_XZ and B (N × Nz each) and, briefly, one more N × Nz product
+        N, d = self.X.shape
+        check_memory(8 * N * (3 * self.n_expansion + d + 8),
+                     f"The SVM fast path with N={N}, Nz={self.n_expansion}",
+                     "Use fewer XVs or a subsample of the training points.")
         # the previous solution's α and b: the warm start (α and b do not depend on
         # the whitened basis, which is K_ZZ's eigenvectors, new at each evaluation)
         self._last: tuple[Array, float] | None = None

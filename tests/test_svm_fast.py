@@ -17,6 +17,7 @@ from sparsify_plugins.svm_fast import SVMDualMarginal, _interior_point, _warm_ac
 
 from sparsify import CvxpyMarginal, Declaration, SparseSVC
 from sparsify.datasets import load_banana
+from sparsify.errors import MemoryEstimateError
 from sparsify.gradcheck import check_gradient, random_problem
 from sparsify.kernels import make_kernel
 from sparsify.optimize import initial_expansion_vectors
@@ -549,3 +550,13 @@ def test_points_held_out_of_the_polish_are_checked_and_brought_in(monkeypatch) -
     np.testing.assert_array_equal(settled[3], upper)
     assert settled[2] == pytest.approx(b, abs=1e-7)
     assert ev.value == pytest.approx(generic.evaluate(Z).value, rel=1e-6)
+
+
+def test_memory_is_estimated_before_any_kernel_block(monkeypatch) -> None:
+    import sparsify.memory
+
+    monkeypatch.setattr(sparsify.memory, "available_memory", lambda: 10_000)
+    X, y = random_problem(200, 2)
+    with pytest.raises(MemoryEstimateError, match=r"The SVM fast path with N=200, Nz=10 would "
+                       r"need about .* GiB; .* GiB are available\. Use fewer XVs"):
+        SVMDualMarginal(1.0, X, y, make_kernel("rbf", X), 10)
