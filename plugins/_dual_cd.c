@@ -63,14 +63,16 @@ dot(const double *a, const double *b, Py_ssize_t n)
 /*
  * Coordinate descent on the dual of the proximal subproblem at bias b until the
  * projected gradients span at most eps on every point (LIBLINEAR's test), with
- * shrinking. alpha, u and s = y^T alpha are updated in place; *epochs counts the
+ * shrinking. sigma >= 1 scales the quadratic term of each step and the updates of
+ * u and s: CoCoA+'s local subproblem of one row block among sigma (Ma et al. 2015),
+ * where u and s start from the sums over every block; 1 on a single machine. alpha, u and s = y^T alpha are updated in place; *epochs counts the
  * passes. Returns CONVERGED or BUDGET (max_epochs reached).
  */
 static int
 inner(const double *B, const double *y, const double *C, const double *Qd,
       Py_ssize_t N, Py_ssize_t nz, double *alpha, double *u, double *s, double b,
-      double rho, double eps, Py_ssize_t *index, uint64_t *state, Py_ssize_t *epochs,
-      Py_ssize_t max_epochs)
+      double rho, double sigma, double eps, Py_ssize_t *index, uint64_t *state,
+      Py_ssize_t *epochs, Py_ssize_t max_epochs)
 {
     Py_ssize_t active = N;
     double pg_max_old = INFINITY, pg_min_old = -INFINITY;
@@ -121,13 +123,13 @@ inner(const double *B, const double *y, const double *C, const double *Qd,
                 pg_min = PG;
             }
             if (fabs(PG) > 1e-12) {
-                double a = alpha[i] - G / Qd[i];
+                double a = alpha[i] - G / (sigma * Qd[i]);
                 a = a < 0.0 ? 0.0 : (a > C[i] ? C[i] : a);
                 double d = a - alpha[i];
                 alpha[i] = a;
-                *s += d * y[i];
+                *s += sigma * d * y[i];
                 for (Py_ssize_t c = 0; c < nz; c++) {
-                    u[c] += d * row[c];
+                    u[c] += sigma * d * row[c];
                 }
             }
         }
@@ -183,7 +185,7 @@ dual_cd(const double *B, const double *y, const double *C, Py_ssize_t N, Py_ssiz
     *steps = 0;
     status = BUDGET;
     while (*epochs < max_epochs) {
-        if (inner(B, y, C, Qd, N, nz, alpha, u, &s, *b, rho, eps, index, &state, epochs,
+        if (inner(B, y, C, Qd, N, nz, alpha, u, &s, *b, rho, 1.0, eps, index, &state, epochs,
                   max_epochs) != CONVERGED) {
             break;
         }
@@ -196,6 +198,35 @@ dual_cd(const double *B, const double *y, const double *C, Py_ssize_t N, Py_ssiz
         }
     }
 done:
+    free(Qd);
+    free(index);
+    return status;
+}
+
+/*
+ * One round of CoCoA+ on a row block: `inner` at fixed b for at most max_epochs
+ * passes with the quadratic scaled by sigma, from the global u and s (sums over
+ * every block). alpha is updated in place; u and s come back as the local view,
+ * so the block's true change is (u_out - u_in) / sigma. Returns CONVERGED when the
+ * block's projected gradients (in that local view) span at most eps.
+ */
+static int
+local_cd(const double *B, const double *y, const double *C, Py_ssize_t N, Py_ssize_t nz,
+         double *alpha, double *u, double *s, double b, double rho, double sigma, double eps,
+         Py_ssize_t max_epochs, uint64_t seed, Py_ssize_t *epochs)
+{
+    double *Qd = (double *)malloc((size_t)(N > 0 ? N : 1) * sizeof(double));
+    Py_ssize_t *index = (Py_ssize_t *)malloc((size_t)(N > 0 ? N : 1) * sizeof(Py_ssize_t));
+    int status = NO_MEMORY;
+    if (Qd != NULL && index != NULL) {
+        uint64_t state = seed;
+        for (Py_ssize_t i = 0; i < N; i++) {
+            Qd[i] = dot(B + i * nz, B + i * nz, nz) + rho;
+        }
+        *epochs = 0;
+        status = inner(B, y, C, Qd, N, nz, alpha, u, s, b, rho, sigma, eps, index, &state,
+                       epochs, max_epochs);
+    }
     free(Qd);
     free(index);
     return status;
@@ -273,8 +304,80 @@ done:
     return result;
 }
 
+PyDoc_STRVAR(local_cd_doc,
+"local_cd(B, y, C, alpha, u, s, b, rho, sigma, eps, max_epochs, seed) -> (converged, s, epochs)\n\n"
+"One CoCoA+ round of dual coordinate descent on a row block of the SVM with a free bias:\n"
+"B (n, Nz), y, C, alpha (n,) float64 as for dual_cd (alpha updated in place); u (Nz,) the\n"
+"sum of alpha_i B_i over every block and s that of alpha_i y_i, both updated in place to the\n"
+"block's local view (its true change is the difference divided by sigma >= 1, the number\n"
+"of blocks); b the bias of this round, rho > 0 its proximal weight. Returns whether the\n"
+"block's projected gradients span at most eps, s, and the passes made (<= max_epochs).");
+
+static PyObject *
+py_local_cd(PyObject *self, PyObject *args)
+{
+    static const char function[] = "local_cd";
+    PyObject *oB, *oy, *oC, *oalpha, *ou, *result = NULL;
+    const double *B, *y, *C;
+    double *alpha, *u, s, b, rho, sigma, eps;
+    Py_ssize_t max_epochs, N, nz, epochs = 0;
+    unsigned long long seed;
+    Held held = {.held = 0};
+    if (!PyArg_ParseTuple(args, "OOOOOdddddnK:local_cd", &oB, &oy, &oC, &oalpha, &ou, &s, &b,
+                          &rho, &sigma, &eps, &max_epochs, &seed)) {
+        return NULL;
+    }
+    if (!(rho > 0.0) || !isfinite(rho) || !(sigma >= 1.0) || !isfinite(sigma)
+        || !(eps > 0.0) || !isfinite(b) || !isfinite(s)) {
+        PyErr_Format(PyExc_ValueError,
+                     "The arguments of %s must have rho > 0, sigma >= 1, eps > 0 and finite s "
+                     "and b. Got rho = %R, sigma = %R, eps = %R, s = %R, b = %R instead.",
+                     function, PyTuple_GET_ITEM(args, 7), PyTuple_GET_ITEM(args, 8),
+                     PyTuple_GET_ITEM(args, 9), PyTuple_GET_ITEM(args, 5),
+                     PyTuple_GET_ITEM(args, 6));
+        return NULL;
+    }
+    if ((B = take(&held, function, oB, "B", 'd', 0, 2, -1, -1, "(n, Nz)")) == NULL) {
+        goto done;
+    }
+    N = last_shape(&held)[0];
+    nz = last_shape(&held)[1];
+    if ((y = take(&held, function, oy, "y", 'd', 0, 1, N, -1, NULL)) == NULL
+        || (C = take(&held, function, oC, "C", 'd', 0, 1, N, -1, NULL)) == NULL
+        || (alpha = take(&held, function, oalpha, "alpha", 'd', 1, 1, N, -1, NULL)) == NULL
+        || (u = take(&held, function, ou, "u", 'd', 1, 1, nz, -1, NULL)) == NULL) {
+        goto done;
+    }
+    for (Py_ssize_t i = 0; i < N; i++) {
+        if (!(alpha[i] >= 0.0 && alpha[i] <= C[i])) {
+            PyErr_Format(PyExc_ValueError,
+                         "The start alpha of %s must lie in [0, C_i] for every point. "
+                         "Got alpha[%zd] outside it instead.", function, i);
+            goto done;
+        }
+    }
+    int status;
+    Py_BEGIN_ALLOW_THREADS
+    status = local_cd(B, y, C, N, nz, alpha, u, &s, b, rho, sigma, eps, max_epochs,
+                      (uint64_t)seed, &epochs);
+    Py_END_ALLOW_THREADS
+    if (status == NO_MEMORY) {
+        PyErr_Format(PyExc_MemoryError,
+                     "The SVM's distributed coordinate descent could not allocate its work "
+                     "arrays (%zd MB for a block of %zd points). Use smaller row blocks.",
+                     (Py_ssize_t)(16.0 * (double)N / 1e6 + 1.0), N);
+    }
+    else {
+        result = Py_BuildValue("(Odn)", status == CONVERGED ? Py_True : Py_False, s, epochs);
+    }
+done:
+    release_all(&held);
+    return result;
+}
+
 static PyMethodDef methods[] = {
     {"dual_cd", py_dual_cd, METH_VARARGS, dual_cd_doc},
+    {"local_cd", py_local_cd, METH_VARARGS, local_cd_doc},
     {NULL, NULL, 0, NULL},
 };
 

@@ -809,7 +809,19 @@ class SparseSVC(SparseKernelClassifier):
         Returns
         -------
         self
+
+        Notes
+        -----
+        With X and y dask arrays (or a dask DataFrame and Series) and a
+        ``dask.distributed`` Client, the rows stay on the workers and each
+        evaluation of W(Z) is a map over their row blocks
+        (`sparsify_plugins.svm_distributed`; docs/scale-out.md).
         """
+        from sparsify_plugins.svm_distributed import fit_distributed, is_dask_collection
+
+        if is_dask_collection(X) or is_dask_collection(y):
+            self._validate_params()
+            return fit_distributed(self, X, y, sample_weight)  # type: ignore[no-any-return]
         return self._fit(X, y, sample_weight)  # type: ignore[return-value]
 
     def _check_proba(self) -> bool:

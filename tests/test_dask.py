@@ -6,9 +6,7 @@ jobs onto a Dask cluster; the models must be the same as with joblib's default b
 
 from __future__ import annotations
 
-import logging
 import re
-from collections.abc import Iterator
 from typing import Any
 
 import joblib
@@ -20,38 +18,6 @@ from sklearn.model_selection import GridSearchCV
 from sparsify import SparseSVC
 
 distributed = pytest.importorskip("distributed", reason="needs dask[distributed]")
-
-
-def _network_cause(exc: BaseException) -> BaseException | None:
-    """The socket error or timeout behind a failed cluster start, if that is what it was."""
-    seen: BaseException | None = exc
-    while seen is not None:
-        if isinstance(seen, OSError | TimeoutError):
-            return seen
-        seen = seen.__cause__ or seen.__context__
-    return None
-
-
-@pytest.fixture(scope="module")
-def client() -> Iterator[Any]:
-    """A scheduler and two single-threaded workers talking TCP on 127.0.0.1; closed afterwards.
-
-    The workers are threads of this process (``processes=False``): every task still goes
-    through the scheduler over TCP as a pickle, but no interpreter has to start and import
-    sparsify, which keeps the test to a few seconds.
-    """
-    try:
-        cluster = distributed.LocalCluster(
-            n_workers=2, threads_per_worker=1, processes=False, protocol="tcp",
-            host="127.0.0.1", dashboard_address=None, silence_logs=logging.ERROR,
-        )
-    except Exception as exc:  # only a network failure is a reason to skip; the rest fails
-        cause = _network_cause(exc)
-        if cause is None:
-            raise
-        pytest.skip(f"dask.distributed cannot start a LocalCluster on 127.0.0.1: {cause!r}")
-    with cluster, distributed.Client(cluster) as dask_client:
-        yield dask_client
 
 
 def _on_dask(client: Any, fit: Any) -> tuple[Any, list[dict[str, Any]]]:

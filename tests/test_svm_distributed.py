@@ -1,0 +1,144 @@
+"""The SVM formulation's W(Z) and ∇W(Z) over row blocks on a local Dask cluster.
+
+The distributed evaluation must be the in-memory fast path's (`SVMDualMarginal`) to the
+KKT tolerance both stop at, with the N-sized work done on the workers and only Nz-sized
+objects and the polish's few rows coming back; a fit on dask collections must give the
+in-memory model.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+
+from sparsify import RBF, SparseSVC
+from sparsify.datasets import make_ringnorm
+from sparsify.marginal import diagonal_scale
+from sparsify.optimize import minimize_marginal
+
+distributed = pytest.importorskip("distributed", reason="needs dask[distributed]")
+da = pytest.importorskip("dask.array", reason="needs dask[array]")
+
+from sparsify_plugins.svm_distributed import (  # noqa: E402
+    DistributedSVMMarginal,
+    initial_rows,
+    make_blocks,
+)
+from sparsify_plugins.svm_fast import SVMDualMarginal  # noqa: E402
+
+N, NZ, C, GAMMA = 3000, 8, 1.0, 1.0 / 20
+
+
+@pytest.fixture(scope="module")
+def ringnorm() -> tuple[np.ndarray, np.ndarray]:
+    return make_ringnorm(N, random_state=0)
+
+
+@pytest.fixture(scope="module")
+def blocks(client: Any, ringnorm: tuple[np.ndarray, np.ndarray]) -> Any:
+    X, y = ringnorm
+    blocks = make_blocks(client, da.from_array(X, chunks=N // 4),
+                         da.from_array(y, chunks=N // 4), 1, C)
+    yield blocks
+    client.cancel(blocks)
+
+
+def _distributed(client: Any, blocks: Any, X: np.ndarray) -> DistributedSVMMarginal:
+    kernel = RBF(GAMMA)
+    return DistributedSVMMarginal(client, blocks, kernel, NZ, diagonal=diagonal_scale(kernel, X))
+
+
+def test_evaluation_equals_the_in_memory_fast_path(client: Any, blocks: Any,
+                                                   ringnorm: tuple[np.ndarray, np.ndarray]
+                                                   ) -> None:
+    X, y = ringnorm
+    remote = _distributed(client, blocks, X)
+    local = SVMDualMarginal(C, X, y, RBF(GAMMA), NZ)
+    rng = np.random.default_rng(0)
+    Z = X[rng.choice(N, NZ, replace=False)]
+    with distributed.get_task_stream(client) as stream:
+        for step in range(3):  # the second and third are warm-started from the first
+            Zk = Z + 0.05 * step * rng.standard_normal(Z.shape)
+            a, b = remote.evaluate(Zk), local.evaluate(Zk)
+            # both polish to the same KKT tolerance (1e-9) on the same whitened rows
+            assert a.value == pytest.approx(b.value, rel=1e-8)
+            np.testing.assert_allclose(a.grad, b.grad, rtol=1e-6, atol=1e-8 * np.abs(b.grad).max())
+            np.testing.assert_allclose(a.coef, b.coef, rtol=1e-6, atol=1e-8 * np.abs(b.coef).max())
+            assert float(a.intercept) == pytest.approx(float(b.intercept), abs=1e-7)
+            # Z, T, u and the polish's rows travel, never an N-vector
+            assert remote.received_bytes < 8 * N and remote.sent_bytes < 8 * N
+    workers = set(client.scheduler_info()["workers"])
+    for name, calls in (("_prepare", 3), ("_settle_rows", 3), ("_round", 1)):
+        ran = [t for t in stream.data if name in str(t["key"])]
+        assert len(ran) >= calls * len(blocks), name
+        assert {t["worker"] for t in ran} == workers, name
+
+
+def test_lbfgs_follows_the_in_memory_path(client: Any, blocks: Any,
+                                          ringnorm: tuple[np.ndarray, np.ndarray]) -> None:
+    X, y = ringnorm
+    Z0 = initial_rows(client, blocks, NZ, None, seed=1)
+    assert Z0.shape == (NZ, X.shape[1])
+    assert all((X == z).all(axis=1).any() for z in Z0)  # rows of the training data
+    remote = minimize_marginal(_distributed(client, blocks, X), Z0, max_iter=8)
+    local = minimize_marginal(SVMDualMarginal(C, X, y, RBF(GAMMA), NZ), Z0, max_iter=8)
+    assert remote.n_iter == local.n_iter
+    assert remote.evaluation.value == pytest.approx(local.evaluation.value, rel=1e-7)
+    np.testing.assert_allclose(remote.Z, local.Z, atol=1e-5)
+
+
+def test_balanced_initial_rows_deal_the_classes(client: Any, blocks: Any,
+                                                ringnorm: tuple[np.ndarray, np.ndarray]) -> None:
+    X, y = ringnorm
+    Z0 = initial_rows(client, blocks, 5, [-1, 1], seed=0)
+    labels = [int(y[(X == z).all(axis=1)][0]) for z in Z0]
+    assert sorted(labels) == [-1, -1, -1, 1, 1]
+    with pytest.raises(ValueError, match="n_expansion=5000 asks for 2500 XVs from class -1"):
+        initial_rows(client, blocks, 5000, [-1, 1], seed=0)
+
+
+def test_fit_on_dask_collections_matches_the_in_memory_fit(client: Any) -> None:
+    dd = pytest.importorskip("dask.dataframe", reason="needs dask[dataframe]")
+    pd = pytest.importorskip("pandas")
+    from sklearn.datasets import make_blobs
+    from sklearn.svm import SVC
+
+    X, y = make_blobs(1200, centers=3, cluster_std=1.0, random_state=2)
+    X, X_test, y, y_test = X[:600], X[600:], y[:600], y[600:]
+    params = dict(n_expansion=4, C=1.0, gamma=0.5, random_state=0, max_iter=15)
+    local = SparseSVC(**params).fit(X, y)
+    frame = dd.from_pandas(pd.DataFrame(X, columns=["a", "b"]), npartitions=3)
+    labels = dd.from_pandas(pd.Series(y), npartitions=3)
+    with distributed.get_task_stream(client) as stream:
+        remote = SparseSVC(**params).fit(frame, labels)
+    assert any("_prepare" in str(t["key"]) for t in stream.data)
+    np.testing.assert_array_equal(remote.classes_, local.classes_)
+    assert remote.expansion_vectors_.shape == (12, 2)
+    assert remote.expansion_coef_.shape == (3, 12)
+    assert remote.n_iter_.shape == (3,)
+    # the same problems from other initial rows: models as good as the full SVC's
+    full = SVC(C=1.0, gamma=0.5).fit(X, y).score(X_test, y_test)
+    assert remote.score(X_test, y_test) >= full - 0.02
+    assert local.score(X_test, y_test) >= full - 0.02
+
+
+@pytest.mark.parametrize("params, fit_kw, match", [
+    ({"n_expansion": 0.1}, {}, "a ratio n_expansion"),
+    ({"solver": "ecos"}, {}, "solver='ecos'"),
+    ({"probability": True}, {}, "probability=True"),
+    ({}, {"sample_weight": np.ones(40)}, "sample_weight"),
+])
+def test_refuses_what_the_distributed_path_lacks(client: Any, params: dict[str, Any],
+                                                 fit_kw: dict[str, Any], match: str) -> None:
+    X, y = make_ringnorm(40, random_state=0)
+    with pytest.raises(ValueError, match=match):
+        SparseSVC(**{"n_expansion": 4, **params}).fit(da.from_array(X, chunks=20),
+                                                      da.from_array(y, chunks=20), **fit_kw)
+
+
+def test_refuses_mixed_collections(client: Any) -> None:
+    X, y = make_ringnorm(40, random_state=0)
+    with pytest.raises(TypeError, match="y must be a dask array, DataFrame or Series"):
+        SparseSVC(n_expansion=4).fit(da.from_array(X, chunks=20), y)
