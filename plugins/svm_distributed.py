@@ -161,12 +161,6 @@ def _settle_rows(rows: _Rows, u: Array, b: float, Z: Array, beta: Array, kernel:
     return loss, grad
 
 
-def _release(rows: _Rows) -> int:
-    """Drop the block's kernel rows between fits; returns its number of points."""
-    rows.K_xz = rows.B = None
-    return len(rows.y)
-
-
 def _sample(rows: _Rows, label: Any, n: int, seed: int) -> tuple[Array, int]:
     """Up to ``n`` random rows of the block (of class ``label``, None for any) and their count."""
     index = np.arange(len(rows.y)) if label is None else np.flatnonzero(rows.labels == label)

@@ -11,12 +11,17 @@ import cvxpy as cp
 import numpy as np
 import pytest
 from sklearn.svm import SVC
-from sparsify_plugins import _active_set, _dual_cd
+from sparsify_plugins import _active_set, _dual_cd, svm_fast
 from sparsify_plugins.svm import SVM
-from sparsify_plugins.svm_fast import SVMDualMarginal, _interior_point, _warm_active_set
+from sparsify_plugins.svm_fast import (
+    SKIP_POLISH,
+    SVMDualMarginal,
+    _interior_point,
+    _warm_active_set,
+)
 
 from sparsify import CvxpyMarginal, Declaration, SparseSVC
-from sparsify.datasets import load_banana
+from sparsify.datasets import load_banana, make_checkerboard
 from sparsify.errors import MemoryEstimateError
 from sparsify.gradcheck import check_gradient, random_problem
 from sparsify.kernels import make_kernel
@@ -70,6 +75,32 @@ def test_warm_start_settles_small_steps_in_a_few_passes() -> None:
     assert (fast.n_active_set, fast.n_interior_point, fast.n_generic) == (2, 0, 0)
     assert fast.last_epochs < cold / 3  # warm-started from the last α and b
     assert second.value == pytest.approx(first.value, rel=1e-4)
+
+
+def test_after_a_failed_polish_the_interior_point_answers_directly(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Large C on a checkerboard: coordinate descent does not name the partition, the polish
+    fails, and the next evaluations go to the interior point without trying it again; every
+    answer is still the generic path's."""
+    X, y = make_checkerboard(500, random_state=0)
+    kernel = make_kernel("rbf", X, gamma=1.12)
+    fast, generic = _pair(X, y, kernel, 4, 1000.0)
+    Z = initial_expansion_vectors(X, 4, "random", 0)
+    calls = []
+    monkeypatch.setattr(svm_fast, "dual_cd", lambda *a: calls.append(1) or _dual_cd.dual_cd(*a))
+    for step in range(SKIP_POLISH + 2):
+        ev = fast.evaluate(Z + 0.01 * step)
+        if step in (0, SKIP_POLISH // 2, SKIP_POLISH + 1):
+            ref = generic.evaluate(Z + 0.01 * step)
+            assert ev.value == pytest.approx(ref.value, rel=1e-6)
+            np.testing.assert_allclose(ev.grad, ref.grad, rtol=0,
+                                       atol=1e-5 * np.abs(ref.grad).max())
+        if step == SKIP_POLISH:  # the failed polish, then SKIP_POLISH straight to the IP
+            assert (fast.n_active_set, fast.n_interior_point) == (0, SKIP_POLISH + 1)
+            assert len(calls) == 1
+    # then coordinate descent and the polish are tried again
+    assert len(calls) == 2
+    assert fast.n_active_set + fast.n_interior_point == SKIP_POLISH + 2 and fast.n_generic == 0
 
 
 def test_xvs_on_all_points_give_the_full_svm() -> None:
@@ -412,7 +443,7 @@ def test_compiled_helpers_check_indices_and_counts() -> None:
 
 _OUT_OF_MEMORY = """
 import resource, numpy as np
-from sparsify_plugins import _active_set, _dual_cd
+from sparsify_plugins import _active_set, _dual_cd, svm_fast
 N, nz = 200_000, 50
 K = np.eye(nz)
 args = (np.ones((N, nz)), np.ones(N), K, K, K, np.ones(N), np.zeros(N),
