@@ -31,6 +31,7 @@ fast path to its KKT tolerance (`tests/test_svm_distributed.py`).
 
 from __future__ import annotations
 
+import secrets
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -61,6 +62,12 @@ BAND = 0.02
 JOIN = 256
 #: The proximal weight of the bias steps, as `SVMDualMarginal` uses.
 RHO = 1.0
+#: An evaluation starts over at most this many times after losing blocks with their workers.
+MAX_LOSSES = 3
+
+
+class _BlockLost(Exception):
+    """A block's worker left, or the block was recomputed, during an evaluation."""
 
 
 @dataclass
@@ -74,9 +81,17 @@ class _Rows:
     alpha: Array = field(default_factory=lambda: np.zeros(0))
     K_xz: Array | None = None
     B: Array | None = None
+    #: new each time Dask (re)computes the block: a block recomputed after its worker was
+    #: lost starts again from α = 0, which the driver must know
+    token: int = field(default_factory=lambda: secrets.randbits(62))
 
 
 # -- the tasks that run on the workers (module level, so Dask can ship them) -------------
+
+def _on_block(fn: Any, rows: _Rows, *args: Any) -> tuple[int, Any]:
+    """``fn(rows, *args)`` and the block's token, so the driver sees a recomputed block."""
+    return rows.token, fn(rows, *args)
+
 
 def _make_rows(X: Any, labels: Any, positive: Any, C: float, weights: dict[Any, float]
                ) -> _Rows:
@@ -242,6 +257,8 @@ class DistributedSVMMarginal(Marginal):
         self.cd_eps, self.local_epochs, self.max_rounds = 1e-3, 5, 10
         self.max_polish_rounds = 200
         self._b, self._warm = 0.0, False
+        self._tokens: list[int] = []
+        self.poll_seconds = 2.0  # how often a waiting evaluation checks its blocks' workers
         self.sent_bytes = self.received_bytes = 0
         self.n_rounds = self.n_polish_rows = 0
 
@@ -264,18 +281,71 @@ class DistributedSVMMarginal(Marginal):
 
     def _map(self, fn: Any, *args: Any, per_block: list[tuple[Any, ...]] | None = None
              ) -> list[Any]:
-        """``fn(block, *args, *per_block[k])`` on each block's own worker; the results."""
-        futures = [self.client.submit(fn, block, *args, *(per_block[k] if per_block else ()),
-                                      workers=where, allow_other_workers=False, pure=False)
+        """``fn(block, *args, *per_block[k])`` on each block's own worker; the results.
+
+        Raises `_BlockLost` where a block's worker left the cluster (its tasks are
+        pinned to it and would wait forever) or where a block was recomputed since
+        this evaluation's `_prepare` (its α is back at zero).
+        """
+        from distributed import wait
+
+        # keys named after fn, so the dashboard's task stream says what ran where
+        futures = [self.client.submit(_on_block, fn, block,
+                                      *args, *(per_block[k] if per_block else ()),
+                                      key=f"{fn.__name__}-{secrets.token_hex(8)}",
+                                      workers=where, allow_other_workers=False)
                    for k, (block, where) in enumerate(zip(self.blocks, self._where,
                                                           strict=True))]
+        while True:
+            try:
+                wait(futures, timeout=self.poll_seconds)
+                break
+            except TimeoutError:
+                if self._relocate():
+                    self.client.cancel(futures)
+                    raise _BlockLost from None
         results = self.client.gather(futures)
+        tokens = [token for token, _ in results]
+        if fn is _prepare:
+            self._tokens = tokens
+        elif tokens != self._tokens:
+            raise _BlockLost
+        results = [result for _, result in results]
         self.sent_bytes += len(self.blocks) * _nbytes(args) + _nbytes(per_block or ())
         self.received_bytes += _nbytes(results)
         return results
 
+    def _relocate(self) -> bool:
+        """Whether a block left the worker its tasks are pinned to; if so, find it again.
+
+        A block whose worker was lost is recomputed by Dask from its inputs (an
+        unpinned task asks for it), on any worker.
+        """
+        who = self.client.who_has(self.blocks)
+        moved = [k for k, block in enumerate(self.blocks)
+                 if not self._where[k] or self._where[k][0] not in who.get(block.key, ())]
+        if not moved:
+            return False
+        self.client.gather([self.client.submit(_shape, self.blocks[k], pure=False)
+                            for k in moved])
+        who = self.client.who_has(self.blocks)
+        self._where = [list(who[block.key])[:1] or None for block in self.blocks]
+        return True
+
     def evaluate(self, Z: Array, grad: bool = True) -> Evaluation:
         Z = check_expansion_vectors(Z, self.n_expansion, self.n_features, "svm")
+        for _ in range(MAX_LOSSES):
+            try:
+                return self._evaluate(Z, grad)
+            except _BlockLost:
+                # a block is back at α = 0: the next try starts with coordinate descent
+                self._warm = False
+        raise SolverError(
+            f"The distributed SVM solver lost row blocks {MAX_LOSSES} times in one evaluation "
+            "(workers left the cluster; formulation 'svm'). Check the workers' logs (memory "
+            "limits, preemption) and fit again.")
+
+    def _evaluate(self, Z: Array, grad: bool) -> Evaluation:
         self.sent_bytes = self.received_bytes = 0
         K_zz = self.kernel(Z, Z)
         T = whitening(K_zz + self.jitter * np.eye(len(Z)))

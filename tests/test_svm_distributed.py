@@ -155,3 +155,30 @@ def test_the_scale_out_page_recipe_runs() -> None:
     assert clf.expansion_vectors_.shape == (50, 20)
     # ringnorm's Bayes error is about 1.3 %
     assert 1 - clf.score(namespace["X_test"], namespace["y_test"]) < 0.025
+
+
+def test_a_lost_worker_costs_a_restart_not_the_answer() -> None:
+    """Closing a worker mid-fit: its blocks are recomputed elsewhere from their inputs (α back at
+    zero), the evaluation starts over on them and still gives the in-memory answer."""
+    import logging
+
+    X, y = make_ringnorm(2000, random_state=0)
+    kernel = RBF(GAMMA)
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
+                                  dashboard_address=None, silence_logs=logging.ERROR) as cluster, \
+            distributed.Client(cluster) as client:
+        blocks = make_blocks(client, da.from_array(X, chunks=500), da.from_array(y, chunks=500),
+                             1, C)
+        remote = DistributedSVMMarginal(client, blocks, kernel, 6,
+                                        diagonal=diagonal_scale(kernel, X))
+        remote.poll_seconds = 0.2
+        local = SVMDualMarginal(C, X, y, kernel, 6)
+        Z = X[:6]
+        assert remote.evaluate(Z).value == pytest.approx(local.evaluate(Z).value, rel=1e-8)
+        worker = next(iter(cluster.workers.values()))
+        client.sync(worker.close)
+        a, b = remote.evaluate(Z + 0.01), local.evaluate(Z + 0.01)
+        assert a.value == pytest.approx(b.value, rel=1e-8)
+        np.testing.assert_allclose(a.grad, b.grad, rtol=1e-6, atol=1e-8 * np.abs(b.grad).max())
+        assert remote.n_rounds > 0  # started over with coordinate descent
+        assert {where[0] for where in remote._where} == set(client.scheduler_info()["workers"])
