@@ -189,11 +189,21 @@ def run_synthetic(args: argparse.Namespace, part: str, params: dict[str, tuple[f
     for kind in ("ringnorm", "checkerboard"):
         C, gamma = params[kind]
         for m in ms:
+            timed_out = None  # the N at which SLMC ran over the timeout: larger N would too
             for n in ns:
                 spec = (kind, n, args.test_n, args.seed)
                 base = {"part": part, "set": kind, "N": n, "C": C, "gamma": gamma}
-                rows.append({**base, **_fresh(args.timeout, _fit, "SLMC", spec, m, C, gamma,
-                                                  args.seed)})
+                limit = args.limit.get(kind)
+                if limit is not None and n > limit:
+                    rows.append({**base, "note": f"not run: above --limit {kind}={limit}"})
+                elif timed_out is None:
+                    rows.append({**base, **_fresh(args.timeout, _fit, "SLMC", spec, m, C, gamma,
+                                                      args.seed)})
+                    if str(rows[-1].get("note", "")).startswith("over"):
+                        timed_out = n
+                else:
+                    rows.append({**base, "note": f"not run: over {args.timeout:.0f} s at "
+                                                 f"N = {timed_out}"})
                 rows[-1].setdefault("method", "SLMC")
                 rows[-1].setdefault("M", m)
                 for mm in (m, 5 * m):
@@ -209,7 +219,7 @@ def run_synthetic(args: argparse.Namespace, part: str, params: dict[str, tuple[f
                 if svgp:
                     rows.append({**base, **_svgp(args.gp_python, spec, m, gamma,
                                                  args.gp_epochs, args.seed, args.timeout)})
-                for row in rows[-4:]:
+                for row in rows[-(3 + svgp):]:
                     print(f"[scale] {row}", flush=True)
     return rows
 
@@ -249,6 +259,13 @@ def _cell(r: dict[str, Any]) -> str:
         return r["note"]
     return (f"{100 * r['error']:.2f} % | {r['seconds']:.1f} s | "
             + (f"{r['peak_mb']:.0f} MB" if "peak_mb" in r else "—"))
+
+
+def _get(rows: list[dict[str, Any]], kind: str, n: int, method: str, m: int
+         ) -> dict[str, Any] | None:
+    hit = [r for r in rows if r["set"] == kind and r["N"] == n and r["method"] == method
+           and r.get("M") == m]
+    return hit[0] if hit else None
 
 
 def _find(rows: list[dict[str, Any]], kind: str, n: int, method: str, m: int) -> str:
@@ -319,14 +336,32 @@ def report(rows: list[dict[str, Any]], params: dict[str, tuple[float, float]],
                     cells = [_find(sel, kind, n, method, mm) for method, mm in
                              (("SLMC", m), ("Nystroem", m), ("Nystroem", 5 * m), ("SVGP", m))]
                     lines.append(f"| {n} | {m} | " + " | ".join(cells) + " |")
+            ms_here = sorted({r["M"] for r in sel if r["set"] == kind and r["method"] == "SLMC"})
             if part == "timing":
-                for m in sorted({r["M"] for r in sel if r["set"] == kind and r["method"] ==
-                                 "SLMC"}):
+                for m in ms_here:
                     slope = _slope(rows, kind, m, 100_000)
                     if slope is not None:
                         lines.append(f"\nSlope of log fit time against log N from N = 10⁵ on, "
                                      f"Nz = {m}: {slope:.2f} (target ≤ 1.15: "
                                      f"{'met' if slope <= 1.15 else 'not met'}).")
+                big = _get(sel, kind, 1_000_000, "SLMC", 200)
+                if big is not None:
+                    ok = "seconds" in big and big["seconds"] <= 900 and big["peak_mb"] <= 6144
+                    lines.append(f"\nN = 10⁶, Nz = 200: {_cell(big)}; target ≤ 15 min and "
+                                 f"≤ 6 GB: {'met' if ok else 'not met'}.")
+            else:
+                for n in sorted({r["N"] for r in sel if r["set"] == kind}):
+                    for m in ms_here:
+                        slmc = _get(sel, kind, n, "SLMC", m)
+                        peers = [_get(sel, kind, n, "Nystroem", 5 * m),
+                                 _get(sel, kind, n, "SVGP", m)]
+                        errs = [p["error"] for p in peers if p is not None and "error" in p]
+                        if slmc is not None and "error" in slmc and errs:
+                            ok = all(slmc["error"] < e for e in errs)
+                            lines.append(f"\nN = {n}, M = {m}: SLMC {100 * slmc['error']:.2f} % "
+                                         f"against {', '.join(f'{100 * e:.2f} %' for e in errs)} "
+                                         "(Nystroem 5 M, SVGP M); target below both: "
+                                         f"{'met' if ok else 'not met'}.")
             lines.append("")
     moons = [r for r in rows if r["part"] == "moons"]
     if moons:
@@ -362,8 +397,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--moons-nz", type=int, nargs="+", default=[10, 50, 100, 200, 500])
     parser.add_argument("--moons-seeds", type=int, default=5)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--limit", nargs="*", default=[], metavar="SET=N",
+                        help="largest N of the timing part for a set (e.g. checkerboard=30000)")
     parser.add_argument("--quick", action="store_true", help="tiny sizes (the smoke test)")
     args = parser.parse_args(argv)
+    try:
+        args.limit = {k: int(v) for k, v in (item.split("=") for item in args.limit)}
+    except ValueError:
+        parser.error(f"--limit takes SET=N items, e.g. checkerboard=30000; got {args.limit}")
     if "a9a" in args.parts and (args.data_dir is None
                                 or not (args.data_dir / "a9a" / "a9a.npz").is_file()):
         parser.error("the a9a part needs --data-dir with a9a/a9a.npz; leave it out with "
