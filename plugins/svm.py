@@ -16,6 +16,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from sklearn.utils._param_validation import Interval
 from sparsify_plugins.params import check_params
+from sparsify_plugins.svm_distributed import fit_distributed
 from sparsify_plugins.svm_fast import SVMDualMarginal
 
 from sparsify import Declaration, Formulation, Kernel, Marginal, Outputs, SparseSVC, hookimpl
@@ -57,6 +58,7 @@ class SVM(Formulation):
 
     name = "svm"
     estimator = SparseSVC
+    fit_distributed = staticmethod(fit_distributed)
 
     _parameter_constraints: ClassVar[dict[str, list[Any]]] = {
         "C": [Interval(Real, 0.0, None, closed="neither")],

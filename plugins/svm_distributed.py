@@ -538,11 +538,6 @@ def _as_dask_array(data: Any, name: str) -> Any:
     return data
 
 
-def is_dask_collection(data: Any) -> bool:
-    """Whether ``data`` is a dask collection (array, DataFrame, Series), without importing dask."""
-    return type(data).__module__.split(".")[0] in ("dask", "dask_expr")
-
-
 def fit_distributed(estimator: Any, X: Any, y: Any, sample_weight: Any = None) -> Any:
     """`SparseSVC.fit` on dask collections: the rows stay on the workers of the current client.
 

@@ -602,6 +602,11 @@ class SparseKernelClassifier(KernelMachineMixin, ClassifierMixin, BaseEstimator)
         return s / total  # type: ignore[no-any-return]
 
 
+def _is_dask_collection(data: Any) -> bool:
+    """Whether ``data`` is a dask collection (array, DataFrame, Series), without importing dask."""
+    return type(data).__module__.split(".")[0] in ("dask", "dask_expr")
+
+
 class SparseSVC(SparseKernelClassifier):
     """Sparse large margin classifier (SLMC): an SVM with exactly Nz optimised XVs.
 
@@ -814,14 +819,17 @@ class SparseSVC(SparseKernelClassifier):
         -----
         With X and y dask arrays (or a dask DataFrame and Series) and a
         ``dask.distributed`` Client, the rows stay on the workers and each
-        evaluation of W(Z) is a map over their row blocks
-        (`sparsify_plugins.svm_distributed`; docs/scale-out.md).
+        evaluation of W(Z) is a map over their row blocks (the formulation's
+        `Formulation.fit_distributed`; docs/scale-out.md).
         """
-        from sparsify_plugins.svm_distributed import fit_distributed, is_dask_collection
-
-        if is_dask_collection(X) or is_dask_collection(y):
+        if _is_dask_collection(X) or _is_dask_collection(y):
             self._validate_params()
-            return fit_distributed(self, X, y, sample_weight)  # type: ignore[no-any-return]
+            cls = type(make_formulation(self.formulation_name))
+            if cls.fit_distributed is None:
+                raise TypeError(f"{type(self).__name__} cannot fit on dask collections: the "
+                                f"{self.formulation_name!r} formulation has no distributed "
+                                "solver. Pass numpy arrays (X.compute()).")
+            return cls.fit_distributed(self, X, y, sample_weight)  # type: ignore[no-any-return]
         return self._fit(X, y, sample_weight)  # type: ignore[return-value]
 
     def _check_proba(self) -> bool:

@@ -10,6 +10,7 @@ formulation never sees β, Z or a kernel matrix and never writes gradient code.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -148,6 +149,12 @@ class Formulation(ABC):
         (``None``) stays its reference in the tests.
         """
         return None
+
+    #: Optional: ``fit_distributed(estimator, X, y, sample_weight)`` fits ``estimator``
+    #: (this formulation's estimator) on dask collections whose rows stay on the workers,
+    #: setting the fitted attributes of an in-memory fit. None: the estimator refuses dask
+    #: collections. The SVM's is `sparsify_plugins.svm_distributed.fit_distributed`.
+    fit_distributed: ClassVar[Callable[..., Any] | None] = None
 
     def __repr__(self) -> str:
         params = ", ".join(f"{k}={v!r}" for k, v in vars(self).items())

@@ -182,3 +182,12 @@ def test_a_lost_worker_costs_a_restart_not_the_answer() -> None:
         np.testing.assert_allclose(a.grad, b.grad, rtol=1e-6, atol=1e-8 * np.abs(b.grad).max())
         assert remote.n_rounds > 0  # started over with coordinate descent
         assert {where[0] for where in remote._where} == set(client.scheduler_info()["workers"])
+
+
+def test_an_estimator_whose_formulation_has_no_distributed_solver_refuses(client: Any) -> None:
+    class OtherSVC(SparseSVC):
+        formulation_name = "kfd"
+
+    X, y = make_ringnorm(40, random_state=0)
+    with pytest.raises(TypeError, match="the 'kfd' formulation has no distributed solver"):
+        OtherSVC(n_expansion=4).fit(da.from_array(X, chunks=20), da.from_array(y, chunks=20))
