@@ -407,32 +407,41 @@ def _clarabel(data: dict[str, Any], scale: float, options: dict[str, Any]
     status = _CLARABEL_STATUS.get(str(solution.status), f"error ({solution.status})")
     x, z = np.asarray(solution.x), np.asarray(solution.z)
     if status in (cp.OPTIMAL, cp.OPTIMAL_INACCURATE) and dims.soc:
-        x, z = _refine(data, scale, x, z, settings.tol_feas / 10)
+        x, z = _refine(_scs_problem(data, scale), x, z, settings.tol_feas / 10)
     return status, x, z
 
 
-def _refine(data: dict[str, Any], scale: float, x: Array, z: Array, eps: float
-            ) -> tuple[Array, Array]:
-    """Clarabel's answer on second-order cones, refined by SCS started from it.
-
-    An interior-point answer is accurate to ~√gap, not the gap, along directions
-    where the objective is nearly flat: on the minimax probability machine (a shift
-    of f common to both classes moves only ρ‖w‖²) Clarabel's gradients were off by
-    up to 2.7e-5 with W itself exact to 1e-11. SCS's first-order iterations from
-    that point drive the residuals themselves to ``eps`` (75 iterations at N = 40);
-    where they do not get there, Clarabel's answer stands.
-    """
-    import scs
+def _scs_problem(data: dict[str, Any], scale: float) -> tuple[dict[str, Any], dict[str, Any]]:
+    """SCS's problem and cones from the linked conic data of Clarabel or SCS."""
     from cvxpy.reductions.solvers.conic_solvers.scs_conif import dims_to_solver_dict
 
     cones = dims_to_solver_dict(data["dims"])
     cones["z"] = data["zero"]
-    problem = {"A": data["A"], "b": data["b"], "c": scale * data["c"], "P": scale * data["P"]}
+    problem = {"A": data["A"], "b": data["b"], "c": scale * data["c"]}
+    if data.get("P") is not None:
+        problem["P"] = scale * data["P"]
+    return problem, cones
+
+
+def _refine(scs_data: tuple[dict[str, Any], dict[str, Any]], x: Array, y: Array, eps: float
+            ) -> tuple[Array, Array]:
+    """An interior point's answer refined by SCS started from it (primal x, dual y).
+
+    An interior-point answer is accurate to ~√gap, not the gap, along directions
+    where the objective is nearly flat: on the minimax probability machine (a shift
+    of f common to both classes moves only ρ‖w‖²) Clarabel's gradients were off by
+    up to 2.7e-5 with W itself exact to 1e-11, ECOS's on kernel ridge by 2e-5. SCS's
+    first-order iterations from that point drive the residuals themselves to ``eps``
+    (75 iterations at N = 40); where they do not get there, the answer stands.
+    """
+    import scs
+
+    problem, cones = scs_data
     solver = scs.SCS(problem, cones, eps_abs=eps, eps_rel=eps, eps_infeas=eps,
                      max_iters=5000, verbose=False)
-    result = solver.solve(warm_start=True, x=x, y=z, s=data["b"] - data["A"] @ x)
+    result = solver.solve(warm_start=True, x=x, y=y, s=problem["b"] - problem["A"] @ x)
     if int(result["info"]["status_val"]) != 1:
-        return x, z
+        return x, y
     return np.asarray(result["x"]), np.asarray(result["y"])
 
 
@@ -451,7 +460,23 @@ def _ecos(data: dict[str, Any], scale: float, options: dict[str, Any]
                         dims_to_solver_dict(data["dims"]), data["A"], data["b"], **options)
     flag = int(result["info"]["exitFlag"])
     status = _ECOS_STATUS.get(flag, f"error (ECOS exit flag {flag})")
-    return status, np.asarray(result["x"]), np.asarray(result["y"])
+    x, y = np.asarray(result["x"]), np.asarray(result["y"])
+    if status in (cp.OPTIMAL, cp.OPTIMAL_INACCURATE):
+        # SCS takes the equalities and the cone rows stacked, with their duals; cvxpy gives
+        # ECOS each exponential cone's rows in the order (x, z, y), SCS in (x, y, z)
+        n_eq, dims = len(data["b"]), data["dims"]
+        order = np.arange(n_eq + len(data["h"]))
+        first = n_eq + dims.nonneg + sum(dims.soc)
+        for k in range(dims.exp):
+            order[first + 3 * k + 1], order[first + 3 * k + 2] = (first + 3 * k + 2,
+                                                                  first + 3 * k + 1)
+        A = sp.vstack([data["A"], data["G"]], format="csr")[order].tocsc()
+        problem, cones = _scs_problem({"A": A, "b": np.concatenate([data["b"], data["h"]])[order],
+                                       "c": data["c"], "dims": dims, "zero": n_eq}, scale)
+        x, y_all = _refine((problem, cones), x, np.concatenate([y, result["z"]])[order],
+                           float(options.get("feastol", 1e-8)) / 10)
+        y = y_all[:n_eq]
+    return status, x, y
 
 
 _SCS_STATUS = {1: cp.OPTIMAL, 2: cp.OPTIMAL_INACCURATE, -1: cp.UNBOUNDED,
@@ -461,12 +486,9 @@ _SCS_STATUS = {1: cp.OPTIMAL, 2: cp.OPTIMAL_INACCURATE, -1: cp.UNBOUNDED,
 def _scs(data: dict[str, Any], scale: float, options: dict[str, Any]
          ) -> tuple[str, Array | None, Array | None]:
     import scs
-    from cvxpy.reductions.solvers.conic_solvers.scs_conif import dims_to_solver_dict
 
-    cones = dims_to_solver_dict(data["dims"])
-    cones["z"] = data["zero"]
+    problem, cones = _scs_problem(data, scale)
     options.setdefault("verbose", False)
-    problem = {"A": data["A"], "b": data["b"], "c": scale * data["c"], "P": scale * data["P"]}
     result = scs.solve(problem, cones, **options)
     flag = int(result["info"]["status_val"])
     status = _SCS_STATUS.get(flag, f"error (SCS status {result['info']['status']})")
