@@ -65,7 +65,8 @@ dot(const double *a, const double *b, Py_ssize_t n)
  * projected gradients span at most eps on every point (LIBLINEAR's test), with
  * shrinking. sigma >= 1 scales the quadratic term of each step and the updates of
  * u and s: CoCoA+'s local subproblem of one row block among sigma (Ma et al. 2015),
- * where u and s start from the sums over every block; 1 on a single machine. alpha, u and s = y^T alpha are updated in place; *epochs counts the
+ * where u and s start from the sums over every block; 1 on a single machine.
+ * alpha, u and s = y^T alpha are updated in place; *epochs counts the
  * passes. Returns CONVERGED or BUDGET (max_epochs reached).
  */
 static int
