@@ -38,7 +38,7 @@ from typing import Any
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from performance import _peak_rss, _reset_peak_rss, _write_atomic, write_csv
+from performance import _peak_rss, _reset_peak_rss, _write_atomic, cpu_name, write_csv
 
 from sparsify import RBF
 from sparsify.datasets import make_ringnorm
@@ -166,8 +166,7 @@ def _fmt(value: Any) -> str:
 
 
 def report(rows: list[dict[str, Any]], args: argparse.Namespace, wall: float) -> str:
-    cpu = next((line.split(":", 1)[1].strip() for line in open("/proc/cpuinfo")
-                if line.startswith("model name")), platform.machine())
+    cpu = cpu_name()
     lines = ["# One problem across a Dask cluster", "",
              "Produced by `benchmarks/dask_scaling.py` (written to a scratch folder, then "
              "copied here):", "", "    OPENBLAS_NUM_THREADS=1 python " + " ".join(sys.argv), "",

@@ -50,7 +50,7 @@ from sklearn.datasets import make_classification, make_friedman1, make_moons
 from threadpoolctl import threadpool_limits
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from performance import _peak_rss, _reset_peak_rss, _write_atomic, write_csv
+from performance import _peak_rss, _reset_peak_rss, _write_atomic, cpu_name, write_csv
 
 from sparsify import RBF, ConicMarginal, CvxpyMarginal, SparseSVC
 from sparsify.conic import estimate_memory
@@ -218,8 +218,7 @@ def _fmt(value: Any, digits: int = 3) -> str:
 
 
 def report(rows: list[dict[str, Any]], wall: float, load: tuple[float, float]) -> str:
-    cpu = next((line.split(":", 1)[1].strip() for line in open("/proc/cpuinfo")
-                if line.startswith("model name")), platform.machine())
+    cpu = cpu_name()
     lines = ["# The generic path at scale", "",
              "Produced by `benchmarks/generic_path.py` (written to a scratch folder, then copied "
              "here):", "", "    OPENBLAS_NUM_THREADS=1 python " + " ".join(sys.argv), "",

@@ -385,6 +385,16 @@ def _default_mode() -> int:
     return 0o666 & ~mask
 
 
+def cpu_name() -> str:
+    """The processor's model name (Linux), else the machine type."""
+    try:
+        with open("/proc/cpuinfo") as fh:
+            return next((line.split(":", 1)[1].strip() for line in fh
+                         if line.startswith("model name")), platform.machine())
+    except OSError:
+        return platform.machine()
+
+
 def _write_atomic(path: Path, text: str) -> None:
     with tempfile.NamedTemporaryFile("w", dir=path.parent, delete=False, suffix=".tmp") as fh:
         fh.write(text)

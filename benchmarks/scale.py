@@ -57,7 +57,7 @@ from sklearn.svm import SVC, LinearSVC
 from threadpoolctl import threadpool_limits
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from performance import _peak_rss, _reset_peak_rss, _write_atomic, write_csv
+from performance import _peak_rss, _reset_peak_rss, _write_atomic, cpu_name, write_csv
 
 from sparsify import SparseSVC
 from sparsify.datasets import make_checkerboard, make_ringnorm, ringnorm_bayes_error
@@ -276,8 +276,7 @@ def _find(rows: list[dict[str, Any]], kind: str, n: int, method: str, m: int) ->
 
 def report(rows: list[dict[str, Any]], params: dict[str, tuple[float, float]],
            args: argparse.Namespace, wall: float, load: tuple[float, float]) -> str:
-    cpu = next((line.split(":", 1)[1].strip() for line in open("/proc/cpuinfo")
-                if line.startswith("model name")), platform.machine())
+    cpu = cpu_name()
     lines = ["# SLMC at scale", "", "Produced by `benchmarks/scale.py` (written to a scratch "
              "folder, then copied here):", "", "    OPENBLAS_NUM_THREADS=1 python "
              + " ".join(sys.argv), "",

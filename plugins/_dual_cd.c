@@ -235,6 +235,38 @@ local_cd(const double *B, const double *y, const double *C, Py_ssize_t N, Py_ssi
 
 /* ------------------------------------------------------------ Python's side */
 
+/*
+ * The arrays both entry points take: B (N, Nz), y and C (N,), alpha (N,) and u (Nz,)
+ * writable, with every alpha_i in [0, C_i]. 1, or 0 with an error set.
+ */
+static int
+take_rows(Held *held, const char *function, PyObject *oB, PyObject *oy, PyObject *oC,
+          PyObject *oalpha, PyObject *ou, const double **B, const double **y,
+          const double **C, double **alpha, double **u, Py_ssize_t *N, Py_ssize_t *nz)
+{
+    if ((*B = take(held, function, oB, "B", 'd', 0, 2, -1, -1, "(N, Nz)")) == NULL) {
+        return 0;
+    }
+    *N = last_shape(held)[0];
+    *nz = last_shape(held)[1];
+    if ((*y = take(held, function, oy, "y", 'd', 0, 1, *N, -1, NULL)) == NULL
+        || (*C = take(held, function, oC, "C", 'd', 0, 1, *N, -1, NULL)) == NULL
+        || (*alpha = take(held, function, oalpha, "alpha", 'd', 1, 1, *N, -1, NULL)) == NULL
+        || (*u = take(held, function, ou, "u", 'd', 1, 1, *nz, -1, NULL)) == NULL) {
+        return 0;
+    }
+    for (Py_ssize_t i = 0; i < *N; i++) {
+        if (!((*alpha)[i] >= 0.0 && (*alpha)[i] <= (*C)[i])) {
+            PyErr_Format(PyExc_ValueError,
+                         "The start alpha of %s must lie in [0, C_i] for every point. "
+                         "Got alpha[%zd] outside it instead.", function, i);
+            return 0;
+        }
+    }
+    return 1;
+}
+
+
 PyDoc_STRVAR(dual_cd_doc,
 "dual_cd(B, y, C, alpha, u, b, rho, eps, max_epochs, seed) -> (converged, b, epochs, steps)\n\n"
 "Dual coordinate descent for the SVM with a free bias on the signed features B (N, Nz),\n"
@@ -266,24 +298,8 @@ py_dual_cd(PyObject *self, PyObject *args)
                      PyTuple_GET_ITEM(args, 5));
         return NULL;
     }
-    if ((B = take(&held, function, oB, "B", 'd', 0, 2, -1, -1, "(N, Nz)")) == NULL) {
+    if (!take_rows(&held, function, oB, oy, oC, oalpha, ou, &B, &y, &C, &alpha, &u, &N, &nz)) {
         goto done;
-    }
-    N = last_shape(&held)[0];
-    nz = last_shape(&held)[1];
-    if ((y = take(&held, function, oy, "y", 'd', 0, 1, N, -1, NULL)) == NULL
-        || (C = take(&held, function, oC, "C", 'd', 0, 1, N, -1, NULL)) == NULL
-        || (alpha = take(&held, function, oalpha, "alpha", 'd', 1, 1, N, -1, NULL)) == NULL
-        || (u = take(&held, function, ou, "u", 'd', 1, 1, nz, -1, NULL)) == NULL) {
-        goto done;
-    }
-    for (Py_ssize_t i = 0; i < N; i++) {
-        if (!(alpha[i] >= 0.0 && alpha[i] <= C[i])) {
-            PyErr_Format(PyExc_ValueError,
-                         "The start alpha of %s must lie in [0, C_i] for every point. "
-                         "Got alpha[%zd] outside it instead.", function, i);
-            goto done;
-        }
     }
     int status;
     Py_BEGIN_ALLOW_THREADS
@@ -338,24 +354,8 @@ py_local_cd(PyObject *self, PyObject *args)
                      PyTuple_GET_ITEM(args, 6));
         return NULL;
     }
-    if ((B = take(&held, function, oB, "B", 'd', 0, 2, -1, -1, "(n, Nz)")) == NULL) {
+    if (!take_rows(&held, function, oB, oy, oC, oalpha, ou, &B, &y, &C, &alpha, &u, &N, &nz)) {
         goto done;
-    }
-    N = last_shape(&held)[0];
-    nz = last_shape(&held)[1];
-    if ((y = take(&held, function, oy, "y", 'd', 0, 1, N, -1, NULL)) == NULL
-        || (C = take(&held, function, oC, "C", 'd', 0, 1, N, -1, NULL)) == NULL
-        || (alpha = take(&held, function, oalpha, "alpha", 'd', 1, 1, N, -1, NULL)) == NULL
-        || (u = take(&held, function, ou, "u", 'd', 1, 1, nz, -1, NULL)) == NULL) {
-        goto done;
-    }
-    for (Py_ssize_t i = 0; i < N; i++) {
-        if (!(alpha[i] >= 0.0 && alpha[i] <= C[i])) {
-            PyErr_Format(PyExc_ValueError,
-                         "The start alpha of %s must lie in [0, C_i] for every point. "
-                         "Got alpha[%zd] outside it instead.", function, i);
-            goto done;
-        }
     }
     int status;
     Py_BEGIN_ALLOW_THREADS

@@ -351,18 +351,14 @@ class DistributedSVMMarginal(Marginal):
         self.sent_bytes = self.received_bytes = 0
         K_zz = self.kernel(Z, Z)
         T = whitening(K_zz + self.jitter * np.eye(len(Z)))
-        sums = self._map(_prepare, Z, T, self.kernel)
-        u = np.sum([part[0] for part in sums], axis=0)
-        s = float(sum(part[1] for part in sums))
+        u, s = self._prepare(Z, T)
         self.n_rounds, solved = 0, None
         if self._warm:
             # after a step of Z the last α's partition is nearly right: polish from it
             try:
                 solved = self._polish(u, self._b)
             except SolverError:  # the blocks may hold part of its α: start over from them
-                sums = self._map(_prepare, Z, T, self.kernel)
-                u = np.sum([part[0] for part in sums], axis=0)
-                s = float(sum(part[1] for part in sums))
+                u, s = self._prepare(Z, T)
         if solved is None:
             solved = self._polish(*self._coordinate_descent(u, s, self._b))
         alpha_parts, u, b = solved
@@ -376,6 +372,11 @@ class DistributedSVMMarginal(Marginal):
         gradient = self.kernel.vjp_zz(Z, 0.5 * np.outer(beta, beta), K_zz)
         gradient += np.sum([part[1] for part in parts], axis=0)
         return Evaluation(value, gradient, beta, b, "svm-dask")
+
+    def _prepare(self, Z: Array, T: Array) -> tuple[Array, float]:
+        """Every block's K_XZ and B; u = Σ Bᵀα and s = Σ yᵀα at the blocks' current α."""
+        sums = self._map(_prepare, Z, T, self.kernel)
+        return np.sum([part[0] for part in sums], axis=0), float(sum(part[1] for part in sums))
 
     def _coordinate_descent(self, u: Array, s: float, b: float) -> tuple[Array, float]:
         sigma = float(len(self.blocks))
@@ -630,19 +631,8 @@ def fit_distributed(estimator: Any, X: Any, y: Any, sample_weight: Any = None) -
         finally:
             client.cancel(blocks)
     warn_if_not_converged(name, fits, estimator.max_iter)
-    estimator.kernel_ = kernel
-    estimator.expansion_vectors_ = np.vstack([res.Z for _, res in fits])
-    coef = np.zeros((len(fits), nz * len(fits)))
-    for k, (_, res) in enumerate(fits):
-        coef[k, k * nz:(k + 1) * nz] = np.asarray(res.evaluation.coef, dtype=float)
-    estimator.expansion_coef_ = coef
-    estimator.intercept_ = np.array([float(res.evaluation.intercept) for _, res in fits])
-    estimator.n_expansion_ = np.full(len(fits), nz)
-    estimator.n_iter_ = np.array([res.n_iter for _, res in fits])
-    estimator.objective_history_ = [res.history for _, res in fits]
-    estimator.objective_ = np.array([res.evaluation.value for _, res in fits])
-    estimator.full_n_support_ = None
-    for attr in ("probA_", "probB_"):
-        estimator.__dict__.pop(attr, None)
+    estimator._set_expansions(kernel, [
+        {"Z": res.Z, "coef": np.asarray(res.evaluation.coef, dtype=float),
+         "intercept": res.evaluation.intercept, "n_iter": res.n_iter, "history": res.history,
+         "value": res.evaluation.value} for _, res in fits], None)
     return estimator
-

@@ -62,7 +62,9 @@ def estimate_memory(n_samples: int, n_expansion: int, n_outputs: int = 1) -> int
     factor's fill is about the block again): about five copies at 12 bytes (a
     value and a row index). The kernel blocks, Φ and the gradients add about
     five dense N × Nz arrays, and the formulation's own conic data grows with N
-    (about 200 bytes per point for the built-in formulations).
+    (about 200 bytes per point for the built-in formulations). The SCS refinement
+    of an interior point's answer (`_refine`) factorises the same system after the
+    backend's factor is freed: it adds no copy at the peak.
 
     Examples
     --------
@@ -406,6 +408,7 @@ def _clarabel(data: dict[str, Any], scale: float, options: dict[str, Any]
     solution = solver.solve()
     status = _CLARABEL_STATUS.get(str(solution.status), f"error ({solution.status})")
     x, z = np.asarray(solution.x), np.asarray(solution.z)
+    del solver, solution  # Clarabel's factor, freed before SCS builds its own
     if status in (cp.OPTIMAL, cp.OPTIMAL_INACCURATE) and dims.soc:
         x, z = _refine(_scs_problem(data, scale), x, z, settings.tol_feas / 10)
     return status, x, z

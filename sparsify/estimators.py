@@ -428,6 +428,26 @@ class SparseKernelClassifier(KernelMachineMixin, ClassifierMixin, BaseEstimator)
         """
         return self._fit(X, y)
 
+    def _set_expansions(self, kernel: Kernel, fits: list[dict[str, Any]],
+                        full_n_support: NDArray[np.intp] | None) -> None:
+        """The fitted attributes from one fit per binary problem (keys Z, coef, intercept,
+        n_iter, history, value), their XVs stacked in problem order."""
+        self.kernel_ = kernel
+        sizes = [len(fit["Z"]) for fit in fits]
+        self.expansion_vectors_ = np.vstack([fit["Z"] for fit in fits])
+        coef = np.zeros((len(fits), sum(sizes)))
+        for k, (fit, start) in enumerate(zip(fits, np.cumsum([0, *sizes[:-1]]), strict=True)):
+            coef[k, start:start + sizes[k]] = fit["coef"]
+        self.expansion_coef_ = coef
+        self.intercept_ = np.array([float(fit["intercept"]) for fit in fits])
+        self.n_expansion_ = np.array(sizes)
+        self.n_iter_ = np.array([fit["n_iter"] for fit in fits])
+        self.objective_history_ = [fit["history"] for fit in fits]
+        self.objective_ = np.array([fit["value"] for fit in fits])
+        self.full_n_support_ = full_n_support
+        for attr in ("probA_", "probB_"):  # a refit without probability drops the old ones
+            self.__dict__.pop(attr, None)
+
     def _fit(
         self, X: ArrayLike, y: ArrayLike, sample_weight: ArrayLike | None = None
     ) -> SparseKernelClassifier:
@@ -491,23 +511,8 @@ class SparseKernelClassifier(KernelMachineMixin, ClassifierMixin, BaseEstimator)
         ]
         warn_if_not_converged(type(self).__name__, [(f["problem"], f["result"]) for f in fits],
                               self.max_iter)
-        self.kernel_ = kernel
-        sizes = [len(fit["Z"]) for fit in fits]
-        self.expansion_vectors_ = np.vstack([fit["Z"] for fit in fits])
-        coef = np.zeros((len(fits), sum(sizes)))
-        for k, (fit, start) in enumerate(zip(fits, np.cumsum([0, *sizes[:-1]]), strict=True)):
-            coef[k, start:start + sizes[k]] = fit["coef"]
-        self.expansion_coef_ = coef
-        self.intercept_ = np.array([float(fit["intercept"]) for fit in fits])
-        self.n_expansion_ = np.array(sizes)
-        self.n_iter_ = np.array([fit["n_iter"] for fit in fits])
-        self.objective_history_ = [fit["history"] for fit in fits]
-        self.objective_ = np.array([fit["value"] for fit in fits])
-        self.full_n_support_ = (
-            None if nz_nsv[0][1] is None else np.array([nsv for _, nsv in nz_nsv])
-        )
-        for attr in ("probA_", "probB_"):  # a refit without probability drops the old ones
-            self.__dict__.pop(attr, None)
+        self._set_expansions(kernel, fits, None if nz_nsv[0][1] is None
+                             else np.array([nsv for _, nsv in nz_nsv]))
         if getattr(self, "probability", False):
             # drawn after the main fit's seeds, so that fit is the same with or without it
             cv_seed = int(rng.randint(np.iinfo(np.int32).max))
