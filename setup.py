@@ -26,10 +26,10 @@ class BuildExt(build_ext):
 
 
 setup(
-    # the SVM fast path's solvers; both include plugins/_buffers.h (argument checks)
+    # the SVM fast path's solvers; both include sparsify/algorithms/svm/_buffers.h (argument checks)
     ext_modules=[
-        Extension(f"sparsify_plugins.{name}", [f"plugins/{name}.c"],
-                  depends=["plugins/_buffers.h"])
+        Extension(f"sparsify.algorithms.svm.{name}", [f"sparsify/algorithms/svm/{name}.c"],
+                  depends=["sparsify/algorithms/svm/_buffers.h"])
         for name in ("_active_set", "_dual_cd")
     ],
     cmdclass={"build_ext": BuildExt},

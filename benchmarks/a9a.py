@@ -7,7 +7,7 @@ one run on the same machine:
 - LINEAR: :class:`~sklearn.svm.LinearSVC` on the 123 raw binary features;
 - POLY-2: the exact feature map of (γ⟨x, y⟩ + 1)² (every monomial of degree
   ≤ 2, scaled; sparse, 7750 columns) + LinearSVC, as Chang et al. (2010);
-- GAUSS-2: :class:`sparsify.taylor.TaylorGaussianFeatures` (order 2, sparse,
+- GAUSS-2: :class:`sparsify.kernels.taylor.TaylorGaussianFeatures` (order 2, sparse,
   7750 columns) + LinearSVC;
 - KERNEL: :class:`~sklearn.svm.SVC` with the RBF kernel on the full training set;
 - RFF, PCS, NYSTROEM: :class:`~sklearn.kernel_approximation.RBFSampler`,
@@ -65,7 +65,7 @@ from sklearn.preprocessing import PolynomialFeatures
 from sklearn.svm import SVC, LinearSVC
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from sparsify.taylor import TaylorGaussianFeatures
+from sparsify.kernels.taylor import TaylorGaussianFeatures
 
 Array = NDArray[np.float64]
 Matrix = Array | sp.csr_matrix

@@ -41,9 +41,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from performance import _peak_rss, _reset_peak_rss, _write_atomic, cpu_name, write_csv
 
 from sparsify import RBF
+from sparsify.core.marginal import Marginal
+from sparsify.core.optimize import minimize_marginal
 from sparsify.datasets import make_ringnorm
-from sparsify.marginal import Marginal
-from sparsify.optimize import minimize_marginal
 
 #: ringnorm's C and γ: γ = 1 / (d · Var X) (Var X ≈ 2.5), scikit-learn's "scale"
 C, GAMMA = 1.0, 1.0 / 50
@@ -92,8 +92,9 @@ def _summary(path: str, log: list[dict[str, Any]], res: Any, seconds: float,
 def _in_memory(n: int, n_blocks: int, nz: int, Z0: np.ndarray, max_iter: int, seed: int,
                test: tuple[np.ndarray, np.ndarray]) -> dict[str, Any]:
     """The in-memory fast path on the same blocks, in this (fresh) process."""
-    from sparsify_plugins.svm_fast import SVMDualMarginal
     from threadpoolctl import threadpool_limits
+
+    from sparsify.algorithms.svm.fast import SVMDualMarginal
 
     parts = [_chunk(m, seed + k) for k, m in enumerate(_sizes(n, n_blocks))]
     X, y = np.vstack([p[0] for p in parts]), np.concatenate([p[1] for p in parts])
@@ -119,7 +120,8 @@ def _on_cluster(n: int, n_blocks: int, nz: int, workers: int, max_iter: int, see
     import dask.array as da
     from dask import delayed
     from distributed import Client, LocalCluster
-    from sparsify_plugins.svm_distributed import (
+
+    from sparsify.algorithms.svm.distributed import (
         DistributedSVMMarginal,
         _diagonal_sum,
         initial_rows,

@@ -53,10 +53,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from performance import _peak_rss, _reset_peak_rss, _write_atomic, cpu_name, write_csv
 
 from sparsify import RBF, ConicMarginal, CvxpyMarginal, SparseSVC
-from sparsify.conic import estimate_memory
-from sparsify.formulation import make_formulation
-from sparsify.memory import available_memory
-from sparsify.optimize import initial_expansion_vectors, minimize_marginal
+from sparsify.core.conic import estimate_memory
+from sparsify.core.formulation import make_formulation
+from sparsify.core.memory import available_memory
+from sparsify.core.optimize import initial_expansion_vectors, minimize_marginal
 
 REPO = Path(__file__).resolve().parents[1]
 FORMULATIONS = ("svr", "huber_svm")

@@ -66,7 +66,7 @@ from threadpoolctl import threadpool_limits
 
 import sparsify
 from sparsify import SparseSVC
-from sparsify.optimize import initial_expansion_vectors
+from sparsify.core.optimize import initial_expansion_vectors
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from performance import BANANA_C, BANANA_GAMMA, USPS_C, USPS_GAMMA, _load, load_usps

@@ -4,13 +4,13 @@ For every registered formulation (and, with ``--declared PATH``, those a plugin 
 declares, e.g. examples/declared_formulations.py, on the data its ``example_data`` gives),
 kernel and backend (the generic path through Clarabel, ECOS, OSQP and SCS, and the
 formulation's own exact solver where it has one), on
-``--seeds`` small random problems (`sparsify.gradcheck.random_problem`, N = 40, d = 3,
-Nz = 4), `sparsify.gradcheck.check_gradient` compares ∇W(Z) from the duals with
+``--seeds`` small random problems (`sparsify.core.gradcheck.random_problem`, N = 40, d = 3,
+Nz = 4), `sparsify.core.gradcheck.check_gradient` compares ∇W(Z) from the duals with
 noise-aware finite differences (Richardson-extrapolated, step chosen from the measured
 noise of W). Where the finite differences are accurate to far better than the gradient
 (``fd_error`` ≪ ``rel_error``), ``rel_error`` is the gradient's own error: the accuracy a
 backend's duals give at ``solver_tol = 1e-9``. The tests' thresholds
-(`sparsify.solvers.SolverBackend.gradient_accuracy`) come from this table.
+(`sparsify.core.solvers.SolverBackend.gradient_accuracy`) come from this table.
 
 Usage::
 
@@ -36,9 +36,9 @@ from performance import _write_atomic, write_csv
 from threadpoolctl import threadpool_limits
 
 import sparsify
-from sparsify.gradcheck import check_gradient, random_problem
-from sparsify.plugins import get_registry
-from sparsify.solvers import SolverError
+from sparsify.core.gradcheck import check_gradient, random_problem
+from sparsify.core.registry import get_registry
+from sparsify.core.solvers import SolverError
 
 KERNELS = ("rbf", "poly", "linear", "rbf+linear")
 BACKENDS = ("clarabel", "ecos", "osqp", "scs", "auto")
@@ -147,7 +147,7 @@ def main(argv: list[str] | None = None) -> int:
         "# Gradient accuracy per formulation and backend",
         "",
         "∇W(Z) from the duals (Lemma 1) against noise-aware finite differences "
-        "(`sparsify.gradcheck.check_gradient`: central differences extrapolated over the "
+        "(`sparsify.core.gradcheck.check_gradient`: central differences extrapolated over the "
         "steps h, h/2, h/4, h chosen from the measured noise of W). `rel_error` is "
         "‖g − g_fd‖ / max(‖g‖, ‖g_fd‖); `fd_error` is the finite differences' own estimated "
         "error, so where it is far below `rel_error` the latter is the gradient's error. "

@@ -50,7 +50,7 @@ from sklearn.svm import SVC
 from threadpoolctl import threadpool_limits
 
 from sparsify import SparseSVC
-from sparsify.errors import SolverError
+from sparsify.core.errors import SolverError
 from sparsify.kernels import resolve_gamma
 
 Array = NDArray[np.float64]

@@ -43,9 +43,9 @@ from performance import (
 from sklearn.svm import SVC
 from threadpoolctl import threadpool_limits
 
+from sparsify.algorithms.kfd.estimator import SparseKFD
+from sparsify.core.expansion import expansion_coefficients
 from sparsify.datasets.ida import IDA_PARAMETERS
-from sparsify.discriminant import SparseKFD
-from sparsify.expansion import expansion_coefficients
 from sparsify.kernels import RBF
 
 

@@ -2,7 +2,7 @@
 
 Reproduces the SKFD column of Wu, Schölkopf & Bakır (JMLR 2006), Table 3, on
 banana, breast_cancer, german and image: the Rayleigh-quotient SKFD
-(:class:`sparsify.discriminant.SparseKFD`, ``method="rayleigh"``) with k-means
+(:class:`sparsify.algorithms.kfd.estimator.SparseKFD`, ``method="rayleigh"``) with k-means
 initial XVs and Nz = 10 % of the full SVM's NSV, β and b from the SVM step on
 the final XVs, averaged over the first 10 IDA splits, beside the full
 (non-sparse) KFD and the full SVM on the same splits.
@@ -11,7 +11,7 @@ By default hyperparameters are chosen once per data set on the first training
 split by 5-fold stratified cross-validation: (C, γ) of the full RBF SVM by grid search
 (scikit-learn ``GridSearchCV``; C in 10^{-1..3}, γ in γ₀·10^{-1..1} by half
 decades, γ₀ = 1/(d·Var X)); then μ of the full KFD (closed form,
-:func:`sparsify.discriminant.full_kfd`) at that γ over 10^{-4..2} by half
+:func:`sparsify.algorithms.kfd.estimator.full_kfd`) at that γ over 10^{-4..2} by half
 decades. SKFD uses (C, γ, μ); the full KFD uses (γ, μ). ``--mu-from skfd``
 chooses SKFD's μ by CV of SKFD itself (``skfd-c``: with the SVM step's C);
 ``--select-splits 5`` runs the CV on each of the first 5 training splits and
@@ -51,9 +51,9 @@ from performance import check_datasets, check_params, parse_params
 from sklearn.model_selection import GridSearchCV, StratifiedKFold
 from sklearn.svm import SVC
 
+from sparsify.algorithms.kfd.estimator import SparseKFD, full_kfd
+from sparsify.core.expansion import expansion_coefficients
 from sparsify.datasets.ida import IDA_PARAMETERS
-from sparsify.discriminant import SparseKFD, full_kfd
-from sparsify.expansion import expansion_coefficients
 from sparsify.kernels import RBF
 
 Array = NDArray[np.float64]

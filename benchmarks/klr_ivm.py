@@ -45,8 +45,8 @@ from sklearn.metrics import log_loss
 from sklearn.model_selection import StratifiedKFold
 from sklearn.pipeline import make_pipeline
 
-from sparsify.ivm import ImportVectorMachine
-from sparsify.logistic import SparseKernelLogisticRegression
+from sparsify.algorithms.klr.estimator import SparseKernelLogisticRegression
+from sparsify.baselines.ivm import ImportVectorMachine
 
 
 def load(data_dir: Path, name: str, split: int, max_train: int | None, seed: int):

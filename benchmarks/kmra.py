@@ -12,7 +12,7 @@ are not used: the seed draws its own partitions):
 * full SVM: scikit-learn ``SVC`` with the RBF kernel, (C, γ) by 10-fold
   cross-validation on the training part (the seed uses LIBSVM the same way), or
   fixed with ``--params NAME=C:GAMMA``;
-* KMRA (:class:`sparsify.kmra.KernelMatchingReduction`): p = 2, C by 5-fold
+* KMRA (:class:`sparsify.baselines.kmra.KernelMatchingReduction`): p = 2, C by 5-fold
   cross-validation (v = 5), δ by ``--delta``: ``auto`` (the estimator's default, the
   full dictionary's training accuracy minus 0.02), ``seed`` (the seed's per-set values:
   0.97 Wisconsin, 0.8 Pima and Heart) or a number; the test set is passed as
@@ -66,7 +66,7 @@ from sklearn.preprocessing import MinMaxScaler
 from sklearn.svm import SVC
 from threadpoolctl import threadpool_limits
 
-from sparsify.kmra import AUTO_DELTA_MARGIN, KernelMatchingReduction
+from sparsify.baselines.kmra import AUTO_DELTA_MARGIN, KernelMatchingReduction
 
 #: The seed's data sets that ../shared/data has (heart is the IDA copy of Statlog heart).
 DEFAULT_DATASETS = ("uci_breast_cancer_wisconsin", "uci_pima", "heart")

@@ -33,8 +33,8 @@ from numpy.typing import NDArray
 from sklearn.metrics import roc_auc_score
 from sklearn.svm import OneClassSVM
 
+from sparsify.algorithms.oneclass.estimator import SparseOneClassSVM
 from sparsify.kernels import resolve_gamma
-from sparsify.outlier import SparseOneClassSVM
 
 Array = NDArray[np.float64]
 FIELDS = [

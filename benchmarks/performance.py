@@ -51,9 +51,9 @@ from sklearn.svm import SVC
 from threadpoolctl import threadpool_limits
 
 from sparsify import CvxpyMarginal, SparseSVC
-from sparsify.formulation import make_formulation
+from sparsify.core.formulation import make_formulation
+from sparsify.core.optimize import initial_expansion_vectors, minimize_marginal
 from sparsify.kernels import RBF
-from sparsify.optimize import initial_expansion_vectors, minimize_marginal
 
 Array = NDArray[np.float64]
 PARTS = ("banana", "usps", "predict", "scaling")

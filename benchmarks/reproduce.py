@@ -62,8 +62,8 @@ from sklearn.pipeline import make_pipeline
 from sklearn.svm import SVC, LinearSVC
 
 from sparsify import ReducedSetSVC, ReducedSVC, SparseSVC, expansion_coefficients
+from sparsify.core.estimator import full_svm
 from sparsify.datasets.ida import IDA_PARAMETERS
-from sparsify.estimators import full_svm
 from sparsify.kernels import RBF
 
 Array = NDArray[np.float64]
@@ -534,12 +534,13 @@ def fit_nystroem(ctx: Context, ratio: float, used_in: str) -> None:
 
 
 def rvm_class() -> tuple[type | None, str]:
-    """``sparsify.rvm.RVMClassifier`` if it can be imported, else None and the reason."""
+    """``sparsify.baselines.rvm.RVMClassifier`` if it can be imported, else None and the reason."""
     try:
-        module = importlib.import_module("sparsify.rvm")
+        module = importlib.import_module("sparsify.baselines.rvm")
         return module.RVMClassifier, ""
     except Exception as exc:  # absent or broken: the RVM column says why
-        return None, f"sparsify.rvm.RVMClassifier not available ({type(exc).__name__}: {exc})"
+        return None, (f"sparsify.baselines.rvm.RVMClassifier not available "
+                      f"({type(exc).__name__}: {exc})")
 
 
 def fit_rvm(ctx: Context) -> None:
@@ -838,7 +839,7 @@ def method_notes(args: argparse.Namespace) -> list[str]:
         f"n_init={args.n_init}, solver={args.solver!r}, max_iter={args.max_iter})`, "
         f"refitted with solver={args.fallback_solver!r} when the first solver fails. "
         "Nystroem + LinearSVC: `Nystroem(rbf, γ, n_components=Nz)` then `LinearSVC(C)` "
-        "(squared hinge, scikit-learn's defaults otherwise). RVM: `sparsify.rvm."
+        "(squared hinge, scikit-learn's defaults otherwise). RVM: `sparsify.baselines.rvm."
         "RVMClassifier(gamma=γ)`; its number of vectors is its own. All methods use the "
         "full SVM's (C, γ); the paper chose RSVM's parameters by its own 5-fold CV and took "
         "the RVM figures from Tipping (2001). Seeds: seed + 1000 × split + class index.",
@@ -1218,8 +1219,8 @@ def build_parser() -> argparse.ArgumentParser:
                "fit: dataset, split, method, ratio, init, Nz, NSV, test error as a fraction, "
                "fit seconds, status, message), curve_<dataset>.png (test error against Nz) "
                "and reproduce.md (command, machine, wall time per data set, the must-show "
-               "checks with PASS/MISS). The RVM column needs sparsify.rvm; without it the "
-               "column reads n/a with the reason.",
+               "checks with PASS/MISS). The RVM column needs sparsify.baselines.rvm; without it "
+               "the column reads n/a with the reason.",
         formatter_class=HelpFormatter)
     p.add_argument("--data-dir", type=Path, required=True,
                    help="folder in the shared data format: <dir>/<name>/<name>.npz with X, y, "

@@ -26,7 +26,7 @@ every method sees the same subsets. Methods:
 
 * ``svm`` — scikit-learn ``SVC`` on the labeled points only;
 * ``ls`` — ``sklearn.semi_supervised.LabelSpreading``;
-* ``s3vm`` — :class:`sparsify.semi_supervised.SemiSupervisedSVC`, one Gaussian kernel;
+* ``s3vm`` — :class:`sparsify.algorithms.s3vm.estimator.SemiSupervisedSVC`, one Gaussian kernel;
 * ``s3vm-qn`` — the same σ and C, optimised by ``optimizer="smooth-qn"`` (L-BFGS on a smoothed
   objective, the issue's optional comparison with a direct quasi-Newton method);
 * ``s3vm-base`` — the same with each of the seed's three widths (default on ``uspst`` only, for
@@ -183,9 +183,9 @@ def mkl_kernels(task: Task, gamma_ratio: float, power: int, norm: str) -> list[A
     the deformation shrinks a manifold kernel, and the θ-step (eq. 26) would then penalise it
     for its scale rather than for its fit.
     """
+    from sparsify.algorithms.s3vm.estimator import SemiSupervisedSVC
     from sparsify.kernels import SumKernel
-    from sparsify.manifold import ManifoldKernel
-    from sparsify.semi_supervised import SemiSupervisedSVC
+    from sparsify.kernels.manifold import ManifoldKernel
 
     key = (gamma_ratio, power, norm)
     if key not in task.kernels:
@@ -276,7 +276,7 @@ def fit_config(cfg: Config, task: Task, mask: NDArray[np.bool_], balance: float 
             test = (np.where(model.predict(task.X_test) == 1, 1, -1).astype(np.int64)
                     if predict_test else None)
         return Fit(trans, dist[:, 1] - dist[:, 0], test, seconds)
-    from sparsify.semi_supervised import SemiSupervisedSVC
+    from sparsify.algorithms.s3vm.estimator import SemiSupervisedSVC
 
     # Labels are -1/+1, so the unlabeled marker cannot be the default -1: use 0.
     y_semi = np.where(mask, y, 0)

@@ -6,14 +6,14 @@ For each backend (clarabel, ecos, osqp by default) and each test problem:
   plus the first solve) and the median time of later evaluations (W and ∇W at
   slightly moved XVs, as L-BFGS asks for them);
 * the relative error of ∇W(Z) from the duals against central finite differences
-  (:func:`sparsify.gradcheck.check_gradient`) at solver tolerances 1e-8 (the
+  (:func:`sparsify.core.gradcheck.check_gradient`) at solver tolerances 1e-8 (the
   fitting default) and 1e-9, and against a reference gradient from Clarabel at
   a much tighter tolerance;
 * failures (solver status) if any;
 * one full ``SparseSVC`` fit on Banana split 1 at Nz = 10 % of NSV.
 
 The test problems are Banana split 1 (N = 400, RBF, Nz = 9 random XVs) and a
-small random problem (:func:`sparsify.gradcheck.random_problem`, N = 40, d = 3)
+small random problem (:func:`sparsify.core.gradcheck.random_problem`, N = 40, d = 3)
 with the rbf, poly, linear and rbf+linear kernels.
 
 Example::
@@ -43,10 +43,10 @@ import numpy as np
 from numpy.typing import NDArray
 
 from sparsify import RBF, CvxpyMarginal, Kernel, SolverError, SparseSVC
-from sparsify.formulation import make_formulation
-from sparsify.gradcheck import check_gradient, random_problem
+from sparsify.core.formulation import make_formulation
+from sparsify.core.gradcheck import check_gradient, random_problem
+from sparsify.core.optimize import initial_expansion_vectors
 from sparsify.kernels import make_kernel
-from sparsify.optimize import initial_expansion_vectors
 
 Array = NDArray[np.float64]
 
@@ -391,7 +391,7 @@ def write_markdown(path: Path, command: str, info: dict[str, Any], res: dict[str
             " (the IDA benchmark's published parameters, which the paper uses)"
             if (c, g) == (316.2, 1.0) else "") for c, g in args.extra_banana)
         + f") and Nz = {args.banana_nz} random training points as XVs; the small random "
-        "problem of `sparsify.gradcheck.random_problem` (N = 40, d = 3) with "
+        "problem of `sparsify.core.gradcheck.random_problem` (N = 40, d = 3) with "
         f"C = {args.random_C:g}, kernel parameters 'scale', "
         f"Nz = {args.random_nz} (2 for the linear kernel) random points moved off the data.",
         "",
@@ -418,7 +418,7 @@ def write_markdown(path: Path, command: str, info: dict[str, Any], res: dict[str
         "## Gradient accuracy",
         "",
         f"Relative error ‖g − g_fd‖ / max(‖g‖, ‖g_fd‖) of ∇W from the duals against central "
-        f"differences (step {args.eps:g}, `sparsify.gradcheck.check_gradient`), and "
+        f"differences (step {args.eps:g}, `sparsify.core.gradcheck.check_gradient`), and "
         f"‖g − g_ref‖ / ‖g_ref‖ against Clarabel at tol {args.ref_tol:g} (the reference "
         "separates dual accuracy from the finite-difference truncation error, which is "
         "about 1e-8 here).",

@@ -16,8 +16,8 @@ import cvxpy as cp
 
 import sparsify
 from sparsify import Declaration, Formulation, SparseSVC, hookimpl
+from sparsify.core.gradcheck import check_gradient
 from sparsify.datasets import load_banana
-from sparsify.gradcheck import check_gradient
 
 
 class L2SVM(Formulation):
@@ -49,7 +49,7 @@ def register_formulations(register):  # type: ignore[no-untyped-def]
 
 
 def main() -> None:
-    if "l2svm" not in sparsify.plugins.get_registry().names("formulation"):
+    if "l2svm" not in sparsify.core.registry.get_registry().names("formulation"):
         sparsify.register_plugin(sys.modules[__name__], name="l2svm_example")
     check = check_gradient("l2svm", "rbf", C=1.0)
     print(f"gradient check: relative error {check.rel_error:.1e} against central differences")

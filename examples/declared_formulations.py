@@ -17,9 +17,9 @@ from numbers import Real
 import cvxpy as cp
 import numpy as np
 from sklearn.utils._param_validation import Interval
-from sparsify_plugins.params import check_params
 
 from sparsify import Declaration, Formulation, Outputs, hookimpl
+from sparsify.core.params import check_params
 
 _POSITIVE = Interval(Real, 0.0, None, closed="neither")
 _NONNEGATIVE = Interval(Real, 0.0, None, closed="left")
@@ -299,9 +299,9 @@ def example_data(formulation: Formulation, n_samples: int = 40, seed: int = 0
 def main() -> None:
     """Check every formulation's gradient with the default backend and print the table."""
     import sparsify
-    from sparsify.gradcheck import check_gradient
+    from sparsify.core.gradcheck import check_gradient
 
-    if "svr" not in sparsify.plugins.get_registry().names("formulation"):
+    if "svr" not in sparsify.core.registry.get_registry().names("formulation"):
         sparsify.register_plugin(sys.modules[__name__], name="declared_formulations")
     for cls in FORMULATIONS:
         X, y = example_data(cls())

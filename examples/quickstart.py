@@ -33,7 +33,7 @@ def main(argv: list[str] | None = None) -> None:
           f"test error {1 - clf.score(X_test, y_test):.3f}, fit {seconds:.1f} s, "
           f"W {clf.objective_history_[0][0]:.1f} -> {clf.objective_[0]:.1f}")
     if args.plot:
-        from sparsify.plotting import plot_decision_boundary
+        from sparsify.cli.plotting import plot_decision_boundary
 
         plot_decision_boundary(clf, X, y).savefig(args.plot, dpi=120)
         print(f"wrote {args.plot}")

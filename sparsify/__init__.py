@@ -19,36 +19,36 @@ __version__ = "0.1.0"
 
 # Public name -> the module that defines it.
 _LAZY = {
-    "SparseKFD": "sparsify.discriminant",
-    "SparseSVC": "sparsify.estimators",
-    "expansion_coefficients": "sparsify.expansion",
-    "Declaration": "sparsify.formulation",
-    "Formulation": "sparsify.formulation",
-    "Outputs": "sparsify.formulation",
-    "hookimpl": "sparsify.hookspecs",
-    "ImportVectorMachine": "sparsify.ivm",
+    "SparseKFD": "sparsify.algorithms.kfd.estimator",
+    "SparseSVC": "sparsify.algorithms.svm.estimator",
+    "expansion_coefficients": "sparsify.core.expansion",
+    "Declaration": "sparsify.core.formulation",
+    "Formulation": "sparsify.core.formulation",
+    "Outputs": "sparsify.core.formulation",
+    "hookimpl": "sparsify.core.hookspecs",
+    "ImportVectorMachine": "sparsify.baselines.ivm",
     "RBF": "sparsify.kernels",
     "Kernel": "sparsify.kernels",
     "Linear": "sparsify.kernels",
     "Polynomial": "sparsify.kernels",
     "SumKernel": "sparsify.kernels",
-    "KernelMatchingReduction": "sparsify.kmra",
-    "SparseKernelLogisticRegression": "sparsify.logistic",
-    "ManifoldKernel": "sparsify.manifold",
-    "ConicMarginal": "sparsify.conic",
-    "CvxpyMarginal": "sparsify.marginal",
-    "Evaluation": "sparsify.marginal",
-    "Marginal": "sparsify.marginal",
-    "NonDifferentiableWarning": "sparsify.marginal",
-    "SparseOneClassSVM": "sparsify.outlier",
-    "register_plugin": "sparsify.plugins",
-    "ReducedSetSVC": "sparsify.reduced_set",
-    "ReducedSVC": "sparsify.rsvm",
-    "RVMClassifier": "sparsify.rvm",
-    "SemiSupervisedSVC": "sparsify.semi_supervised",
-    "SolverError": "sparsify.errors",
-    "TaylorGaussianFeatures": "sparsify.taylor",
-    "TaylorRBF": "sparsify.taylor",
+    "KernelMatchingReduction": "sparsify.baselines.kmra",
+    "SparseKernelLogisticRegression": "sparsify.algorithms.klr.estimator",
+    "ManifoldKernel": "sparsify.kernels.manifold",
+    "ConicMarginal": "sparsify.core.conic",
+    "CvxpyMarginal": "sparsify.core.marginal",
+    "Evaluation": "sparsify.core.marginal",
+    "Marginal": "sparsify.core.marginal",
+    "NonDifferentiableWarning": "sparsify.core.marginal",
+    "SparseOneClassSVM": "sparsify.algorithms.oneclass.estimator",
+    "register_plugin": "sparsify.core.registry",
+    "ReducedSetSVC": "sparsify.baselines.reduced_set",
+    "ReducedSVC": "sparsify.baselines.rsvm",
+    "RVMClassifier": "sparsify.baselines.rvm",
+    "SemiSupervisedSVC": "sparsify.algorithms.s3vm.estimator",
+    "SolverError": "sparsify.core.errors",
+    "TaylorGaussianFeatures": "sparsify.kernels.taylor",
+    "TaylorRBF": "sparsify.kernels.taylor",
 }
 
 __all__ = [
@@ -87,14 +87,14 @@ __all__ = [
 
 
 def __getattr__(name: str) -> Any:
-    """Import a public name, or a submodule (``sparsify.plugins``), on first access."""
+    """Import a public name, or a submodule (``sparsify.core.registry``), on first access."""
     module = _LAZY.get(name)
     if module is not None:
         value = getattr(importlib.import_module(module), name)
         globals()[name] = value  # later look-ups skip this function
         return value
     if not name.startswith("_"):
-        # `import sparsify; sparsify.plugins.get_registry()` worked when every submodule
+        # `import sparsify; sparsify.core.registry.get_registry()` worked when every submodule
         # was imported eagerly; keep it working.
         try:
             return importlib.import_module(f"{__name__}.{name}")
@@ -109,23 +109,23 @@ def __dir__() -> list[str]:
 
 
 if TYPE_CHECKING:  # static analysers and IDEs see the eager imports
-    from sparsify.conic import ConicMarginal
-    from sparsify.discriminant import SparseKFD
-    from sparsify.errors import SolverError
-    from sparsify.estimators import SparseSVC
-    from sparsify.expansion import expansion_coefficients
-    from sparsify.formulation import Declaration, Formulation, Outputs
-    from sparsify.hookspecs import hookimpl
-    from sparsify.ivm import ImportVectorMachine
+    from sparsify.algorithms.kfd.estimator import SparseKFD
+    from sparsify.algorithms.klr.estimator import SparseKernelLogisticRegression
+    from sparsify.algorithms.oneclass.estimator import SparseOneClassSVM
+    from sparsify.algorithms.s3vm.estimator import SemiSupervisedSVC
+    from sparsify.algorithms.svm.estimator import SparseSVC
+    from sparsify.baselines.ivm import ImportVectorMachine
+    from sparsify.baselines.kmra import KernelMatchingReduction
+    from sparsify.baselines.reduced_set import ReducedSetSVC
+    from sparsify.baselines.rsvm import ReducedSVC
+    from sparsify.baselines.rvm import RVMClassifier
+    from sparsify.core.conic import ConicMarginal
+    from sparsify.core.errors import SolverError
+    from sparsify.core.expansion import expansion_coefficients
+    from sparsify.core.formulation import Declaration, Formulation, Outputs
+    from sparsify.core.hookspecs import hookimpl
+    from sparsify.core.marginal import CvxpyMarginal, Evaluation, Marginal, NonDifferentiableWarning
+    from sparsify.core.registry import register_plugin
     from sparsify.kernels import RBF, Kernel, Linear, Polynomial, SumKernel
-    from sparsify.kmra import KernelMatchingReduction
-    from sparsify.logistic import SparseKernelLogisticRegression
-    from sparsify.manifold import ManifoldKernel
-    from sparsify.marginal import CvxpyMarginal, Evaluation, Marginal, NonDifferentiableWarning
-    from sparsify.outlier import SparseOneClassSVM
-    from sparsify.plugins import register_plugin
-    from sparsify.reduced_set import ReducedSetSVC
-    from sparsify.rsvm import ReducedSVC
-    from sparsify.rvm import RVMClassifier
-    from sparsify.semi_supervised import SemiSupervisedSVC
-    from sparsify.taylor import TaylorGaussianFeatures, TaylorRBF
+    from sparsify.kernels.manifold import ManifoldKernel
+    from sparsify.kernels.taylor import TaylorGaussianFeatures, TaylorRBF

@@ -16,7 +16,7 @@ one by one for ``pytest.mark.parametrize`` (like scikit-learn's
     Parameters and links.
 ``gradient[kernel-solver]``
     ∇W(Z) of the generic path (Lemma 1, from the duals) against central
-    finite differences of W (`sparsify.gradcheck.check_gradient`).
+    finite differences of W (`sparsify.core.gradcheck.check_gradient`).
 ``own_value[kernel]``, ``own_gradient[kernel]``
     Only for a formulation that supplies W and ∇W itself (`marginal`):
     its W(Z) equals the generic path's, its reference, and its gradient
@@ -48,13 +48,18 @@ import cvxpy as cp
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from sparsify.errors import MemoryEstimateError
-from sparsify.formulation import Formulation, Outputs, make_formulation
-from sparsify.gradcheck import check_gradient, random_problem
+from sparsify.core.errors import MemoryEstimateError
+from sparsify.core.formulation import Formulation, Outputs, make_formulation
+from sparsify.core.gradcheck import check_gradient, random_problem
+from sparsify.core.marginal import (
+    CvxpyMarginal,
+    Marginal,
+    NonDifferentiableWarning,
+    expansion_factor,
+)
+from sparsify.core.registry import get_registry
+from sparsify.core.solvers import SolverBackend, SolverError, Unsolved, solve_problem
 from sparsify.kernels import Kernel, make_kernel
-from sparsify.marginal import CvxpyMarginal, Marginal, NonDifferentiableWarning, expansion_factor
-from sparsify.plugins import get_registry
-from sparsify.solvers import SolverBackend, SolverError, Unsolved, solve_problem
 
 __all__ = [
     "CheckResult",
@@ -720,7 +725,7 @@ def check_formulation(
     X, y : array-like, optional
         Data, with y as the formulation expects it (−1/+1 for binary
         classifiers, class labels for multi-output ones, None when
-        unsupervised); by default `sparsify.gradcheck.random_problem`
+        unsupervised); by default `sparsify.core.gradcheck.random_problem`
         (30 points in 3 dimensions, labels −1/+1).
     kernels : sequence of str or Kernel, default=("rbf",)
         Kernels the full-problem and gradient checks run with.

@@ -12,8 +12,8 @@ from sklearn.svm import SVC
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from sparsify import RBF
-from sparsify.reduced_set import ReducedSetSVC, reduced_set
-from sparsify.rsvm import ReducedSVC
+from sparsify.baselines.reduced_set import ReducedSetSVC, reduced_set
+from sparsify.baselines.rsvm import ReducedSVC
 
 
 @parametrize_with_checks([

@@ -8,13 +8,13 @@ from sklearn.datasets import make_blobs, make_classification
 from sklearn.metrics import balanced_accuracy_score, recall_score
 from sklearn.svm import SVC
 from sklearn.utils import shuffle
-from sparsify_plugins.svm import SVM
-from sparsify_plugins.svm_fast import SVMDualMarginal
 
 from sparsify import CvxpyMarginal, SparseSVC
-from sparsify.gradcheck import random_problem
+from sparsify.algorithms.svm.fast import SVMDualMarginal
+from sparsify.algorithms.svm.formulation import SVM
+from sparsify.core.gradcheck import random_problem
+from sparsify.core.optimize import initial_expansion_vectors
 from sparsify.kernels import make_kernel, resolve_gamma
-from sparsify.optimize import initial_expansion_vectors
 
 
 def _rel(a, b) -> float:

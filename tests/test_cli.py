@@ -17,8 +17,8 @@ import pytest
 
 from sparsify import SolverError, SparseSVC
 from sparsify.cli import _write_atomically, build_parser, main
+from sparsify.core.gradcheck import check_gradient
 from sparsify.datasets import load_banana
-from sparsify.gradcheck import check_gradient
 from sparsify.io import load_model
 
 FAST = ["--n-expansion", "5", "--max-iter", "15"]

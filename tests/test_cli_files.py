@@ -572,13 +572,13 @@ def test_version_and_help_import_nothing_heavy(option: str) -> None:
 
 
 def test_lazy_public_names() -> None:
-    from sparsify.errors import SolverError
+    from sparsify.core.errors import SolverError
 
     assert set(sparsify.__all__) <= set(dir(sparsify))
     for name in sparsify.__all__:
         assert getattr(sparsify, name) is not None, name
     assert sparsify.SolverError is SolverError
-    assert importlib.import_module("sparsify.solvers").SolverError is SolverError
+    assert importlib.import_module("sparsify.core.solvers").SolverError is SolverError
     assert issubclass(SolverError, RuntimeError)
     with pytest.raises(AttributeError, match="has no attribute 'nope'"):
         sparsify.nope  # noqa: B018

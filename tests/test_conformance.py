@@ -9,12 +9,12 @@ from typing import Any
 import cvxpy as cp
 import numpy as np
 import pytest
-from sparsify_plugins.svm import SVM
 
 from sparsify import Declaration, Evaluation, Formulation, Marginal
-from sparsify.gradcheck import random_problem
-from sparsify.plugins import get_registry
-from sparsify.solvers import Unsolved
+from sparsify.algorithms.svm.formulation import SVM
+from sparsify.core.gradcheck import random_problem
+from sparsify.core.registry import get_registry
+from sparsify.core.solvers import Unsolved
 from sparsify.testing import (
     ConformanceError,
     ConformanceReport,
@@ -262,10 +262,10 @@ def test_bad_arguments_are_refused_before_any_check_runs(kwargs: dict[str, Any],
 
 
 def test_a_check_too_large_for_memory_could_not_run(monkeypatch) -> None:
-    import sparsify.memory
+    import sparsify.core.memory
 
     # Z = X (Nz = N = 30) in cvxpy's DPP path needs about 430 kB, Nz = 4 about 33 kB
-    monkeypatch.setattr(sparsify.memory, "available_memory", lambda: 100_000)
+    monkeypatch.setattr(sparsify.core.memory, "available_memory", lambda: 100_000)
     with pytest.raises(ConformanceError) as raised:
         check_formulation("oneclass", estimator=False)
     report = raised.value.report
@@ -326,7 +326,7 @@ def test_finite_differences_too_noisy_to_judge_could_not_run(monkeypatch) -> Non
 
 
 def test_a_solver_that_is_not_installed_could_not_run(monkeypatch) -> None:
-    from sparsify.solvers import SolverBackend
+    from sparsify.core.solvers import SolverBackend
 
     real = SolverBackend.available
     monkeypatch.setattr(SolverBackend, "available",
@@ -363,7 +363,7 @@ def test_a_check_run_alone_after_a_broken_declaration_fails() -> None:
 _PLUGIN_TESTS = """
 import pytest
 import sparsify.testing
-from sparsify.solvers import Unsolved
+from sparsify.core.solvers import Unsolved
 from sparsify.testing import parametrize_formulation_checks
 
 def fail(problem, chain, tol):

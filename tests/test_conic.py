@@ -1,4 +1,4 @@
-"""The default generic path (sparsify.conic) against its reference, cvxpy's DPP path."""
+"""The default generic path (sparsify.core.conic) against its reference, cvxpy's DPP path."""
 
 from __future__ import annotations
 
@@ -9,14 +9,14 @@ import numpy as np
 import pytest
 
 from sparsify import RBF, CvxpyMarginal, Declaration, Formulation
-from sparsify.conic import ConicMarginal, estimate_memory
-from sparsify.errors import MemoryEstimateError
-from sparsify.formulation import make_formulation
-from sparsify.gradcheck import check_gradient, random_problem
+from sparsify.core.conic import ConicMarginal, estimate_memory
+from sparsify.core.errors import MemoryEstimateError
+from sparsify.core.formulation import make_formulation
+from sparsify.core.gradcheck import check_gradient, random_problem
+from sparsify.core.marginal import make_marginal
+from sparsify.core.optimize import initial_expansion_vectors
+from sparsify.core.registry import get_registry
 from sparsify.kernels import make_kernel
-from sparsify.marginal import make_marginal
-from sparsify.optimize import initial_expansion_vectors
-from sparsify.plugins import get_registry
 from tests.test_klr import _three_classes
 
 BACKENDS = ["clarabel", "ecos", "osqp", "scs"]
@@ -152,9 +152,9 @@ def test_memory_is_estimated_before_anything_is_compiled(monkeypatch) -> None:
 
 def test_cvxpys_dpp_path_refuses_what_it_cannot_compile(monkeypatch) -> None:
     # the reported 24 GiB: N = 8000, Nz = 50 densifies a (8000 × 400 000) tensor
-    import sparsify.memory
+    import sparsify.core.memory
 
-    monkeypatch.setattr(sparsify.memory, "available_memory", lambda: 8 * 2**30)
+    monkeypatch.setattr(sparsify.core.memory, "available_memory", lambda: 8 * 2**30)
     rng = np.random.default_rng(0)
     X = rng.normal(size=(8000, 2))
     y = np.where(X[:, 0] > 0, 1, -1)

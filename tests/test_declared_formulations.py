@@ -20,11 +20,11 @@ import pytest
 
 import sparsify
 from sparsify import ConicMarginal, CvxpyMarginal, SolverError
-from sparsify.formulation import make_formulation
-from sparsify.gradcheck import check_gradient
+from sparsify.core.formulation import make_formulation
+from sparsify.core.gradcheck import check_gradient
+from sparsify.core.optimize import initial_expansion_vectors
+from sparsify.core.registry import get_registry
 from sparsify.kernels import make_kernel
-from sparsify.optimize import initial_expansion_vectors
-from sparsify.plugins import get_registry
 from tests.conftest import REPO
 
 _spec = importlib.util.spec_from_file_location(
@@ -36,7 +36,7 @@ _spec.loader.exec_module(declared)
 FORMULATIONS = {cls.name: cls for cls in declared.FORMULATIONS}
 #: cvxpy's own Clarabel solve (the DPP reference) stops on the minimax probability
 #: machine's second-order cones with gradients off by up to 2.7e-5 (the conic path
-#: refines Clarabel's answer by SCS, `sparsify.conic._refine`): its reference is SCS.
+#: refines Clarabel's answer by SCS, `sparsify.core.conic._refine`): its reference is SCS.
 REFERENCE_SOLVER = {"mpm": "scs"}
 
 

@@ -11,8 +11,8 @@ from sklearn.svm import SVC
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from sparsify import RBF, Linear, SparseSVC
+from sparsify.core.optimize import IterationInfo
 from sparsify.datasets import load_banana
-from sparsify.optimize import IterationInfo
 
 
 @parametrize_with_checks([SparseSVC(n_expansion=3, max_iter=5, random_state=0)])

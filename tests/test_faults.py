@@ -20,9 +20,8 @@ import numpy as np
 import pytest
 from scipy.spatial.distance import pdist
 from sklearn.exceptions import ConvergenceWarning
-from sparsify_plugins.svm_fast import SVMDualMarginal
 
-import sparsify.marginal as marginal_module
+import sparsify.core.marginal as marginal_module
 from sparsify import (
     RBF,
     CvxpyMarginal,
@@ -35,12 +34,13 @@ from sparsify import (
     SparseKFD,
     SparseSVC,
 )
-from sparsify.formulation import make_formulation
-from sparsify.gradcheck import random_problem
-from sparsify.marginal import make_marginal
-from sparsify.optimize import minimize_marginal
-from sparsify.plugins import Entry, get_registry
-from sparsify.solvers import SolverBackend
+from sparsify.algorithms.svm.fast import SVMDualMarginal
+from sparsify.core.formulation import make_formulation
+from sparsify.core.gradcheck import random_problem
+from sparsify.core.marginal import make_marginal
+from sparsify.core.optimize import minimize_marginal
+from sparsify.core.registry import Entry, get_registry
+from sparsify.core.solvers import SolverBackend
 
 
 class Infeasible(Formulation):
@@ -408,7 +408,7 @@ def test_svm_fast_path_and_fallback_both_failing_is_reported(register, monkeypat
     # The fast path stalls (its polish and interior point made to fail); the generic
     # fallback's backends are cut to 2 iterations so that every one gives up too. The
     # report names the formulation and each solver's status.
-    import sparsify_plugins.svm_fast as svm_fast
+    import sparsify.algorithms.svm.fast as svm_fast
 
     monkeypatch.setattr(svm_fast, "_warm_active_set", lambda *args, **kwargs: None)
     monkeypatch.setattr(svm_fast, "_interior_point", lambda *args, **kwargs: None)

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from sparsify_plugins.kfd import KFD, SKFD
-from sparsify_plugins.oneclass import OneClass
-from sparsify_plugins.s3vm import S3VM
-from sparsify_plugins.svm import SVM
 
-from sparsify.formulation import make_formulation
+from sparsify.algorithms.kfd.formulation import KFD, SKFD
+from sparsify.algorithms.oneclass.formulation import OneClass
+from sparsify.algorithms.s3vm.formulation import S3VM
+from sparsify.algorithms.svm.formulation import SVM
+from sparsify.core.formulation import make_formulation
 
 RANGE = r"must be a float in the range \(0\.0, inf\)\."
 

@@ -6,10 +6,10 @@ import numpy as np
 import pytest
 from sklearn.datasets import make_blobs, make_moons
 from sklearn.utils.estimator_checks import parametrize_with_checks
-from sparsify_plugins.klr_newton import NewtonKLRMarginal
 
-from sparsify.ivm import ImportVectorMachine
-from sparsify.logistic import SparseKernelLogisticRegression
+from sparsify.algorithms.klr.estimator import SparseKernelLogisticRegression
+from sparsify.algorithms.klr.newton import NewtonKLRMarginal
+from sparsify.baselines.ivm import ImportVectorMachine
 
 
 @pytest.fixture(scope="module")
@@ -102,7 +102,7 @@ def test_errors() -> None:
 
 @pytest.mark.parametrize("n_out", [1, 4])
 def test_candidate_scoring_loss_is_the_mean_log_loss(n_out: int) -> None:
-    from sparsify.ivm import _candidate_loss, _mean_loss
+    from sparsify.baselines.ivm import _candidate_loss, _mean_loss
 
     rng = np.random.default_rng(0)
     outs = 3 * rng.normal(size=(n_out, 30, 7))

@@ -8,14 +8,19 @@ import pytest
 import scipy.linalg
 from sklearn.datasets import make_blobs, make_moons
 from sklearn.utils.estimator_checks import parametrize_with_checks
-from sparsify_plugins.kfd import KFD, SKFD, RayleighMarginal
 
 from sparsify import RBF, CvxpyMarginal, expansion_coefficients
-from sparsify.discriminant import SparseKFD, class_contrast, full_kfd, within_class_centring
-from sparsify.formulation import make_formulation
-from sparsify.gradcheck import check_gradient, random_problem
+from sparsify.algorithms.kfd.estimator import (
+    SparseKFD,
+    class_contrast,
+    full_kfd,
+    within_class_centring,
+)
+from sparsify.algorithms.kfd.formulation import KFD, SKFD, RayleighMarginal
+from sparsify.core.formulation import make_formulation
+from sparsify.core.gradcheck import check_gradient, random_problem
+from sparsify.core.registry import get_registry
 from sparsify.kernels import make_kernel
-from sparsify.plugins import get_registry
 
 SOLVERS = ["clarabel", "ecos", "osqp"]
 KERNELS = ["rbf", "poly", "linear", "rbf+linear"]

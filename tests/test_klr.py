@@ -10,10 +10,10 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from sparsify import RBF, CvxpyMarginal, Linear
-from sparsify.formulation import make_formulation
-from sparsify.gradcheck import check_gradient, random_problem
-from sparsify.logistic import SparseKernelLogisticRegression
-from sparsify.plugins import get_registry
+from sparsify.algorithms.klr.estimator import SparseKernelLogisticRegression
+from sparsify.core.formulation import make_formulation
+from sparsify.core.gradcheck import check_gradient, random_problem
+from sparsify.core.registry import get_registry
 
 KERNELS = ["rbf", "poly", "linear", "rbf+linear"]
 

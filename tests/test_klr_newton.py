@@ -5,16 +5,16 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import scipy.linalg
-import sparsify_plugins.klr_newton as klr_newton
 from sklearn.datasets import make_moons
-from sparsify_plugins.klr_newton import NewtonKLRMarginal
 
+import sparsify.algorithms.klr.newton as klr_newton
 from sparsify import CvxpyMarginal
-from sparsify.formulation import make_formulation
-from sparsify.gradcheck import check_gradient, random_problem
+from sparsify.algorithms.klr.estimator import SparseKernelLogisticRegression
+from sparsify.algorithms.klr.newton import NewtonKLRMarginal
+from sparsify.core.formulation import make_formulation
+from sparsify.core.gradcheck import check_gradient, random_problem
+from sparsify.core.solvers import SolverError
 from sparsify.kernels import make_kernel
-from sparsify.logistic import SparseKernelLogisticRegression
-from sparsify.solvers import SolverError
 from tests.test_klr import _full_klr_value, _three_classes
 
 

@@ -9,8 +9,8 @@ from sklearn.svm import SVC
 from sklearn.utils._param_validation import InvalidParameterError
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
-import sparsify.kmra
-from sparsify.kmra import (
+import sparsify.baselines.kmra
+from sparsify.baselines.kmra import (
     AUTO_DELTA_MARGIN,
     KernelMatchingReduction,
     gaussian_dictionary,
@@ -191,7 +191,7 @@ def test_a_float_delta_only_moves_the_stop(noisy) -> None:
 
 def test_memory_is_estimated_before_the_n_by_n_matrices(moons, monkeypatch) -> None:
     X, y, X_val, y_val = moons
-    monkeypatch.setattr(sparsify.kmra, "MAX_FIT_BYTES", 100_000)
+    monkeypatch.setattr(sparsify.baselines.kmra, "MAX_FIT_BYTES", 100_000)
     with pytest.raises(ValueError, match=r"would need about 0.0 GiB for 100 training points and "
                                          r"100 eval_set points .* limit is .* Fit on a "
                                          r"subsample of at most about 55 points"):

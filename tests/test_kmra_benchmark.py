@@ -95,7 +95,7 @@ def test_bad_arguments_are_usage_errors(data: Path, tmp_path: Path, capsys, argv
 def test_a_set_too_large_for_kmra_is_refused_before_fitting(data: Path, tmp_path: Path,
                                                             capsys, monkeypatch) -> None:
     bench = load_benchmark("kmra")
-    monkeypatch.setattr("sparsify.kmra.MAX_FIT_BYTES", 10_000)
+    monkeypatch.setattr("sparsify.baselines.kmra.MAX_FIT_BYTES", 10_000)
     with pytest.raises(SystemExit):
         bench.main(["--data-dir", str(data), "--out", str(tmp_path / "out"),
                     "--datasets", "newname"])

@@ -9,7 +9,7 @@ import pytest
 
 from sparsify import RBF, Linear, Polynomial
 from sparsify.kernels import check_kernel_vjp
-from sparsify.manifold import ManifoldKernel, knn_graph, knn_laplacian
+from sparsify.kernels.manifold import ManifoldKernel, knn_graph, knn_laplacian
 
 
 @pytest.fixture(scope="module")

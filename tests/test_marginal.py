@@ -16,9 +16,9 @@ from sparsify import (
     SolverError,
     expansion_coefficients,
 )
-from sparsify.formulation import make_formulation
-from sparsify.gradcheck import check_gradient, random_problem
-from sparsify.plugins import get_registry
+from sparsify.core.formulation import make_formulation
+from sparsify.core.gradcheck import check_gradient, random_problem
+from sparsify.core.registry import get_registry
 
 SOLVERS = ["clarabel", "ecos", "osqp"]
 KERNELS = ["rbf", "poly", "linear", "rbf+linear"]

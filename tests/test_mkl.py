@@ -7,7 +7,7 @@ import pytest
 from sklearn.svm import SVC
 
 from sparsify import RBF, Linear, SumKernel
-from sparsify.mkl import (
+from sparsify.algorithms.s3vm.mkl import (
     alternate,
     block_norms2,
     combined_kernel,

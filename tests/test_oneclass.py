@@ -12,10 +12,10 @@ from sklearn.svm import OneClassSVM
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from sparsify import RBF, CvxpyMarginal, SolverError
-from sparsify.formulation import make_formulation
-from sparsify.gradcheck import check_gradient, random_problem
-from sparsify.outlier import SparseOneClassSVM
-from sparsify.plugins import get_registry
+from sparsify.algorithms.oneclass.estimator import SparseOneClassSVM
+from sparsify.core.formulation import make_formulation
+from sparsify.core.gradcheck import check_gradient, random_problem
+from sparsify.core.registry import get_registry
 
 SOLVERS = ["clarabel", "ecos", "osqp"]
 KERNELS = ["rbf", "poly", "linear", "rbf+linear"]

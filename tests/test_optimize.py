@@ -10,10 +10,10 @@ import pytest
 from sklearn.exceptions import ConvergenceWarning
 
 from sparsify import RBF, CvxpyMarginal, SolverError
-from sparsify.formulation import make_formulation
-from sparsify.gradcheck import random_problem
-from sparsify.marginal import Evaluation, Marginal
-from sparsify.optimize import initial_expansion_vectors, minimize_marginal
+from sparsify.core.formulation import make_formulation
+from sparsify.core.gradcheck import random_problem
+from sparsify.core.marginal import Evaluation, Marginal
+from sparsify.core.optimize import initial_expansion_vectors, minimize_marginal
 
 
 def test_initial_xvs_are_distinct_training_points() -> None:
@@ -178,7 +178,7 @@ def test_plateau_stops_once_the_window_decreased_less_than_its_tolerance() -> No
 
 
 def test_sampling_plateau_is_the_relative_sampling_error() -> None:
-    from sparsify.optimize import sampling_plateau
+    from sparsify.core.optimize import sampling_plateau
 
     assert sampling_plateau(10_000, "auto") == (10, 0.01)
     assert sampling_plateau(9_999, "auto") is None  # small data: run to tol or max_iter

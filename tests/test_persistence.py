@@ -29,8 +29,8 @@ from sparsify import (
     SparseSVC,
     TaylorGaussianFeatures,
 )
-from sparsify.estimators import KernelMachineMixin
-from sparsify.persistence import (
+from sparsify.core.estimator import KernelMachineMixin
+from sparsify.io.persistence import (
     VERSION_KEY,
     IncompatibleVersionError,
     VersionedPickleMixin,
@@ -199,7 +199,7 @@ def _versioned(name: str) -> BaseEstimator:
     est = _estimator(name)
     if not isinstance(est, VersionedPickleMixin):
         pytest.skip(f"{name} does not record the sparsify version when pickled: add "
-                    "sparsify.persistence.VersionedPickleMixin first in its bases")
+                    "sparsify.io.persistence.VersionedPickleMixin first in its bases")
     return est
 
 

@@ -7,8 +7,9 @@ from importlib.metadata import EntryPoint
 
 import pytest
 
-from sparsify import hookspecs, plugins
-from sparsify.plugins import PluginError, PluginWarning, Registry, get_registry
+from sparsify.core import hookspecs
+from sparsify.core import registry as registry_module
+from sparsify.core.registry import PluginError, PluginWarning, Registry, get_registry
 
 
 def test_builtins_are_registered_with_their_source() -> None:
@@ -43,7 +44,7 @@ def test_every_hook_is_documented_with_its_signature() -> None:
 
 def _fake_entry_points(extra: list[EntryPoint], first: bool = False):
     """The installed entry points plus ``extra``, after them or (``first``) before them."""
-    from importlib.metadata import entry_points as real  # not plugins.entry_points: patched
+    from importlib.metadata import entry_points as real  # not registry_module.entry_points: patched
 
     def fake(group: str):
         return [*extra, *real(group=group)] if first else [*real(group=group), *extra]
@@ -52,7 +53,7 @@ def _fake_entry_points(extra: list[EntryPoint], first: bool = False):
 
 
 def _load(monkeypatch, extra: list[EntryPoint], first: bool = False) -> Registry:
-    monkeypatch.setattr(plugins, "entry_points", _fake_entry_points(extra, first))
+    monkeypatch.setattr(registry_module, "entry_points", _fake_entry_points(extra, first))
     reg = Registry()
     reg._load()
     return reg
@@ -86,7 +87,7 @@ def _impostor(monkeypatch, module: str, dist: str, kind: str, obj, tryfirst: boo
     def hook(register):
         register(obj)
 
-    setattr(plugin, plugins._KINDS[kind], hookimpl(tryfirst=tryfirst)(hook))
+    setattr(plugin, registry_module._KINDS[kind], hookimpl(tryfirst=tryfirst)(hook))
     monkeypatch.setitem(sys.modules, module, plugin)
     return EntryPoint(module, module, "sparsify")._for(_dist(dist))  # type: ignore[arg-type]
 
@@ -171,7 +172,7 @@ def test_hook_that_exits_during_registration_warns(monkeypatch) -> None:
 @pytest.mark.parametrize(("kind", "name", "builtin_plugin"), [
     ("formulation", "svm", "svm"),
     ("kernel", "rbf", "sparsify.kernels"),
-    ("solver", "clarabel", "sparsify.solvers"),
+    ("solver", "clarabel", "sparsify.core.solvers"),
 ])
 def test_third_party_cannot_replace_a_builtin(monkeypatch, kind, name, builtin_plugin) -> None:
     impostor = _named(name)
@@ -283,7 +284,7 @@ def test_register_plugin_cannot_replace_a_builtin(monkeypatch) -> None:
         register_formulations=hookimpl(lambda register: register(impostor)))
     reg = Registry()
     reg._load()
-    monkeypatch.setattr(plugins, "get_registry", lambda: reg)
+    monkeypatch.setattr(registry_module, "get_registry", lambda: reg)
     with pytest.warns(PluginWarning, match=r"'runtime_svm' from '\(registered at run time\)' "
                                            r"registered formulation 'svm', the name of a built-in"):
         register_plugin(plugin, "runtime_svm")
@@ -340,9 +341,8 @@ def test_hook_without_its_parameter_warns_when_called(monkeypatch) -> None:
 
 
 def test_unknown_hook_and_missing_decorator_warn(monkeypatch) -> None:
-    from sparsify_plugins.svm import SVM
-
     from sparsify import hookimpl
+    from sparsify.algorithms.svm.formulation import SVM
 
     @hookimpl
     def register_formulation(register):  # singular: a typo of the hook's name
@@ -385,7 +385,7 @@ def test_register_plugin_with_a_wrong_signature_warns(monkeypatch) -> None:
     from sparsify import hookimpl, register_plugin
 
     plugin = types.SimpleNamespace(register_formulations=hookimpl(lambda register, x: None))
-    monkeypatch.setattr(plugins, "get_registry", lambda: Registry())
+    monkeypatch.setattr(registry_module, "get_registry", lambda: Registry())
     with pytest.warns(PluginWarning, match="'bad_runtime' from '\\(registered at run time\\)' "
                                            "has a hook with a wrong signature"):
         register_plugin(plugin, "bad_runtime")
@@ -419,7 +419,7 @@ def test_plugin_guide_names_the_whole_formulation_contract() -> None:
     import pathlib
 
     from sparsify import Declaration, Formulation, Outputs
-    from sparsify.marginal import Evaluation, Marginal
+    from sparsify.core.marginal import Evaluation, Marginal
 
     text = (pathlib.Path(__file__).resolve().parents[1] / "docs" / "plugins.md").read_text(
         encoding="utf-8")

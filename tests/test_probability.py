@@ -18,7 +18,7 @@ from sklearn.utils.estimator_checks import (
 )
 
 from sparsify import SparseSVC
-from sparsify.calibration import fit_platt, platt_proba
+from sparsify.core.calibration import fit_platt, platt_proba
 
 
 @pytest.fixture(scope="module")

@@ -42,9 +42,9 @@ from sparsify import (
     SparseOneClassSVM,
     SparseSVC,
 )
-from sparsify.formulation import make_formulation
-from sparsify.marginal import make_marginal
-from sparsify.optimize import minimize_marginal
+from sparsify.core.formulation import make_formulation
+from sparsify.core.marginal import make_marginal
+from sparsify.core.optimize import minimize_marginal
 
 #: Few examples, no deadline (the first fit compiles a cvxpy problem), the same
 #: examples on every run and no .hypothesis database written into the checkout.

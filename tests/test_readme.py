@@ -23,11 +23,11 @@ def test_quick_start_runs_and_is_sparse(capsys) -> None:
 
 def test_plugin_example_registers_fits_and_has_exact_gradients() -> None:
     import sparsify
-    from sparsify.gradcheck import check_gradient
+    from sparsify.core.gradcheck import check_gradient
 
     module = types.ModuleType("readme_l2svm")
     exec(compile(BLOCKS[1], "README plugin", "exec"), module.__dict__)
-    if "l2svm" not in sparsify.plugins.get_registry().names("formulation"):
+    if "l2svm" not in sparsify.core.registry.get_registry().names("formulation"):
         sparsify.register_plugin(module)
     assert check_gradient("l2svm", "rbf", C=1.0).passed(1e-6)
     X, y = np.random.default_rng(0).normal(size=(60, 2)), None

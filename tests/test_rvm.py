@@ -12,8 +12,8 @@ from sklearn.utils._param_validation import InvalidParameterError
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from sparsify import RBF
+from sparsify.baselines.rvm import RVMClassifier, posterior_mode
 from sparsify.datasets import load_banana
-from sparsify.rvm import RVMClassifier, posterior_mode
 
 
 @pytest.fixture(scope="module")

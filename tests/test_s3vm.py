@@ -10,18 +10,18 @@ import pytest
 from sklearn.datasets import make_moons
 from sklearn.svm import SVC
 from sklearn.utils.estimator_checks import parametrize_with_checks
-from sparsify_plugins.s3vm import S3VM, LowRankSVMMarginal
-from sparsify_plugins.svm import SVM
-from sparsify_plugins.svm_fast import SVMDualMarginal
 
 from sparsify import RBF, CvxpyMarginal, Linear, Polynomial, SumKernel
-from sparsify.gradcheck import check_gradient, random_problem
+from sparsify.algorithms.s3vm.estimator import SemiSupervisedSVC, switch_labels
+from sparsify.algorithms.s3vm.formulation import S3VM, LowRankSVMMarginal
+from sparsify.algorithms.svm.fast import SVMDualMarginal
+from sparsify.algorithms.svm.formulation import SVM
+from sparsify.core.gradcheck import check_gradient, random_problem
+from sparsify.core.marginal import make_marginal
+from sparsify.core.optimize import initial_expansion_vectors
+from sparsify.core.registry import get_registry
 from sparsify.kernels import make_kernel
-from sparsify.manifold import ManifoldKernel
-from sparsify.marginal import make_marginal
-from sparsify.optimize import initial_expansion_vectors
-from sparsify.plugins import get_registry
-from sparsify.semi_supervised import SemiSupervisedSVC, switch_labels
+from sparsify.kernels.manifold import ManifoldKernel
 
 # --- the convex stage -------------------------------------------------------------------------
 
@@ -48,7 +48,7 @@ def _kernels(X: np.ndarray) -> dict[str, object]:
 
 def test_s3vm_is_registered_through_its_entry_point_and_serves_the_estimator() -> None:
     pyproject = (Path(__file__).resolve().parents[1] / "pyproject.toml").read_text()
-    assert 's3vm = "sparsify_plugins.s3vm"' in pyproject
+    assert 's3vm = "sparsify.algorithms.s3vm.formulation"' in pyproject
     entry = get_registry().entries["formulation"]["s3vm"]
     assert entry.obj is S3VM and entry.distribution == "sparsify"
     assert S3VM.estimator is SemiSupervisedSVC
@@ -123,7 +123,7 @@ def test_low_rank_libsvm_marginal_agrees_with_the_generic_path(kind: str) -> Non
 
 
 def test_a_stalled_fast_path_answers_through_libsvm(monkeypatch) -> None:  # type: ignore[no-untyped-def]
-    import sparsify_plugins.svm_fast as svm_fast
+    import sparsify.algorithms.svm.fast as svm_fast
 
     monkeypatch.setattr(svm_fast, "_warm_active_set", lambda *args, **kwargs: None)
     monkeypatch.setattr(svm_fast, "_interior_point", lambda *args, **kwargs: None)
@@ -307,7 +307,7 @@ def test_sparse_fit_agrees_with_the_generic_path() -> None:
 @pytest.mark.parametrize("kernel", [RBF(2.0), SumKernel((RBF(0.5), RBF(4.0)), (0.7, 0.5))])
 def test_fixed_xv_resolve_by_libsvm_agrees_with_the_generic_path(kernel) -> None:  # type: ignore[no-untyped-def]
     """The re-solves after label switching (XVs fixed) use libsvm on K_XZ K_ZZ⁻¹ K_ZX."""
-    from sparsify.semi_supervised import _Sparse
+    from sparsify.algorithms.s3vm.estimator import _Sparse
 
     X, y, form = _stage(60, seed=4)
     est = SemiSupervisedSVC(C=form.C, n_expansion=7, solver_tol=1e-10)

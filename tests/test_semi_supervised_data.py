@@ -181,11 +181,11 @@ def test_benchmark_skips_uspst_without_data(
 
 
 def _have_estimator() -> bool:
-    return importlib.util.find_spec("sparsify.semi_supervised") is not None
+    return importlib.util.find_spec("sparsify.algorithms.s3vm.estimator") is not None
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(not _have_estimator(), reason="needs sparsify.semi_supervised")
+@pytest.mark.skipif(not _have_estimator(), reason="needs sparsify.algorithms.s3vm.estimator")
 def test_benchmark_smoke_two_moons(tmp_path: Path) -> None:
     cmd = [sys.executable, str(REPO / "benchmarks" / "s3vm.py"), "--datasets", "two_moons",
            "--labeled", "0.1", "--splits", "1", "--n-test", "200", "--out", str(tmp_path),

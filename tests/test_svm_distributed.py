@@ -14,19 +14,19 @@ import numpy as np
 import pytest
 
 from sparsify import RBF, SparseSVC
+from sparsify.core.marginal import diagonal_scale
+from sparsify.core.optimize import minimize_marginal
 from sparsify.datasets import make_ringnorm
-from sparsify.marginal import diagonal_scale
-from sparsify.optimize import minimize_marginal
 
 distributed = pytest.importorskip("distributed", reason="needs dask[distributed]")
 da = pytest.importorskip("dask.array", reason="needs dask[array]")
 
-from sparsify_plugins.svm_distributed import (  # noqa: E402
+from sparsify.algorithms.svm.distributed import (  # noqa: E402
     DistributedSVMMarginal,
     initial_rows,
     make_blocks,
 )
-from sparsify_plugins.svm_fast import SVMDualMarginal  # noqa: E402
+from sparsify.algorithms.svm.fast import SVMDualMarginal  # noqa: E402
 
 N, NZ, C, GAMMA = 3000, 8, 1.0, 1.0 / 20
 

@@ -11,21 +11,22 @@ import cvxpy as cp
 import numpy as np
 import pytest
 from sklearn.svm import SVC
-from sparsify_plugins import _active_set, _dual_cd, svm_fast
-from sparsify_plugins.svm import SVM
-from sparsify_plugins.svm_fast import (
+
+from sparsify import CvxpyMarginal, Declaration, SparseSVC
+from sparsify.algorithms.svm import _active_set, _dual_cd
+from sparsify.algorithms.svm import fast as svm_fast
+from sparsify.algorithms.svm.fast import (
     SKIP_POLISH,
     SVMDualMarginal,
     _interior_point,
     _warm_active_set,
 )
-
-from sparsify import CvxpyMarginal, Declaration, SparseSVC
+from sparsify.algorithms.svm.formulation import SVM
+from sparsify.core.errors import MemoryEstimateError
+from sparsify.core.gradcheck import check_gradient, random_problem
+from sparsify.core.optimize import initial_expansion_vectors
 from sparsify.datasets import load_banana, make_checkerboard
-from sparsify.errors import MemoryEstimateError
-from sparsify.gradcheck import check_gradient, random_problem
 from sparsify.kernels import make_kernel
-from sparsify.optimize import initial_expansion_vectors
 
 KERNELS = ["rbf", "poly", "linear", "rbf+linear"]
 
@@ -273,7 +274,7 @@ def test_points_left_out_by_shrinking_are_checked_and_rejoin() -> None:
 
 def _stall(monkeypatch) -> None:
     """Make the polish and the interior point fail, as a numerical breakdown would."""
-    import sparsify_plugins.svm_fast as svm_fast
+    import sparsify.algorithms.svm.fast as svm_fast
 
     monkeypatch.setattr(svm_fast, "_warm_active_set", lambda *args, **kwargs: None)
     monkeypatch.setattr(svm_fast, "_interior_point", lambda *args, **kwargs: None)
@@ -443,7 +444,8 @@ def test_compiled_helpers_check_indices_and_counts() -> None:
 
 _OUT_OF_MEMORY = """
 import resource, numpy as np
-from sparsify_plugins import _active_set, _dual_cd, svm_fast
+from sparsify.algorithms.svm import _active_set, _dual_cd
+from sparsify.algorithms.svm import fast as svm_fast
 N, nz = 200_000, 50
 K = np.eye(nz)
 args = (np.ones((N, nz)), np.ones(N), K, K, K, np.ones(N), np.zeros(N),
@@ -473,7 +475,7 @@ def test_compiled_active_set_out_of_memory_is_a_clear_memory_error() -> None:
 
 def test_the_fast_path_needs_no_numba() -> None:
     """The compiled part is built at install: importing the fast path loads no JIT compiler."""
-    code = "import sys, sparsify_plugins.svm_fast; print('numba' in sys.modules)"
+    code = "import sys, sparsify.algorithms.svm.fast; print('numba' in sys.modules)"
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           check=False, timeout=120)
     assert proc.returncode == 0, proc.stderr
@@ -482,15 +484,15 @@ def test_the_fast_path_needs_no_numba() -> None:
 
 def test_a_missing_extension_says_how_to_build_it(monkeypatch) -> None:
     """A source tree used without installing it: an ImportError that names the fix."""
-    from sparsify_plugins import svm_fast
+    from sparsify.algorithms.svm import fast as svm_fast
 
     for name in ("_active_set", "_dual_cd"):
         with monkeypatch.context() as patch:
-            patch.setitem(sys.modules, f"sparsify_plugins.{name}", None)  # import fails
+            patch.setitem(sys.modules, f"sparsify.algorithms.svm.{name}", None)  # import fails
             spec = importlib.util.spec_from_file_location("svm_fast_unbuilt", svm_fast.__file__)
             with pytest.raises(ImportError, match=r"The SVM fast path's compiled part, "
-                               r"sparsify_plugins._active_set or _dual_cd, is missing: install "
-                               r"sparsify from its checkout with `pip install \.`"):
+                               r"sparsify.algorithms.svm._active_set or _dual_cd, is missing: "
+                               r"install sparsify from its checkout with `pip install \.`"):
                 spec.loader.exec_module(importlib.util.module_from_spec(spec))
 
 
@@ -584,9 +586,9 @@ def test_points_held_out_of_the_polish_are_checked_and_brought_in(monkeypatch) -
 
 
 def test_memory_is_estimated_before_any_kernel_block(monkeypatch) -> None:
-    import sparsify.memory
+    import sparsify.core.memory
 
-    monkeypatch.setattr(sparsify.memory, "available_memory", lambda: 10_000)
+    monkeypatch.setattr(sparsify.core.memory, "available_memory", lambda: 10_000)
     X, y = random_problem(200, 2)
     with pytest.raises(MemoryEstimateError, match=r"The SVM fast path with N=200, Nz=10 would "
                        r"need about .* GiB; .* GiB are available\. Use fewer XVs"):

@@ -11,9 +11,9 @@ import scipy.sparse as sp
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from sparsify import RBF, SparseSVC
-from sparsify.gradcheck import check_gradient
+from sparsify.core.gradcheck import check_gradient
 from sparsify.kernels import check_kernel_vjp, make_kernel
-from sparsify.taylor import TaylorGaussianFeatures, TaylorRBF
+from sparsify.kernels.taylor import TaylorGaussianFeatures, TaylorRBF
 
 rng = np.random.default_rng(3)
 A = rng.normal(size=(8, 4)) * 0.5

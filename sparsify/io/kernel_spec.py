@@ -146,8 +146,8 @@ def describe_kernel(
     >>> describe_kernel(Polynomial(gamma=0.5, degree=2, coef0=1.0), np.zeros((1, 2)))
     ({'name': 'poly', 'gamma': 0.5, 'degree': 2, 'coef0': 1.0}, {})
     """
-    from sparsify.manifold import ManifoldKernel
-    from sparsify.taylor import TaylorRBF
+    from sparsify.kernels.manifold import ManifoldKernel
+    from sparsify.kernels.taylor import TaylorRBF
 
     if depth > MAX_DEPTH:
         raise KernelSpecError(f"the kernel nests sums and manifold kernels more than {MAX_DEPTH} "
@@ -337,7 +337,7 @@ def build_kernel(spec: Mapping[str, Any]) -> Kernel | None:
     ...               "parts": [{"name": "rbf", "gamma": 1.0}, {"name": "linear"}]})
     SumKernel(kernels=(RBF(gamma=1.0), Linear()), weights=(0.5, 2.0))
     """
-    from sparsify.taylor import TaylorRBF
+    from sparsify.kernels.taylor import TaylorRBF
 
     name = spec["name"]
     if not _free(spec):
@@ -385,7 +385,7 @@ def kernel_features(
     """
     name = spec["name"]
     if name == "gaussian_widths":
-        from sparsify.kmra import gaussian_dictionary
+        from sparsify.baselines.kmra import gaussian_dictionary
 
         return gaussian_dictionary(X, Z, arrays[spec["widths"]])
     if name == "manifold":

@@ -17,7 +17,7 @@ from scipy.special import expit, log_expit, log_softmax, logsumexp
 from sklearn.base import BaseEstimator
 from sklearn.utils.metaestimators import available_if
 
-from sparsify.estimators import KernelMachineMixin
+from sparsify.core.estimator import KernelMachineMixin
 from sparsify.io.kernel_spec import feature_width, kernel_features
 
 __all__ = ["SavedKernelMachine"]
@@ -157,7 +157,7 @@ class SavedKernelMachine(KernelMachineMixin, BaseEstimator):
         method = self.probability_
         if method == "platt":
             return self._platt(scores)
-        if scores.ndim == 1:  # logistic: the same operations as sparsify.logistic
+        if scores.ndim == 1:  # logistic: the same operations as sparsify.algorithms.klr.estimator
             p = expit(scores)
             return np.column_stack([1.0 - p, p])
         if method == "softmax":

@@ -9,7 +9,7 @@ allow-list of classes (`saveable_estimators`), matched by identity: a
 subclass may override prediction, so it is refused too.
 
 An estimator from another package can declare itself saveable: a
-`sparsify.estimators.KernelMachineMixin` subclass whose predictions follow a
+`sparsify.core.estimator.KernelMachineMixin` subclass whose predictions follow a
 rule defines ``_model_file_rule(self)`` returning ``{"decision_rule": <rule>,
 "formulation": <name or None>}``, and raises ValueError from it when a fitted
 model does not follow the rule (the example plugin's ``SparseSVDD`` does).
@@ -237,7 +237,7 @@ def check_saveable(est: Any, kernel: Kernel | None = None) -> None:
     ...
     ValueError: sklearn.svm._classes.SVC cannot be saved as a model file: ...
     """
-    from sparsify.manifold import ManifoldKernel
+    from sparsify.kernels.manifold import ManifoldKernel
 
     _check_saveable(est)
     # a manifold kernel is stored bound to the fitted XVs, which do not exist yet
@@ -251,7 +251,7 @@ def check_saveable(est: Any, kernel: Kernel | None = None) -> None:
 
 def _check_saveable(est: Any) -> None:
     """ValueError unless the estimator's class is in the allow-list or declares its rule."""
-    from sparsify.estimators import KernelMachineMixin
+    from sparsify.core.estimator import KernelMachineMixin
 
     cls = type(est)
     if cls in saveable_estimators():
@@ -373,6 +373,6 @@ def describe_estimator(est: Any) -> Description:
 
 def _kmra_class() -> type:
     """`sparsify.KernelMatchingReduction`, whose features are Gaussians of per-XV widths."""
-    from sparsify.kmra import KernelMatchingReduction
+    from sparsify.baselines.kmra import KernelMatchingReduction
 
     return KernelMatchingReduction

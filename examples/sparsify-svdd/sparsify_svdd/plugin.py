@@ -42,11 +42,15 @@ from sklearn.utils._param_validation import Interval
 from sklearn.utils.validation import validate_data
 
 from sparsify import Declaration, Formulation, Outputs, hookimpl
-from sparsify.estimators import KernelMachineMixin, SparseKernelClassifier
+from sparsify.algorithms.oneclass.estimator import full_oneclass_svm
+from sparsify.core.estimator import KernelMachineMixin, SparseKernelClassifier
+from sparsify.core.marginal import make_marginal
+from sparsify.core.optimize import (
+    initial_expansion_vectors,
+    minimize_marginal,
+    warn_if_not_converged,
+)
 from sparsify.kernels import Kernel, make_kernel
-from sparsify.marginal import make_marginal
-from sparsify.optimize import initial_expansion_vectors, minimize_marginal, warn_if_not_converged
-from sparsify.outlier import full_oneclass_svm
 
 __all__ = ["SVDD", "SparseSVDD"]
 

@@ -1,0 +1,1 @@
+"""The kernel Fisher discriminant, convex or the Rayleigh quotient, and `SparseKFD`."""

@@ -1,0 +1,2 @@
+"""Kernel logistic regression (binary or softmax), its Newton solver, and
+`SparseKernelLogisticRegression`."""

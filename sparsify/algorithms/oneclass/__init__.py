@@ -1,0 +1,1 @@
+"""The ν-one-class SVM and `SparseOneClassSVM`."""

@@ -1,0 +1,1 @@
+"""The semi-supervised SVM with Lp-norm multiple kernel learning, and `SemiSupervisedSVC`."""

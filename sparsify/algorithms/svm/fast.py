@@ -1,0 +1,484 @@
+"""The SVM formulation's exact fast path: W(Z) by a dedicated dual solver, warm-started.
+
+For fixed XVs Z, SLMC's inner problem (paper §3.4, eq. 41-43) is a linear SVM
+with a free bias on Nz features. In whitened coordinates, Φ = K_XZ T with
+T = V Λ^(-½) (K_ZZ + jitter·I = V Λ Vᵀ, `sparsify.core.marginal.whitening`) and
+β = T u, it reads::
+
+    min_{u,b} ½ ‖u‖² + Σ_i C_i max(0, 1 − y_i (Φ_i u + b))
+
+whose rows are bounded (‖Φ_i‖² ≤ k(x_i, x_i)) however ill-conditioned K_ZZ is.
+Its dual is a box-constrained QP over α ∈ [0, C]ᴺ with yᵀα = 0 whose Hessian
+has rank Nz. Each evaluation, on the signed rows B = y∘Φ (one N × Nz array):
+
+* dual coordinate descent (``sparsify.algorithms.svm._dual_cd``, in C: the LIBLINEAR
+  method, with the free bias by proximal steps on b and shrinking),
+  warm-started from the previous evaluation's α and b, names the partition
+  (at C, free, at 0) to 1e-3 in the projected gradient, at O(N·Nz) per pass;
+  it settles in bulk the many points that change side after an L-BFGS step;
+* the primal active-set method (``sparsify.algorithms.svm._active_set``, in C) lands
+  on the exact KKT point from that partition, moving only the points near the
+  margin (a working set; the others held at their bounds and checked
+  afterwards), each move one (|free| + 1)-sized solve;
+* a primal-dual interior-point method (Mehrotra) whose Newton systems cost
+  O(N·Nz²) by the Sherman-Morrison-Woodbury identity takes over where the
+  polish does not settle; its rounded iterates seed the active-set method.
+
+An evaluation costs O(N·Nz·(d + Nz)): the kernel block, the whitening and a
+few passes of coordinate descent; the kernel block and the gradient are
+computed in row blocks, so memory is K_XZ and B, two N × Nz arrays.
+
+A solution is accepted only when its KKT conditions hold to ``tol`` (active
+set) or its duality gap is below ``tol`` (interior point), so W(Z) agrees with
+the generic path (sparsify.core.conic), which stays the reference in the tests and
+takes over an evaluation where the interior point stalls. The gradient is
+Lemma 1 with ν = α∘y and c = ½: ∂W/∂K_XZ = −(α∘y)βᵀ, ∂W/∂K_ZZ = ½ββᵀ. The
+constraint yᵀα = 0 puts support vectors in both classes, so W is differentiable
+(paper, Corollary 2) and no warning is needed here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from sparsify.core.conic import ConicMarginal
+from sparsify.core.formulation import Formulation
+from sparsify.core.marginal import (
+    Evaluation,
+    Marginal,
+    check_expansion_vectors,
+    diagonal_scale,
+    kernel_blocks,
+    link_gradient,
+    whitening,
+)
+from sparsify.core.memory import check_memory
+from sparsify.kernels import Kernel
+
+Array = NDArray[np.float64]
+#: α, β, b and, from the active-set solve, its partition (bound, free masks)
+Solution = tuple[Any, ...]
+
+#: Points whose margin slack after coordinate descent lies within this of 0 make the
+#: polish's working set (with the free ones); coordinate descent stops at a projected
+#: gradient of 1e-3, so a point farther out is almost surely on the right side.
+WORKING_BAND = 0.1
+#: After the polish fails, this many evaluations go straight to the interior point (one
+#: interior point costs less than a failed coordinate descent and polish; on a 4 × 4
+#: checkerboard at C = 1000, Nz = 16, N = 10⁵: 0.44 s against 1.7 s) before it is tried again.
+SKIP_POLISH = 10
+
+
+# The active-set moves and the coordinate descent are C (sparsify/algorithms/svm/_active_set.c,
+# sparsify/algorithms/svm/_dual_cd.c, compiled at install): each step is a few loops over at most N
+# points, which numpy would spend in call overhead.
+try:
+    from sparsify.algorithms.svm._active_set import active_set as _compiled_active_set
+    from sparsify.algorithms.svm._dual_cd import dual_cd
+except ImportError as error:  # a source tree used without installing it
+    raise ImportError(
+        "The SVM fast path's compiled part, sparsify.algorithms.svm._active_set or _dual_cd, is "
+        "missing: install sparsify from its checkout with `pip install .` (or `pip install "
+        "-e .`), which builds it with the C compiler.") from error
+
+
+def _warm_active_set(
+    B: Array, y: Array, K: Array, K_inv: Array, L: Array, C: Array, alpha: Array,
+    upper: NDArray[np.bool_], free: NDArray[np.bool_], tol: float, max_iter: int,
+    held: tuple[Array, float] | None = None,
+) -> tuple[Array, Array, float, NDArray[np.bool_], NDArray[np.bool_]] | None:
+    """Primal active-set method on the dual from a guessed α and partition.
+
+    Returns (α, β, b, bound mask, free mask) at a point where every KKT
+    condition holds to ``tol``, or None after ``max_iter`` iterations. The
+    constraints of the dual do not depend on Z, so the previous evaluation's α
+    is feasible and its partition a good guess; a rounded interior point is
+    the other start. Each iteration moves one point: towards the subproblem's
+    solution on the free set until a bound blocks (the blocking point leaves
+    the free set), or, at that solution, the point that violates its KKT
+    condition most joins the free set. At a solution the free set typically
+    holds Nz + 1 margin points, so a joining point makes the subproblem
+    singular; the step then follows the null space of [B_F, y_F]ᵀ, along which
+    the dual objective is linear, to the next bound. Every accepted point is
+    a full step to a subproblem solution, so yᵀα = 0 holds exactly. ``L`` is
+    the Cholesky factor of K (empty where K is not numerically positive
+    definite: then every move solves the unreduced system). The moves run in
+    C (`sparsify.algorithms.svm._active_set.active_set`) without the GIL; a
+    non-finite value there counts as failure, since C raises no
+    floating-point error. ``held`` = (Σ C_j B_j, Σ C_j y_j) over points at
+    their upper bound that are not among B's rows: a working set is polished
+    with the rest held at their bounds.
+    """
+    # the C code takes C-contiguous float64 and bool arrays and updates the last three in place
+    alpha = np.array(alpha, dtype=float)
+    upper, free = np.array(upper, dtype=bool), np.array(free, dtype=bool)
+    B, y, K, K_inv, L, C = (np.ascontiguousarray(a, dtype=float)
+                            for a in (B, y, K, K_inv, L, C))
+    beta = np.empty(B.shape[1])
+    v0, cy0 = (np.zeros(B.shape[1]), 0.0) if held is None else held
+    ok, b = _compiled_active_set(B, y, K, K_inv, L, C, alpha, upper, free, beta, float(tol),
+                                 int(max_iter), np.ascontiguousarray(v0, dtype=float),
+                                 float(cy0))
+    return (alpha, beta, b, upper, free) if ok else None
+
+
+class _Stalled(Exception):
+    """The interior-point method made no progress (numerical breakdown)."""
+
+
+@dataclass
+class _NewtonSystem:
+    """One interior-point iterate and its factorised Newton matrix.
+
+    The matrix D + B K⁻¹ Bᵀ is inverted by Sherman-Morrison-Woodbury through
+    the Nz × Nz matrix K + Bᵀ D⁻¹ B (``S_inv``), so no N × N matrix is formed.
+    """
+
+    y: Array
+    alpha: Array
+    s: Array  # C − α (C: the per-point costs)
+    lam: Array  # multipliers of α ≥ 0
+    mu: Array  # multipliers of α ≤ C
+    r_d: Array
+    r_p: float
+    D_inv: Array
+    BD: Array  # D⁻¹ B
+    S_inv: Array  # (K + Bᵀ D⁻¹ B)⁻¹
+    B: Array
+    K_inv: Array
+
+    def solve(self, v: Array) -> Array:
+        """(D + B K⁻¹ Bᵀ)⁻¹ v, with one step of iterative refinement.
+
+        Near the solution D spans many orders of magnitude and the Woodbury
+        solve alone loses digits; one refinement step against the exact
+        product restores them at the cost of a few matrix-vector products.
+        """
+        z = self._woodbury(v)
+        residual = v - (z / self.D_inv + self.B @ (self.K_inv @ (self.B.T @ z)))
+        return z + self._woodbury(residual)
+
+    def _woodbury(self, v: Array) -> Array:
+        dv = self.D_inv * v
+        return dv - self.BD @ (self.S_inv @ (self.BD.T @ v))
+
+    def direction(self, rc_lam: Array | float, rc_mu: Array | float) -> tuple[Any, ...]:
+        """Newton step (Δα, Δb, Δλ, Δμ) towards complementarity targets, and its longest step."""
+        alpha, s, lam, mu, y = self.alpha, self.s, self.lam, self.mu, self.y
+        My = self.solve(y)
+        Mr = self.solve(-self.r_d + rc_lam / alpha - lam - rc_mu / s + mu)
+        db = (float(y @ Mr) + self.r_p) / float(y @ My)
+        da = Mr - My * db
+        dlam = (rc_lam - lam * alpha - lam * da) / alpha
+        dmu = (rc_mu - mu * s + mu * da) / s
+        V = np.concatenate([alpha, s, lam, mu])
+        dV = np.concatenate([da, -da, dlam, dmu])
+        neg = dV < 0
+        t = min(1.0, float(np.min(-V[neg] / dV[neg]))) if neg.any() else 1.0
+        return da, db, dlam, dmu, t
+
+
+def _interior_point(
+    B: Array,
+    y: Array,
+    K: Array,
+    K_inv: Array,
+    C: Array,
+    tol: float,
+    polish: Callable[..., Solution | None],
+    max_iter: int = 100,
+) -> Solution | None:
+    """Mehrotra predictor-corrector on the SVM dual; None if it stalls.
+
+    From a relative duality gap of 1e-3 on, the iterate's partition is offered
+    to ``polish`` (the exact active-set method) each time the gap has fallen
+    100-fold; that usually ends the method well before the gap reaches ``tol``.
+    Where the method stalls instead (per-point costs spanning decades can make
+    the gap wander back up), the partition of the iterate with the lowest gap
+    gets one more polish. Plain numpy: at N in the hundreds an iteration is a
+    few dozen vector operations.
+    """
+    N = len(y)
+    alpha = 0.5 * C
+    lam, mu, b = np.ones(N), np.ones(N), 0.0
+    next_polish = 1e-3  # try the exact polish at gaps 1e-3, then 100× lower each time
+    best: tuple[float, Array, NDArray[np.bool_], NDArray[np.bool_]] | None = None
+    try:
+        for _ in range(max_iter):
+            s = C - alpha
+            beta = K_inv @ (B.T @ alpha)
+            g = B @ beta + y * b - 1.0
+            wnorm2 = float(alpha @ (g + 1.0 - y * b))
+            primal = 0.5 * wnorm2 + float(C @ np.maximum(0.0, -g))
+            gap = (primal - (alpha.sum() - 0.5 * wnorm2)) / max(1.0, abs(primal))
+            if gap <= next_polish or (best is not None and gap < best[0]):
+                # A bound counts as active where its slack is below its multiplier
+                # (α/C < λ, (C − α)/C < μ): on the central path the two separate
+                # long before the gap closes.
+                upper = s < C * mu
+                free = ~upper & (alpha >= C * lam)
+                start = np.where(upper, C, np.where(free, alpha, 0.0))
+                best = (gap, start, upper, free)
+                if gap <= next_polish:
+                    next_polish = gap / 100
+                    polished = polish(start, upper, free)
+                    if polished is not None:
+                        return polished
+            r_p = float(y @ alpha)
+            if gap <= tol and abs(r_p) <= tol * max(1.0, float(C.max())):
+                return alpha, beta, b
+            D_inv = 1.0 / (lam / alpha + mu / s)
+            BD = B * D_inv[:, None]
+            S_inv = np.linalg.inv(K + B.T @ BD)
+            newton = _NewtonSystem(y, alpha, s, lam, mu, g - lam + mu, r_p, D_inv, BD, S_inv,
+                                   B, K_inv)
+            da, _, dlam, dmu, t = newton.direction(0.0, 0.0)  # predictor: affine scaling
+            # Mehrotra's corrector: centre by σ = (m_aff / m)³ and correct the
+            # second-order terms of the complementarity products.
+            m = (lam @ alpha + mu @ s) / (2 * N)
+            m_aff = ((alpha + t * da) @ (lam + t * dlam)
+                     + (s - t * da) @ (mu + t * dmu)) / (2 * N)
+            target = (m_aff / m) ** 3 * m
+            da, db, dlam, dmu, t = newton.direction(target - da * dlam, target + da * dmu)
+            t = min(1.0, 0.99 * t)
+            alpha = alpha + t * da
+            b += t * db
+            lam = lam + t * dlam
+            mu = mu + t * dmu
+    except (np.linalg.LinAlgError, ZeroDivisionError, FloatingPointError):
+        pass  # a breakdown: fall through to the best iterate
+    return None if best is None else polish(*best[1:])
+
+
+class SVMDualMarginal(Marginal):
+    """W(Z) and ∇W(Z) of the SVM formulation by its dedicated exact solver.
+
+    The default path of `SparseSVC` (``solver="auto"``); a
+    named cvxpy backend selects the generic path instead, which is the
+    reference this one is tested against.
+
+    Parameters
+    ----------
+    C : float or ndarray of shape (N,)
+        Weight of the hinge loss, or one weight C_i ≥ 0 per training point
+        (the semi-supervised SVM weighs labeled and unlabeled points
+        differently; `SparseSVC` passes C · class weight · sample weight). A
+        point with C_i = 0 is left out of the solves: its dual box is [0, 0].
+    X : ndarray of shape (N, d)
+        Training inputs.
+    y : ndarray of shape (N,)
+        Labels in {-1, +1}.
+    kernel : Kernel
+        Kernel with vector-Jacobian products.
+    n_expansion : int
+        Number of XVs Nz.
+    tol : float, default=1e-9
+        KKT tolerance of the active-set solve and relative duality gap of the
+        interior-point fallback.
+    jitter : float, default=1e-10
+        Added to the diagonal of K_ZZ relative to the mean kernel diagonal,
+        as in the generic path, so the two solve the same problem.
+    formulation : Formulation, optional
+        The formulation this solves, for the generic path that answers an
+        evaluation where this one stalls; ``SVM(C)`` by default. Required when
+        ``C`` is an array.
+    fallback : Marginal, optional
+        What answers an evaluation where this one stalls instead of the generic
+        path of ``formulation`` (a faster exact solver for the same problem).
+
+    Attributes
+    ----------
+    n_active_set, n_interior_point, n_generic : int
+        How many solves the warm-started active-set method settled, how many
+        needed the interior-point method, and how many evaluations fell back
+        to the generic path (or to ``fallback``).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sparsify import RBF
+    >>> X = np.array([[0.0, 0.0], [0.2, 0.1], [1.0, 1.0], [0.9, 1.2]])
+    >>> y = np.array([-1, -1, 1, 1])
+    >>> ev = SVMDualMarginal(10.0, X, y, RBF(1.0), n_expansion=2).evaluate(X[[0, 2]])
+    >>> np.sign(RBF(1.0)(X, X[[0, 2]]) @ ev.coef + ev.intercept).astype(int).tolist()
+    [-1, -1, 1, 1]
+    """
+
+    def __init__(
+        self,
+        C: float | Array,
+        X: Array,
+        y: NDArray[Any],
+        kernel: Kernel,
+        n_expansion: int,
+        tol: float = 1e-9,
+        jitter: float = 1e-10,
+        formulation: Formulation | None = None,
+        fallback: Marginal | None = None,
+    ) -> None:
+        self.X = np.asarray(X, dtype=float)
+        self.y = np.asarray(y, dtype=float)
+        costs = np.asarray(C, dtype=float)
+        if costs.ndim == 0 and formulation is None:
+            from sparsify.algorithms.svm.formulation import SVM  # svm imports this module
+
+            formulation = SVM(float(costs))
+        if formulation is None:
+            raise ValueError("Pass formulation= (the problem the per-point costs C come from); "
+                             "the generic fallback needs it.")
+        self.formulation = formulation
+        self.formulation_name = formulation.name
+        if costs.ndim > 1 or (costs.ndim == 1 and costs.shape != self.y.shape):
+            raise ValueError(f"C must be a number or an array of shape {self.y.shape}; "
+                             f"got shape {costs.shape}.")
+        if not np.all(np.isfinite(costs)) or np.any(costs < 0) or not np.any(costs > 0):
+            raise ValueError("The costs C must be finite and >= 0, at least one of them "
+                             "positive.")
+        costs = np.broadcast_to(costs, self.y.shape)
+        # the generic fallback solves the formulation on every point it was given
+        self._X_all, self._y_all = self.X, self.y
+        # the same jitter as the generic path, from every point, so both solve one problem
+        self.jitter = jitter * max(diagonal_scale(kernel, self.X), 1e-300)
+        # C_i = 0 pins α_i to the box [0, 0]: such a point changes neither W(Z) nor
+        # ∇W(Z), and the solvers below divide by C_i, so it is left out of every solve
+        keep = costs > 0
+        self.X, self.y, self.C = self.X[keep], self.y[keep], costs[keep].copy()
+        if not np.all(np.isin(self.y, (-1.0, 1.0))) or len(np.unique(self.y)) != 2:
+            raise ValueError(f"The {self.formulation_name!r} formulation needs labels y in "
+                             "{-1, +1} from both classes among the points with a positive "
+                             "cost.")
+        self.kernel = kernel
+        self.n_expansion = int(n_expansion)
+        self.tol = float(tol)
+        # an evaluation holds K_XZ and B (N × Nz each) and, briefly, one more N × Nz product
+        N, d = self.X.shape
+        check_memory(8 * N * (3 * self.n_expansion + d + 8),
+                     f"The SVM fast path with N={N}, Nz={self.n_expansion}",
+                     "Use fewer XVs or a subsample of the training points.")
+        # the previous solution's α and b: the warm start (α and b do not depend on
+        # the whitened basis, which is K_ZZ's eigenvectors, new at each evaluation)
+        self._last: tuple[Array, float] | None = None
+        self._identity = np.eye(self.n_expansion)  # the metric in whitened coordinates
+        # coordinate descent's tolerance and passes: it only names the partition, the
+        # polish makes it exact (1e-3 was the fastest on a9a of 1e-1 … 1e-4)
+        self.cd_eps, self.max_epochs = 1e-3, 1000
+        self.last_epochs = 0  # passes of the last evaluation's coordinate descent
+        self.n_active_set = 0
+        self.n_interior_point = 0
+        self.n_generic = 0
+        # evaluations left that go straight to the interior point, and the next such streak
+        self._skip_polish, self._skip_next = 0, SKIP_POLISH
+        self._fallback: Marginal | None = fallback
+
+    def _solve(self, B: Array) -> tuple[Array, Array, float]:
+        """α, u, b of the dual on the signed whitened rows B = y∘Φ, warm-started.
+
+        Coordinate descent from the last solution's α and b names the
+        partition (at bound, free, zero) to `cd_eps` in the projected gradient.
+        The active-set method then lands on the KKT point, moving only the
+        points near the margin (a working set: the rest held at their bounds,
+        so a move costs O(|set|·Nz), not O(N·Nz)); every held point is checked
+        afterwards and any that violates its KKT condition joins the set. The
+        interior point takes over where the polish does not settle. In
+        whitened coordinates the metric is the identity: K = K⁻¹ = L = I.
+        """
+        y, C, tol, Nz = self.y, self.C, self.tol, B.shape[1]
+        if self._skip_polish:
+            self._skip_polish -= 1
+        else:
+            last = self._last
+            alpha, b = (np.zeros(len(y)), 0.0) if last is None else (last[0].copy(), last[1])
+            u = np.empty(Nz)
+            _, b, self.last_epochs, _ = dual_cd(B, y, C, alpha, u, b, 1.0, self.cd_eps,
+                                                self.max_epochs, 0)
+            upper, free = alpha >= C, (alpha > 0) & (alpha < C)
+            work = free | (np.abs(B @ u + y * b - 1.0) <= WORKING_BAND)
+            solved = self._settle(B, alpha, upper, free, work)
+            if solved is not None:
+                self.n_active_set += 1
+                self._last = (solved[0], solved[2])
+                self._skip_next = SKIP_POLISH
+                return solved[:3]
+            # where it failed once it fails again (a large C: coordinate descent does not
+            # name the partition): the next evaluations go to the interior point directly,
+            # twice as many after each failed retry
+            self._skip_polish = self._skip_next
+            self._skip_next = min(2 * self._skip_next, 8 * SKIP_POLISH)
+        eye = self._identity
+        solved = _interior_point(B, y, eye, eye, C, 1e-2 * tol, lambda *start: _warm_active_set(
+            B, y, eye, eye, eye, C, *start, tol, 10 * Nz + 100))
+        if solved is None:
+            raise _Stalled
+        self.n_interior_point += 1
+        alpha, u, b = solved[:3]
+        self._last = (alpha, b)
+        return alpha, u, b
+
+    def _settle(self, B: Array, alpha: Array, upper: NDArray[np.bool_],
+                free: NDArray[np.bool_], work: NDArray[np.bool_]) -> Solution | None:
+        """(α, u, b, bound mask, free mask) at the KKT point, polishing the rows in ``work``.
+
+        After each polish every held point is checked; those that violate their
+        KKT condition join ``work`` and the polish runs again from its partition.
+        None where a polish does not settle within its budget.
+        """
+        y, tol = self.y, self.tol
+        while True:
+            solved = self._polish(B, alpha, upper, free, work)
+            if solved is None:
+                return None
+            alpha, u, b, upper, free = solved
+            slack = B @ u + y * b - 1.0  # y_i f_i − 1 at the polished solution
+            missed = ~work & np.where(upper, slack > tol, slack < -tol)
+            if not missed.any():
+                return solved
+            work = work | missed
+
+    def _polish(self, B: Array, alpha: Array, upper: NDArray[np.bool_], free: NDArray[np.bool_],
+                work: NDArray[np.bool_]) -> Solution | None:
+        """The active-set method on the rows in ``work``, the others held at their bounds."""
+        held = upper & ~work
+        C_held, eye = self.C[held], self._identity
+        # a move costs O(|work|·Nz); the interior point some twenty O(N·Nz²) iterations
+        result = _warm_active_set(B[work], self.y[work], eye, eye, eye, self.C[work],
+                                  alpha[work], upper[work], free[work], self.tol,
+                                  10 * B.shape[1] + 100,
+                                  (C_held @ B[held], float(C_held @ self.y[held])))
+        if result is None:
+            return None
+        alpha_w, u, b, upper_w, free_w = result
+        alpha, upper, free = alpha.copy(), upper.copy(), free.copy()
+        alpha[work], upper[work], free[work] = alpha_w, upper_w, free_w
+        return alpha, u, b, upper, free
+
+    def evaluate(self, Z: Array, grad: bool = True) -> Evaluation:
+        Z = check_expansion_vectors(Z, self.n_expansion, self.X.shape[1], self.formulation_name)
+        K_xz, K_zz = kernel_blocks(self.kernel, self.X, Z)
+        T = whitening(K_zz + self.jitter * np.eye(len(Z)))
+        B = K_xz @ T
+        B *= self.y[:, None]
+        try:
+            # a division by zero or a NaN is a breakdown too, not a warning to go on from
+            with np.errstate(divide="raise", invalid="raise"):
+                alpha, u, b = self._solve(B)
+        except (_Stalled, np.linalg.LinAlgError, ZeroDivisionError, FloatingPointError):
+            # rare numerical breakdown (extreme C, degenerate data): the generic path,
+            # this one's reference, answers this evaluation
+            self._last = None
+            self.n_generic += 1
+            if self._fallback is None:
+                self._fallback = ConicMarginal(self.formulation, self._X_all, self._y_all,
+                                               self.kernel, self.n_expansion, tol=self.tol)
+            return self._fallback.evaluate(Z, grad)
+        beta = T @ u
+        slack = np.maximum(0.0, 1.0 - B @ u - self.y * b)
+        value = float(0.5 * u @ u + self.C @ slack)
+        if not grad:
+            return Evaluation(value, None, beta, b, "svm-dual")
+        gradient = link_gradient(self.kernel, self.X, Z, K_xz, K_zz, alpha * self.y, beta, 0.5)
+        return Evaluation(value, gradient, beta, b, "svm-dual")

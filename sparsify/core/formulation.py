@@ -1,0 +1,187 @@
+"""The formulation contract: what a plugin declares and what the core hands it.
+
+A formulation is a convex kernel learning algorithm written as a cvxpy problem
+over two framework-owned objects, the outputs ``f`` on the training points and
+the squared norm ``‖w‖²`` of the weight vector, plus variables of its own. The
+core adds the constraint ``w = Σ_j β_j φ(z_j)`` behind those two objects, so a
+formulation never sees β, Z or a kernel matrix and never writes gradient code.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, ClassVar
+
+import cvxpy as cp
+import numpy as np
+from numpy.typing import NDArray
+
+if TYPE_CHECKING:
+    from sparsify.core.marginal import Marginal
+    from sparsify.kernels import Kernel
+
+__all__ = ["Declaration", "Formulation", "Outputs", "make_formulation"]
+
+
+@dataclass(frozen=True)
+class Outputs:
+    """The framework-owned cvxpy objects a formulation declares its problem over.
+
+    Attributes
+    ----------
+    f : cvxpy.Variable
+        Outputs ``f_i = ⟨w, φ(x_i)⟩`` on the training points, shape (N,) for a
+        single output or (N, K) for K outputs.
+    norm_w2 : cvxpy.Expression
+        ``‖w‖²`` summed over the outputs.
+    norms_w2 : tuple of cvxpy.Expression
+        ``‖w_k‖²`` for each output k (one element for a single output).
+    y : ndarray or None
+        The targets the estimator passed (for classifiers: -1/+1, or class
+        indices for multi-output formulations); None for unsupervised ones.
+    n_samples, n_outputs : int
+        N and K.
+    norm_w : cvxpy.Expression
+        ``‖w‖`` (over all outputs), a second-order-cone expression: for
+        regularisers such as √(aᵀΣa + ρ‖w‖²) = ‖(Σ^½a, √ρ‖w‖)‖, which are not
+        DCP over ``norm_w2``. Any function of the norms keeps Lemma 1's gradient
+        exact.
+    """
+
+    f: cp.Variable
+    norm_w2: cp.Expression
+    norms_w2: tuple[cp.Expression, ...]
+    y: NDArray[Any] | None
+    n_samples: int
+    n_outputs: int
+    norm_w: cp.Expression | None = None
+
+
+@dataclass
+class Declaration:
+    """What a formulation returns: a convex problem over `Outputs`.
+
+    Attributes
+    ----------
+    objective : cvxpy.Minimize
+        The objective; its optimal value is W(Z).
+    constraints : list of cvxpy constraints
+        Constraints over ``f``, ``‖w‖²`` and the formulation's own variables.
+    intercept : cvxpy.Expression or float
+        The bias b of the kernel machine (shape () or (K,)); 0 when there is none.
+    """
+
+    objective: cp.Minimize
+    constraints: list[cp.Constraint] = field(default_factory=list)
+    intercept: cp.Expression | float = 0.0
+
+
+class Formulation(ABC):
+    """A convex kernel learning algorithm, declared once, made sparse by the core.
+
+    Subclasses set `name`, take their hyperparameters in ``__init__`` and
+    implement `declare`. They may override `n_outputs`,
+    `nondifferentiable` and `marginal`.
+
+    Rules the core enforces when it builds the problem (each breach is a
+    ``ValueError`` naming the formulation): the problem must be DCP and DPP, it
+    must use ``f``, and it must not create cvxpy Parameters of its own
+    (hyperparameters are plain numbers).
+
+    Examples
+    --------
+    A least-squares kernel machine (kernel ridge regression) in four lines:
+
+    >>> import cvxpy as cp
+    >>> class Ridge(Formulation):
+    ...     name = "ridge"
+    ...     def __init__(self, alpha=1.0):
+    ...         self.alpha = alpha
+    ...     def declare(self, out):
+    ...         b = cp.Variable()
+    ...         loss = cp.sum_squares(out.f + b - out.y)
+    ...         return Declaration(cp.Minimize(loss + self.alpha * out.norm_w2), [], b)
+    """
+
+    #: Name users pass (``formulation="svm"``).
+    name: ClassVar[str] = ""
+
+    #: The scikit-learn estimator class that serves this formulation (used by
+    #: the command line's ``--formulation``); None if it has none.
+    estimator: ClassVar[type | None] = None
+
+    #: Parameters that make `estimator` fit this formulation when it serves
+    #: several (``{"method": "convex"}``); the command line sets them.
+    estimator_params: ClassVar[dict[str, Any]] = {}
+
+    def n_outputs(self, y: NDArray[Any] | None) -> int:
+        """Number of outputs K (columns of β and f); 1 unless overridden."""
+        return 1
+
+    @abstractmethod
+    def declare(self, out: Outputs) -> Declaration:
+        """Return the objective, constraints and intercept over ``out``."""
+
+    def nondifferentiable(self, y: NDArray[Any] | None, dual_f: NDArray[np.float64]) -> str | None:
+        """Say why W(Z) is not differentiable at this solution, or None.
+
+        ``dual_f`` holds the Lagrange multipliers of the link ``f = K_XZ β``
+        (shape (N,) or (N, K)). The SVM uses it to detect support vectors from
+        one class only (paper, Corollary 2).
+        """
+        return None
+
+    def marginal(
+        self,
+        X: NDArray[np.float64],
+        y: NDArray[Any] | None,
+        kernel: Kernel,
+        n_expansion: int,
+        solver: str,
+        tol: float,
+    ) -> Marginal | None:
+        """Return an object that computes W(Z) and ∇W(Z) itself, or None.
+
+        Override this for a formulation that is not a cvxpy problem (an
+        eigenproblem) or that has a faster exact solver; the generic path
+        (``None``) stays its reference in the tests.
+        """
+        return None
+
+    #: Optional: ``fit_distributed(estimator, X, y, sample_weight)`` fits ``estimator``
+    #: (this formulation's estimator) on dask collections whose rows stay on the workers,
+    #: setting the fitted attributes of an in-memory fit. None: the estimator refuses dask
+    #: collections. The SVM's is `sparsify.algorithms.svm.distributed.fit_distributed`.
+    fit_distributed: ClassVar[Callable[..., Any] | None] = None
+
+    def __repr__(self) -> str:
+        params = ", ".join(f"{k}={v!r}" for k, v in vars(self).items())
+        return f"{type(self).__name__}({params})"
+
+
+def make_formulation(formulation: str | Formulation, **params: Any) -> Formulation:
+    """Return a formulation from a registered name and its hyperparameters, or an instance.
+
+    Examples
+    --------
+    >>> make_formulation("svm", C=10.0)
+    SVM(C=10.0)
+    """
+    if isinstance(formulation, Formulation):
+        if params:
+            raise ValueError(
+                f"Pass hyperparameters {sorted(params)} to the formulation's constructor, not "
+                "alongside an instance."
+            )
+        return formulation
+    from sparsify.core.registry import get_registry
+
+    cls = get_registry().get("formulation", formulation)
+    try:
+        return cls(**params)
+    except TypeError as exc:
+        raise ValueError(
+            f"The {formulation!r} formulation does not take the parameters {sorted(params)}: {exc}"
+        ) from exc

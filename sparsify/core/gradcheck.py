@@ -1,0 +1,323 @@
+"""Gradient verification: ∇W(Z) from the duals against central finite differences.
+
+Works for any registered formulation, kernel and solver backend, on a small
+random problem or on given data, so a plugin author can check the gradient of
+a new algorithm without writing any.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from sparsify.core.formulation import Formulation, make_formulation
+from sparsify.core.marginal import Marginal, make_marginal
+from sparsify.core.optimize import initial_expansion_vectors
+from sparsify.kernels import Kernel, Linear, make_kernel
+
+__all__ = ["GradientCheck", "check_gradient", "estimate_noise", "random_problem"]
+
+Array = NDArray[np.float64]
+
+
+@dataclass(frozen=True)
+class GradientCheck:
+    """Result of `check_gradient`.
+
+    Attributes
+    ----------
+    rel_error : float
+        ‖g − g_fd‖ / max(‖g‖, ‖g_fd‖).
+    value : float
+        W(Z) at the checked point.
+    grad, numeric : ndarray of shape (Nz, d)
+        ∇W(Z) from the duals and from finite differences.
+    formulation, kernel, solver : str
+        What was checked; ``solver`` is the one that answered (a backend name,
+        or the formulation's own solver such as ``"svm-dual"``).
+    noise : float
+        The measured noise of W near Z (absolute, `estimate_noise`), at least
+        8 ulp of W and at most twice the accuracy the solver states for W
+        (`sparsify.core.marginal.Evaluation.accuracy`) where it states one: a larger
+        variation is a kink of W within the sampled line, not noise.
+    step : float
+        The largest relative step the finite differences used.
+    fd_error : float
+        Estimated error of ``numeric``, relative like ``rel_error``: the
+        Richardson table's truncation estimate plus the noise divided by the step.
+    """
+
+    rel_error: float
+    value: float
+    grad: Array
+    numeric: Array
+    formulation: str
+    kernel: str
+    solver: str
+    noise: float = 0.0
+    step: float = 0.0
+    fd_error: float = 0.0
+
+    def passed(self, threshold: float = 1e-6) -> bool:
+        """Whether ∇W is right to ``threshold`` as far as the finite differences can tell.
+
+        True when ``rel_error ≤ threshold + fd_error`` and the finite differences
+        are themselves accurate to ``threshold`` (``fd_error ≤ threshold``), so a
+        pass says the gradient is within 2 × ``threshold`` of the truth and a check
+        too noisy to tell is a failure, not a pass. NaN fails.
+
+        Examples
+        --------
+        >>> check_gradient("svm", "rbf", C=1.0).passed(1e-6)
+        True
+        """
+        return bool(self.fd_error <= threshold and self.rel_error <= threshold + self.fd_error)
+
+    def as_dict(self) -> dict[str, Any]:
+        """JSON-ready summary."""
+        return {
+            "formulation": self.formulation,
+            "kernel": self.kernel,
+            "solver": self.solver,
+            "rel_error": self.rel_error,
+            "fd_error": self.fd_error,
+            "noise": self.noise,
+            "step": self.step,
+            "value": self.value,
+            "n_expansion": int(self.grad.shape[0]),
+            "n_features": int(self.grad.shape[1]),
+        }
+
+
+def random_problem(
+    n_samples: int = 40, n_features: int = 3, random_state: int = 0
+) -> tuple[Array, NDArray[np.int64]]:
+    """A small nonlinear two-class problem (labels -1/+1) for gradient checks.
+
+    Examples
+    --------
+    >>> X, y = random_problem(10, 2)
+    >>> X.shape, sorted(set(y.tolist()))
+    ((10, 2), [-1, 1])
+    """
+    rng = np.random.default_rng(random_state)
+    X = rng.normal(size=(n_samples, n_features))
+    score = X[:, 0] + 0.5 * X[:, 1 % n_features] ** 2 + 0.3 * rng.normal(size=n_samples)
+    y = np.where(score > np.median(score), 1, -1)
+    return X, y
+
+
+def estimate_noise(values: Array) -> float:
+    """The noise level of a function from its values at equally spaced points.
+
+    Moré & Wild's ECnoise (SIAM J. Sci. Comput. 33, 2011): the k-th differences
+    of a smooth function sampled at a small spacing vanish, those of noise do
+    not; with γ_k = (k!)² / (2k)!, the level √(γ_k · mean(Δᵏf²)) estimates the
+    noise's standard deviation where three consecutive levels agree within a
+    factor 4 and the differences change sign.
+
+    Parameters
+    ----------
+    values : ndarray of shape (m + 1,)
+        f(x + i·h·p) for i = 0 … m (m ≥ 4), h small.
+
+    Returns
+    -------
+    float
+        The noise level; 0 when all values are equal, and the largest level
+        (an upper estimate) when no three levels agree.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> t = np.linspace(0, 1e-6, 9)
+    >>> float(estimate_noise(np.sin(1.0 + t))) < 1e-15
+    True
+    >>> noisy = np.sin(1.0 + t) + 1e-9 * np.random.default_rng(0).normal(size=9)
+    >>> 2e-10 < estimate_noise(noisy) < 5e-9
+    True
+    """
+    diff = np.asarray(values, dtype=float)
+    if np.all(diff == diff[0]):
+        return 0.0
+    levels, sign_change, gamma = [], [], 1.0
+    for k in range(1, len(diff)):
+        diff = np.diff(diff)
+        gamma *= 0.5 * k / (2 * k - 1)
+        levels.append(float(np.sqrt(gamma * np.mean(diff**2))))
+        sign_change.append(bool(diff.min() < 0 < diff.max()))
+    for k in range(len(levels) - 2):
+        window = levels[k:k + 3]
+        if max(window) <= 4 * min(window) and sign_change[k]:
+            return levels[k]
+    return max(levels)
+
+
+def _richardson(W: Any, Z: Array, idx: tuple[int, ...], h0: float, noise: float,
+                target: float) -> tuple[float, float, float]:
+    """∂W/∂Z[idx] by central differences at h, h/2, h/4 and Richardson extrapolation.
+
+    Returns (estimate, truncation estimate, step h). The truncation estimate is
+    the difference of two extrapolated values; the noise adds about 4σ/h. While
+    the truncation part exceeds the target and the noise of a fourfold smaller
+    step, the step shrinks fourfold (at most 8 rungs); the rung with the
+    smallest sum is kept.
+    """
+
+    def central(h: float) -> float:
+        Zp, Zm = Z.copy(), Z.copy()
+        Zp[idx] += h
+        Zm[idx] -= h
+        return (W(Zp) - W(Zm)) / (2 * h)
+
+    h = h0
+    D = [central(h), central(h / 2), central(h / 4)]
+    best, best_error = (np.nan, np.inf, h), np.inf
+    for _ in range(8):
+        R1 = (4 * D[-2] - D[-3]) / 3
+        R2 = (4 * D[-1] - D[-2]) / 3
+        error = abs(R2 - R1) + 4 * noise / h
+        if error < best_error:
+            best, best_error = (R2, abs(R2 - R1), h), error
+        # a kink of W within the step (an active set that changes) shows as truncation:
+        # shrink until it is gone, or until a smaller step would gain less in truncation
+        # than it loses to noise
+        if abs(R2 - R1) <= target or 16 * noise / h >= abs(R2 - R1):
+            break
+        h /= 4
+        D = [D[-1], central(h / 2), central(h / 4)]
+    return best
+
+
+def check_gradient(
+    formulation: str | Formulation = "svm",
+    kernel: str | Kernel = "rbf",
+    solver: str = "auto",
+    X: ArrayLike | None = None,
+    y: ArrayLike | None = None,
+    Z: ArrayLike | None = None,
+    n_expansion: int = 4,
+    eps: float | None = None,
+    tol: float = 1e-9,
+    gamma: float | str = "scale",
+    random_state: int = 0,
+    marginal: Marginal | None = None,
+    target: float = 1e-7,
+    **formulation_params: Any,
+) -> GradientCheck:
+    """Compare ∇W(Z) with finite differences of W for a formulation.
+
+    The step comes from the noise of W, so that the check means the same on
+    every machine and with every solver. The noise σ is measured
+    (`estimate_noise` on 9 values of W along a random direction at a
+    relative spacing of 1e-6). The central differences start at the relative
+    step h = 4σ' / (``target`` · ‖g‖ / √n), clipped to [1e-4, 0.1], where σ'
+    is the larger of σ and the accuracy the solver states for W(Z)
+    (`sparsify.core.marginal.Evaluation.accuracy`), so that noise adds about
+    ``target`` or less to the relative error; they are extrapolated
+    (Richardson, steps h, h/2, h/4; the step shrinks where the table shows a
+    kink) so that the truncation error of a large step vanishes. The table's
+    estimate of what is left, plus 4σ/h, is ``fd_error``.
+
+    Parameters
+    ----------
+    formulation : str or Formulation, default="svm"
+        Registered name (with ``formulation_params``) or instance.
+    kernel : str or Kernel, default="rbf"
+        Kernel name (``"rbf+linear"`` for a sum) or instance.
+    solver : str, default="auto"
+        Solver backend.
+    X, y : array-like, optional
+        Data; by default `random_problem`.
+    Z : array-like of shape (Nz, d), optional
+        Where to check; by default a random subset of X, moved off the data
+        points by a small random offset.
+    n_expansion : int, default=4
+        Nz when Z is not given (capped below d for the linear kernel, whose W
+        is constant once the XVs span the input space).
+    eps : float, optional
+        The first relative step (relative to max(1, |z|)); by default chosen
+        from the noise as above.
+    tol : float, default=1e-9
+        Solver accuracy.
+    random_state : int, default=0
+        Seed of the problem, of Z and of the noise direction.
+    marginal : Marginal, optional
+        Check this W(Z) provider; by default the formulation's own
+        (`Formulation.marginal`) if it has one, else the generic path.
+    target : float, default=1e-7
+        Relative error the finite differences aim at.
+
+    Returns
+    -------
+    GradientCheck
+        Use `GradientCheck.passed` to judge it.
+
+    Examples
+    --------
+    >>> result = check_gradient("svm", "rbf", C=1.0)
+    >>> result.rel_error < 1e-6 and result.fd_error < 1e-7
+    True
+    """
+    if X is None:
+        X, y = random_problem(random_state=random_state)
+    X = np.asarray(X, dtype=float)
+    y = None if y is None else np.asarray(y)
+    k = make_kernel(kernel, X, gamma=gamma)
+    form = make_formulation(formulation, **formulation_params)
+    rng = np.random.default_rng(random_state)
+    if Z is None:
+        nz = min(n_expansion, X.shape[1] - 1) if isinstance(k, Linear) else n_expansion
+        Z = initial_expansion_vectors(X, max(nz, 1), "random", random_state)
+        Z = Z + 0.05 * X.std(0) * rng.normal(size=Z.shape)
+    Z = np.asarray(Z, dtype=float)
+    if marginal is None:
+        # a formulation's own W and ∇W, if it supplies them, is what a fit uses
+        marginal = make_marginal(form, X, y, k, len(Z), solver, tol)
+    ev = marginal.evaluate(Z)
+    grad = np.asarray(ev.grad)
+    scale_z = np.maximum(1.0, np.abs(Z))
+
+    def W(Zs: Array) -> float:
+        return marginal.evaluate(Zs, grad=False).value
+
+    # the noise of W along a random direction, at a spacing where W is smooth
+    direction = rng.normal(size=Z.shape)
+    direction *= scale_z / np.abs(direction).max()
+    line = [marginal.evaluate(Z + (i - 4) * 1e-6 * direction, grad=False) if i != 4 else ev
+            for i in range(9)]
+    floor = 8 * np.finfo(float).eps * max(1.0, abs(ev.value))
+    noise = max(estimate_noise(np.array([e.value for e in line])), floor)
+    stated = [e.accuracy for e in line]
+    if all(a is not None for a in stated):
+        # W is within its stated accuracy of the optimum at every point, so it cannot vary
+        # by more than twice that: more is W's own shape (a kink within the line), not noise
+        noise = max(min(noise, 2 * max(stated)), floor)  # type: ignore[type-var]
+
+    n = Z.size
+    g_norm = float(np.linalg.norm(grad))
+    per_coord = target * (g_norm if g_norm > 0 else max(1.0, abs(ev.value))) / np.sqrt(n)
+    # the step guards against the worst the solver states too, not only the typical noise
+    worst = max(noise, ev.accuracy or 0.0)
+    h_rel = eps if eps is not None else float(np.clip(4 * worst / per_coord, 1e-4, 0.1))
+    numeric, truncation, steps = np.zeros_like(Z), np.zeros_like(Z), np.zeros_like(Z)
+    for idx in np.ndindex(*Z.shape):
+        numeric[idx], truncation[idx], steps[idx] = _richardson(
+            W, Z, idx, h_rel * scale_z[idx], noise, per_coord)
+    errors = truncation + 4 * noise / steps
+    scale = max(g_norm, float(np.linalg.norm(numeric)), 1e-300)
+    return GradientCheck(
+        rel_error=float(np.linalg.norm(grad - numeric) / scale),
+        value=ev.value,
+        grad=grad,
+        numeric=numeric,
+        formulation=form.name or type(form).__name__,
+        kernel=kernel if isinstance(kernel, str) else type(kernel).__name__,
+        solver=ev.solver,
+        noise=float(noise),
+        step=float(np.max(steps / scale_z)),
+        fd_error=float(np.linalg.norm(errors) / scale),
+    )

@@ -1,0 +1,181 @@
+"""The approximate Gaussian kernel of order m and its explicit feature map (seed 001).
+
+Truncating the Taylor series of exp(2γ⟨x, y⟩) in
+exp(−γ‖x − y‖²) = exp(−γ‖x‖²) exp(−γ‖y‖²) exp(2γ⟨x, y⟩) gives (seed 001, eq. 1, 13)::
+
+    K_m(x, y) = exp(−γ(‖x‖² + ‖y‖²)) Σ_{k=0..m} (2γ)^k / k! ⟨x, y⟩^k
+
+a positive definite kernel that tends to the Gaussian kernel as m grows. Its
+feature map is finite (eq. 7): for every multi-index α with |α| = k ≤ m,
+exp(−γ‖x‖²) √((2γ)^k C_α^k / k!) x^α, with C_α^k = k! / Π_j α_j!. So a linear
+SVM on these features (LIBLINEAR, `sklearn.svm.LinearSVC`) trains the
+approximate Gaussian SVM. `TaylorRBF` is the same kernel for the direct
+sparse method; `TaylorGaussianFeatures` is the feature map, and it keeps
+sparse input sparse (seed 001, §3.3).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from numbers import Integral, Real
+from typing import Any, ClassVar
+
+import numpy as np
+import scipy.sparse as sp
+from numpy.typing import ArrayLike, NDArray
+from scipy.special import gammaln
+from sklearn.base import BaseEstimator, TransformerMixin
+from sklearn.preprocessing import PolynomialFeatures
+from sklearn.utils._param_validation import Interval
+from sklearn.utils.validation import check_is_fitted, validate_data
+
+from sparsify.core.hookspecs import hookimpl
+from sparsify.io.persistence import VersionedPickleMixin
+from sparsify.kernels import Kernel
+
+__all__ = ["TaylorGaussianFeatures", "TaylorRBF"]
+
+Array = NDArray[np.float64]
+
+
+def _partial_exp(t: Array, order: int) -> Array:
+    """Σ_{k=0..order} t^k / k! (0 for order < 0)."""
+    total, term = np.zeros_like(t), np.ones_like(t)
+    for k in range(order + 1):
+        total += term
+        term = term * t / (k + 1)
+    return total
+
+
+@dataclass(frozen=True)
+class TaylorRBF(Kernel):
+    """Approximate Gaussian kernel of order m (seed 001, eq. 1 and 13).
+
+    Parameters
+    ----------
+    gamma : float, default=1.0
+        Width, as in the Gaussian kernel exp(−γ‖x − y‖²).
+    order : int, default=2
+        Order m of the Taylor truncation (the seed's GAUSS-2 is m = 2).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sparsify import RBF
+    >>> a, b = np.array([[0.3, -0.2]]), np.array([[0.1, 0.4]])
+    >>> round(float(TaylorRBF(0.5, order=2)(a, b)[0, 0]), 5), round(float(RBF(0.5)(a, b)[0, 0]), 5)
+    (0.81875, 0.81873)
+    """
+
+    gamma: float = 1.0
+    order: int = 2
+    name = "taylor_rbf"
+
+    def __call__(self, A: Array, B: Array) -> Array:
+        ea = np.exp(-self.gamma * (A * A).sum(1))
+        eb = np.exp(-self.gamma * (B * B).sum(1))
+        return ea[:, None] * eb[None, :] * _partial_exp(2 * self.gamma * (A @ B.T), self.order)
+
+    def diag(self, A: Array) -> Array:
+        sq = (A * A).sum(1)
+        return np.exp(-2 * self.gamma * sq) * _partial_exp(2 * self.gamma * sq, self.order)
+
+    def vjp_z(self, X: Array, Z: Array, G: Array, K: Array | None = None) -> Array:
+        K = self(X, Z) if K is None else K
+        ex = np.exp(-self.gamma * (X * X).sum(1))
+        ez = np.exp(-self.gamma * (Z * Z).sum(1))
+        # ∂K/∂z = −2γ z K + e_x e_z 2γ S_{m−1}(2γ⟨x, z⟩) x, since S_m' = S_{m−1}.
+        D = ex[:, None] * ez[None, :] * _partial_exp(2 * self.gamma * (X @ Z.T), self.order - 1)
+        return 2 * self.gamma * ((G * D).T @ X - (G * K).sum(0)[:, None] * Z)
+
+
+class TaylorGaussianFeatures(VersionedPickleMixin, TransformerMixin, BaseEstimator):
+    """Explicit feature map of the approximate Gaussian kernel of order m (seed 001, eq. 7).
+
+    ⟨Φ(x), Φ(y)⟩ = K_m(x, y) exactly; the output has C(n + m, m) columns
+    (n input features). Sparse input gives sparse output.
+
+    Parameters
+    ----------
+    gamma : float, default=1.0
+        Width of the Gaussian kernel exp(−γ‖x − y‖²).
+    order : int, default=2
+        Order m of the Taylor truncation.
+
+    Attributes
+    ----------
+    n_output_features_ : int
+    scale_ : ndarray of shape (n_output_features_,)
+        √((2γ)^k C_α^k / k!) of each monomial x^α.
+    powers_ : ndarray of shape (n_output_features_, n_features_in_)
+        The exponents α of each output column.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> X = np.array([[0.3, -0.2], [0.1, 0.4]])
+    >>> phi = TaylorGaussianFeatures(gamma=0.5).fit_transform(X)
+    >>> phi.shape, bool(np.isclose(phi[0] @ phi[1], TaylorRBF(0.5)(X[:1], X[1:])[0, 0]))
+    ((2, 6), True)
+    """
+
+    _parameter_constraints: ClassVar[dict[str, list[Any]]] = {
+        "gamma": [Interval(Real, 0.0, None, closed="neither")],
+        "order": [Interval(Integral, 0, None, closed="left")],
+    }
+
+    def __init__(self, gamma: float = 1.0, order: int = 2) -> None:
+        self.gamma = gamma
+        self.order = order
+
+    def fit(self, X: ArrayLike, y: Any = None) -> TaylorGaussianFeatures:
+        """Enumerate the monomials of degree ≤ m and their scales.
+
+        Returns
+        -------
+        self
+        """
+        self._validate_params()
+        X = validate_data(self, X, accept_sparse="csr", dtype=np.float64)
+        self._poly = PolynomialFeatures(degree=self.order, include_bias=True).fit(X)
+        self.powers_ = self._poly.powers_
+        k = self.powers_.sum(1)
+        # (2γ)^k C_α^k / k! = (2γ)^k / Π_j α_j!, in logs and vectorised: a per-row Python
+        # loop took 0.2-0.5 s at a9a's 7750 × 123 powers, and logs cannot overflow.
+        log_denominator = gammaln(self.powers_ + 1.0).sum(1)
+        self.scale_ = np.exp(0.5 * (k * np.log(2 * self.gamma) - log_denominator))
+        self.n_output_features_ = len(self.scale_)
+        return self
+
+    def transform(self, X: ArrayLike) -> Array | sp.csr_matrix:
+        """Map X to the features, shape (n_samples, n_output_features_)."""
+        check_is_fitted(self)
+        X = validate_data(self, X, accept_sparse="csr", dtype=np.float64, reset=False)
+        if sp.issparse(X) and not X.has_canonical_format:
+            # scikit-learn's CSR expansion assumes sorted, duplicate-free indices: with
+            # unsorted ones x_0 x_2 lands in the column of x_1 x_2, silently.
+            X = X.copy()
+            X.sum_duplicates()
+        squares = np.asarray(X.multiply(X).sum(1)).ravel() if sp.issparse(X) else (X * X).sum(1)
+        rows = np.exp(-self.gamma * squares)
+        P = self._poly.transform(X)
+        # Scale the fresh monomials in place: diag(rows) @ P @ diag(scale) cost two sparse
+        # products and two copies of the output (0.09 s of 0.3 s on a9a's training set).
+        if sp.issparse(P):
+            P = sp.csr_matrix(P)
+            P.data *= self.scale_[P.indices]
+            P.data *= np.repeat(rows, np.diff(P.indptr))
+            return P
+        P *= self.scale_
+        P *= rows[:, None]
+        return P
+
+    def __sklearn_tags__(self):  # type: ignore[no-untyped-def]
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = True
+        return tags
+
+
+@hookimpl
+def register_kernels(register) -> None:  # type: ignore[no-untyped-def]
+    register(TaylorRBF)
