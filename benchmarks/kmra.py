@@ -1,4 +1,7 @@
-"""KMRA against a full Gaussian SVM on the seed's data sets, or any binary set (seed 002).
+"""KMRA against a full Gaussian SVM on Li & Deng's data sets, or any binary set.
+
+KMRA and the protocol are those of Li & Deng, "Kernel Matching Reduction Algorithms for
+Classification".
 
 Usage::
 
@@ -7,28 +10,28 @@ Usage::
 
 Per data set and random partition (two thirds train, one third test, features
 scaled to [−1, 1] on the training part; predefined splits, where a set has them,
-are not used: the seed draws its own partitions):
+are not used: Li & Deng draw their own partitions):
 
 * full SVM: scikit-learn ``SVC`` with the RBF kernel, (C, γ) by 10-fold
-  cross-validation on the training part (the seed uses LIBSVM the same way), or
+  cross-validation on the training part (Li & Deng use LIBSVM the same way), or
   fixed with ``--params NAME=C:GAMMA``;
 * KMRA (:class:`sparsify.baselines.kmra.KernelMatchingReduction`): p = 2, C by 5-fold
   cross-validation (v = 5), δ by ``--delta``: ``auto`` (the estimator's default, the
-  full dictionary's training accuracy minus 0.02), ``seed`` (the seed's per-set values:
+  full dictionary's training accuracy minus 0.02), ``seed`` (Li & Deng's per-set values:
   0.97 Wisconsin, 0.8 Pima and Heart) or a number; the test set is passed as
   ``eval_set`` only to record the test accuracy along the deletion path (it never
   trains or selects the final model).
 
 "KMRA final" is the model the algorithm outputs (the smallest dictionary whose
 training accuracy is still ≥ δ); "KMRA best" is the best test accuracy along the
-path, the seed's own "best performance during the iterative process" (an oracle
-choice on the test set, reported as the seed does). Rows with a missing value are
+path, Li & Deng's own "best performance during the iterative process" (an oracle
+choice on the test set, reported as Li & Deng do). Rows with a missing value are
 dropped (Wisconsin: 16, 683 rows left); Pima's disguised zeros are kept as they are,
-as in the seed and most of the literature.
+as in Li & Deng and most of the literature.
 
 ``--margins`` also runs each partition's whole deletion path (δ = 0) and reads off
 it the model each rule would keep: δ = a₀ − margin for each margin (a₀: the full
-dictionary's training accuracy), the seed's δ, and the former fixed default 0.9.
+dictionary's training accuracy), Li & Deng's δ, and the former fixed default 0.9.
 δ only decides where the path stops, so this is exact, and it is the measurement
 behind ``delta="auto"``.
 
@@ -68,9 +71,9 @@ from threadpoolctl import threadpool_limits
 
 from sparsify.baselines.kmra import AUTO_DELTA_MARGIN, KernelMatchingReduction
 
-#: The seed's data sets that ../shared/data has (heart is the IDA copy of Statlog heart).
+#: Li & Deng's data sets that ../shared/data has (heart is the IDA copy of Statlog heart).
 DEFAULT_DATASETS = ("uci_breast_cancer_wisconsin", "uci_pima", "heart")
-#: The seed's δ (slide 35: 0.97, 0.8, 0.8 and 0.9 for Wisconsin, Pima, Heart, Australian).
+#: Li & Deng's δ (slide 35: 0.97, 0.8, 0.8 and 0.9 for Wisconsin, Pima, Heart, Australian).
 SEED_DELTA = {"uci_breast_cancer_wisconsin": 0.97, "uci_pima": 0.8, "heart": 0.8}
 #: The estimator's fixed default before delta="auto"; kept as a row of the margin table.
 OLD_DEFAULT_DELTA = 0.9
@@ -82,7 +85,7 @@ KMRA_CS = 2.0 ** np.arange(-6, 9, 2)
 
 
 def label(name: str) -> str:
-    """The seed's name of a set, or the set's own name."""
+    """Li & Deng's name of a set, or the set's own name."""
     return LABEL.get(name, name)
 
 
@@ -101,7 +104,7 @@ def partition(n: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
 
 
 def delta_for(name: str, args: argparse.Namespace) -> float | str:
-    """The δ passed to KMRA: "auto", the seed's value of the set, or the number given."""
+    """The δ passed to KMRA: "auto", Li & Deng's value of the set, or the number given."""
     if args.delta == "seed":
         return SEED_DELTA[name]
     return args.delta
@@ -218,7 +221,7 @@ def plot(name: str, rows: list[dict[str, Any]], rounds: list[dict[str, Any]], ou
                   label=f"δ ({rows[0]['delta_rule']}; mean {mean_delta:.3f})")
     for ax, what in ((ax_test, "test"), (ax_train, "training")):
         ax.set_xscale("log")
-        ax.invert_xaxis()  # as in the seed: the dictionary shrinks from left to right
+        ax.invert_xaxis()  # as in Li & Deng: the dictionary shrinks from left to right
         ax.set_xlabel("number of kernel functions in the dictionary")
         ax.set_ylabel(f"{what} accuracy")
         ax.grid(alpha=0.3)
@@ -247,7 +250,7 @@ def delta_text(args: argparse.Namespace) -> str:
         return (f"δ = `\"auto\"` (the estimator's default): each partition's full-dictionary "
                 f"training accuracy a₀ minus {AUTO_DELTA_MARGIN:g}")
     if args.delta == "seed":
-        return ("δ = the seed's values (" + ", ".join(
+        return ("δ = Li & Deng's values (" + ", ".join(
             f"{label(n)} {SEED_DELTA[n]:g}" for n in args.datasets) + ")")
     return f"δ = {args.delta:g} on every set"
 
@@ -266,7 +269,8 @@ def report(rows: list[dict[str, Any]], margins: list[dict[str, Any]],
         f"{sys.version.split()[0]}; shared with other jobs (load average at the end "
         f"{load_avg}); total {seconds / 60:.1f} min.",
         "",
-        "Set-up as in seed 002: per partition two thirds of the rows train and one third test "
+        "Set-up as in Li & Deng, \"Kernel Matching Reduction Algorithms for Classification\": "
+        "per partition two thirds of the rows train and one third test "
         "(random, seeds `seed + partition`; predefined splits are not used), features scaled "
         "to [−1, 1] on the training part. Full SVM: `SVC(kernel='rbf')`, (C, γ) by 10-fold "
         "CV over C ∈ 2^{−6, −4, …, 12}, γ ∈ 2^{−10, −8, …, 2}"
@@ -280,7 +284,7 @@ def report(rows: list[dict[str, Any]], margins: list[dict[str, Any]],
         + ", ".join(f"{label(n)} {dropped[n]}" for n in args.datasets) + ".",
         "",
         "**KMRA final** is the algorithm's output (smallest dictionary with training accuracy "
-        "≥ δ). **KMRA best** is the best test accuracy along the deletion path, as the seed's "
+        "≥ δ). **KMRA best** is the best test accuracy along the deletion path, as Li & Deng's "
         "Table 2 reports it: an oracle choice on the test set, not a usable model selection.",
         "",
         "| data | partitions | N train | method | test accuracy (%) | kernel functions | "
@@ -341,7 +345,7 @@ def report(rows: list[dict[str, Any]], margins: list[dict[str, Any]],
             "below δ, as the estimator stops; exact, because δ only decides where the path "
             "stops). `auto, margin m`: δ = a₀ − m, where a₀ is the full dictionary's training "
             f"accuracy; the estimator's `delta=\"auto\"` is margin {AUTO_DELTA_MARGIN:g}. `seed "
-            "δ`: the seed's value for the set (the δ of this page before `delta=\"auto\"`); "
+            "δ`: Li & Deng's value for the set (the δ of this page before `delta=\"auto\"`); "
             f"`fixed {OLD_DEFAULT_DELTA:g}`: the estimator's default before it. The run checks "
             "that its own fit stops where its rule read off the path does. Test accuracy and "
             "kernel functions, mean ± std over the partitions:",
@@ -362,8 +366,8 @@ def report(rows: list[dict[str, Any]], margins: list[dict[str, Any]],
                     f"{sum(m['n_functions'] == n_full[m['partition']] for m in r)} of {len(r)} |")
     lines += [
         "",
-        "The seed's figures: the slides' Tables 1-2 and Fig. 1 are images that the text "
-        "extraction lost, so its accuracies and counts cannot be set beside ours; the text "
+        "Li & Deng's figures: the slides' Tables 1-2 and Fig. 1 are images that the text "
+        "extraction lost, so their accuracies and counts cannot be set beside ours; the text "
         "gives only the δ values, that KMRA is \"much sparser\" than the SVM at \"comparable\" "
         "accuracy, that on Pima the test accuracy rises as functions are deleted (early "
         "over-fitting) and that on breast cancer and Heart it fluctuates around the SVM's.",
@@ -412,12 +416,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                     help="binary sets in --data-dir (a wrong name lists the sets there; "
                          f"default: {' '.join(DEFAULT_DATASETS)})")
     ap.add_argument("--delta", type=delta_arg, default="auto",
-                    help="KMRA's δ: auto (the estimator's default), seed (the seed's value of "
+                    help="KMRA's δ: auto (the estimator's default), seed (Li & Deng's value of "
                          f"each set: {', '.join(f'{k} {v:g}' for k, v in SEED_DELTA.items())}) "
                          "or a number in [0, 1]")
     ap.add_argument("--margins", type=margin_arg, nargs="*", default=[],
                     help="also fit each whole path and report the model that δ = a₀ − margin "
-                         "keeps for each margin, beside the seed's δ and the fixed 0.9")
+                         "keeps for each margin, beside Li & Deng's δ and the fixed 0.9")
     ap.add_argument("--params", type=parse_params, nargs="*", default=[],
                     metavar="DATASET=C:GAMMA",
                     help="fixed (C, γ) of the full SVM for a set instead of its 10-fold CV, "

@@ -86,7 +86,7 @@ def run_task(name: str, X: Array, X_test: Array, truth: Array, nu: float, gamma:
         "nu": nu,
         "gamma": round(g, 6),
         "nsv": len(full.support_),
-        "nz": sparse.n_expansion_,
+        "nz": int(sparse.n_expansion_[0]),
         "n_init": n_init,
         "agreement": round(float(np.mean(full.predict(X_test) == sparse.predict(X_test))), 4),
         "auc_full": round(auc_full, 4),
@@ -96,7 +96,7 @@ def run_task(name: str, X: Array, X_test: Array, truth: Array, nu: float, gamma:
         "outlier_frac_train_sparse": round(float(np.mean(sparse.predict(X) == -1)), 4),
         "fit_s_full": round(t_full, 3),
         "fit_s_sparse": round(t_sparse, 2),
-        "n_iter": sparse.n_iter_,
+        "n_iter": int(sparse.n_iter_[0]),
     }
 
 

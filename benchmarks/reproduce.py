@@ -62,7 +62,7 @@ from sklearn.pipeline import make_pipeline
 from sklearn.svm import SVC, LinearSVC
 
 from sparsify import ReducedSetSVC, ReducedSVC, SparseSVC, expansion_coefficients
-from sparsify.core.estimator import full_svm
+from sparsify.core.classifier import full_svm
 from sparsify.datasets.ida import IDA_PARAMETERS
 from sparsify.kernels import RBF
 

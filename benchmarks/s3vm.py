@@ -1,10 +1,11 @@
-"""Semi-supervised SVMs (seed 003, issue 6): S3VM, Lp-MKL-S3VM and its sparse version.
+"""Semi-supervised SVMs (issue 6): S3VM, Lp-MKL-S3VM and its sparse version.
 
 Usage::
 
     python benchmarks/s3vm.py --data-dir /work/shared/data --out docs/results
 
-Data (as seed 003 §5 defines them; generators in :mod:`sparsify.datasets`):
+Data (as §5 of the paper "Lp-norm constrained multiple kernel semi-supervised SVM"
+defines them; generators in :mod:`sparsify.datasets`):
 
 * ``two_moons`` — 200 points, noise 0.1, r = 0.5;
 * ``g241c`` — 1500 points in 241-D, two unit-variance Gaussians 2.5 apart, r = 0.5;
@@ -17,7 +18,7 @@ Test sets for the inductive error: ``--n-test`` fresh points of the same distrib
 random directions for g241c/d), and for USPS ``--n-test`` other images (the same number per digit,
 disjoint from the training images). Every data set is scaled by one factor so that the mean
 squared distance of the training inputs to their centroid is 1 (pairwise squared distances
-average 2); the seed's Gaussian widths σ (Table 2, k(a, b) = exp(−‖a − b‖² / 2σ²)) are read on
+average 2); the paper's Gaussian widths σ (Table 2, k(a, b) = exp(−‖a − b‖² / 2σ²)) are read on
 that scale — on the raw 241-D data every one of them would give K ≈ I.
 
 Per data set and labeled ratio (``--labeled``), ``--splits`` random labeled subsets
@@ -29,18 +30,18 @@ every method sees the same subsets. Methods:
 * ``s3vm`` — :class:`sparsify.algorithms.s3vm.estimator.SemiSupervisedSVC`, one Gaussian kernel;
 * ``s3vm-qn`` — the same σ and C, optimised by ``optimizer="smooth-qn"`` (L-BFGS on a smoothed
   objective, the issue's optional comparison with a direct quasi-Newton method);
-* ``s3vm-base`` — the same with each of the seed's three widths (default on ``uspst`` only, for
+* ``s3vm-base`` — the same with each of the paper's three widths (default on ``uspst`` only, for
   the target "Lp-MKL-S3VM at least as good as the best single kernel");
-* ``mkl1``, ``mkl2``, ``mkl5`` — Lp-MKL-S3VM with p = 1, 2, 5 over the seed's six kernels: the
+* ``mkl1``, ``mkl2``, ``mkl5`` — Lp-MKL-S3VM with p = 1, 2, 5 over the paper's six kernels: the
   three Gaussians and the three manifold kernels built on them (kNN graph, k = 5), each scaled
   to mean diagonal 1 on the training points (``--kernel-norm``);
-* ``mkl5-raw`` — p = 5 without that scaling, the seed's literal setting (default on ``uspst``
+* ``mkl5-raw`` — p = 5 without that scaling, the paper's literal setting (default on ``uspst``
   only);
-* ``sparse`` — the sparse Lp-MKL-S3VM, p = 5 (the seed's final choice), Nz = ``--nz`` of N.
+* ``sparse`` — the sparse Lp-MKL-S3VM, p = 5 (the paper's final choice), Nz = ``--nz`` of N.
 
 Hyperparameters are chosen on the labeled points of the first split only, then kept for every
 split (see ``--select``): never on unlabeled or test labels. The class ratio r of the balance
-constraint is the seed's Table 1 value (``--balance seed``) or estimated from the labeled points
+constraint is the paper's Table 1 value (``--balance seed``) or estimated from the labeled points
 (``--balance labeled``).
 
 Writes ``<out>/<name>.md`` (tables, command, targets, notes) and ``<out>/<name>.csv`` (one row per
@@ -80,15 +81,15 @@ Array = NDArray[np.float64]
 DATASETS = ("two_moons", "g241c", "g241d", "uspst")
 LABEL = {"two_moons": "two moons", "g241c": "g241c", "g241d": "g241d", "uspst": "USPST-like"}
 N_TRAIN = {"two_moons": 200, "g241c": 1500, "g241d": 1500, "uspst": 1500}
-SIGMAS = {  # seed 003, Table 2: the three Gaussian widths per data set
+SIGMAS = {  # the paper's Table 2: the three Gaussian widths per data set
     "two_moons": (0.1, 0.5, 1.0), "g241c": (0.5, 1.0, 2.0), "g241d": (0.5, 1.0, 2.0),
     "uspst": (0.1, 0.5, 2.0),
 }
-R_SEED = {"two_moons": 0.5, "g241c": 0.5, "g241d": 0.5, "uspst": 0.2}  # seed 003, Table 1
-C_GRID = (10.0, 100.0, 500.0)  # seed 003 §5.1 grid [0 10 100 500]; C = 0 would ignore the labels
+R_SEED = {"two_moons": 0.5, "g241c": 0.5, "g241d": 0.5, "uspst": 0.2}  # the paper's Table 1
+C_GRID = (10.0, 100.0, 500.0)  # the paper's §5.1 grid [0 10 100 500]; C = 0 would ignore the labels
 MOONS_NOISE = 0.1
-N_NEIGHBORS = 5  # seed 003 §5.1: kNN graph of the manifold kernels (50 only for TEXT)
-LS_KNN = (5, 10)  # LabelSpreading's kNN graphs, besides its RBF kernels at the seed's widths
+N_NEIGHBORS = 5  # the paper's §5.1: kNN graph of the manifold kernels (50 only for TEXT)
+LS_KNN = (5, 10)  # LabelSpreading's kNN graphs, besides its RBF kernels at the paper's widths
 GAMMA_RATIOS = (1.0, 100.0, 1e4)  # γ_I/γ_A of the manifold kernels: the grid of the CV
 LAPLACIAN_POWERS = (1, 2)  # and the power of the Laplacian in M = (γ_I/γ_A) L^power
 RAW_NAME = "Lp-MKL-S3VM p=5, kernels not normalised"
@@ -160,7 +161,7 @@ def make_task(name: str, data_dir: Path | None, n_test: int, seed: int) -> Task 
                 "from the whole USPS set (train and test parts) with the run's seed")
     else:
         raise ValueError(f"unknown data set {name!r}; choose from {', '.join(DATASETS)}")
-    # One factor for all inputs, so that the seed's widths mean the same on every data set.
+    # One factor for all inputs, so that the paper's widths mean the same on every data set.
     scale = 1.0 / np.sqrt(((X - X.mean(0)) ** 2).sum(1).mean())
     return Task(name, X * scale, y, X_test * scale, y_test, float(scale), note)
 
@@ -169,12 +170,12 @@ def make_task(name: str, data_dir: Path | None, n_test: int, seed: int) -> Task 
 
 
 def gamma_of(sigma: float) -> float:
-    """The seed's exp(−‖a − b‖² / 2σ²) as scikit-learn's exp(−γ‖a − b‖²)."""
+    """The paper's exp(−‖a − b‖² / 2σ²) as scikit-learn's exp(−γ‖a − b‖²)."""
     return 1.0 / (2.0 * sigma**2)
 
 
 def mkl_kernels(task: Task, gamma_ratio: float, power: int, norm: str) -> list[Any]:
-    """The seed's six kernels: three Gaussians and the three manifold kernels built on them.
+    """The paper's six kernels: three Gaussians and the three manifold kernels built on them.
 
     The manifold kernels are bound to the task's training points here (the estimator would
     bind them to the same points), once per setting: every fit of the task reuses them. With
@@ -246,7 +247,7 @@ class Fit:
     seconds: float
     theta: Array | None = None
     n_expansion: int | None = None
-    objective: float | None = None  # the seed's eq. 1 at the fitted machine
+    objective: float | None = None  # the paper's eq. 1 at the fitted machine
 
 
 def fit_config(cfg: Config, task: Task, mask: NDArray[np.bool_], balance: float | None,
@@ -458,7 +459,7 @@ def select(task: Task, ratio: float, mask: NDArray[np.bool_], balance: float | N
     mkl_ps = [p for p, k in ((1.0, "mkl1"), (2.0, "mkl2"), (5.0, "mkl5")) if k in methods]
     if mkl_ps or "sparse" in methods or "mkl5-raw" in methods:
         # C as the single-kernel S3VM's; the manifold kernels' γ_I/γ_A and power of L by CV
-        # at p = 5, the seed's choice
+        # at p = 5, the paper's choice
         C = next((c.C for c in chosen if c.key == "s3vm"), 100.0)
         if mode == "none":
             g_ratio, power, how, cv = GAMMA_RATIOS[0], LAPLACIAN_POWERS[0], "fixed", None
@@ -531,7 +532,7 @@ def mean_of(rows: list[dict[str, Any]], key: str) -> float:
 
 
 SUBBFGS_NOTE = """\
-**Why the seed's subBFGS is not needed.** The seed minimises its objective in f_m (eq. 12) with
+**Why the paper's subBFGS is not needed.** The paper minimises its objective in f_m (eq. 12) with
 subBFGS, a quasi-Newton method for non-smooth convex functions (§2, eq. 16-19), inside the
 annealing of C* (Algorithm 1). The objective is non-convex only through the symmetric loss
 max(0, 1 − |g(x)|) of the unlabeled points. Once every unlabeled point carries a temporary label,
@@ -542,8 +543,8 @@ SVM is solved exactly through its dual: libsvm on the precomputed (combined) ker
 model, the core's `"s3vm"` formulation — the direct sparse method with its Lemma 1 gradient in Z —
 for the sparse one. So the stage optimum that subBFGS approaches by bundle-search iterations is
 obtained exactly, and a non-smooth optimiser has nothing left to do; the non-convex part (the
-temporary labels) is handled by switching and annealing as in the seed, and the θ-step is the
-seed's closed form (eq. 26) at the stage optimum. The row "S3VM, smoothed quasi-Newton" is the
+temporary labels) is handled by switching and annealing as in the paper, and the θ-step is the
+paper's closed form (eq. 26) at the stage optimum. The row "S3VM, smoothed quasi-Newton" is the
 issue's optional comparison: L-BFGS directly on a smoothed version of eq. 1 (no temporary labels),
 with the same annealing."""
 
@@ -552,7 +553,8 @@ def write_markdown(path: Path, rows: list[dict[str, Any]], notes: list[dict[str,
                    tasks: dict[str, Task], skipped: dict[str, str], args: argparse.Namespace,
                    command: str, seconds: float, done: bool) -> None:
     ev = [r for r in rows if r["stage"] == "eval"]
-    lines = ["# Semi-supervised SVMs: S3VM, Lp-MKL-S3VM and its sparse version (seed 003)", ""]
+    lines = ["# Semi-supervised SVMs: S3VM, Lp-MKL-S3VM and its sparse version (the paper "
+             "\"Lp-norm constrained multiple kernel semi-supervised SVM\")", ""]
     if not done:
         lines += ["**Partial results: the run was still going when this page was written.**", ""]
     lines += [
@@ -560,7 +562,7 @@ def write_markdown(path: Path, rows: list[dict[str, Any]], notes: list[dict[str,
         f"Machine: {os.cpu_count()} CPUs ({platform.machine()}, {platform.platform()}), "
         f"Python {platform.python_version()}, one BLAS thread; total {seconds / 60:.1f} min.", "",
         "## Set-up", "",
-        "- **Data** (seed 003 §5, generators in `sparsify.datasets`): two moons, 200 points, "
+        "- **Data** (the paper's §5, generators in `sparsify.datasets`): two moons, 200 points, "
         f"noise {MOONS_NOISE}; g241c, 1500 points in 241-D, two unit-variance isotropic "
         "Gaussians with centres 2.5 apart; g241d, 1500 points, each class two such Gaussians "
         "(375 points each) 6 apart along one random direction, the classes 2.5 apart along "
@@ -570,43 +572,43 @@ def write_markdown(path: Path, rows: list[dict[str, Any]], notes: list[dict[str,
         "distribution (same random directions), for USPS other images, the same number per "
         "digit. One seed (`--seed`) draws all data.",
         "- **Scale**: each data set is multiplied by one factor so that the mean squared "
-        "distance of the training inputs to their centroid is 1; the seed's Gaussian widths σ "
+        "distance of the training inputs to their centroid is 1; the paper's Gaussian widths σ "
         "(Table 2; k(a, b) = exp(−‖a − b‖²/2σ²)) are read on that scale. On the raw 241-D data "
         "every one of them would give a kernel matrix ≈ I (‖a − b‖² ≈ 480).",
         f"- **Labeled subsets**: {args.splits} random subsets per labeled ratio "
         "(`labeled_split`, at least one point per class), the same for every method; "
         "transductive error = error on the unlabeled training points, inductive error = error "
         "on the test set; mean ± standard deviation over the subsets, in %.",
-        "- **Balance r**: " + ("the seed's Table 1 value (0.5; 0.2 for USPST), the known class "
+        "- **Balance r**: " + ("the paper's Table 1 value (0.5; 0.2 for USPST), the known class "
                                "prior" if args.balance == "seed" else
                                "the fraction of positive labeled points") + ".",
-        "- **Kernels of Lp-MKL-S3VM**: the seed's six, the three Gaussians of Table 2 and the "
+        "- **Kernels of Lp-MKL-S3VM**: the paper's six, the three Gaussians of Table 2 and the "
         "three manifold kernels k̃ = k − k_xᵀ(I + MK)⁻¹M k_z built on them (kNN graph, "
         f"k = {N_NEIGHBORS}, Gaussian weights of the same σ, M = (γ_I/γ_A)·L^q), combined with "
         "weights θ ≥ 0, ‖θ‖_p ≤ 1. "
         + ("Each kernel is scaled to mean diagonal 1 on the training points (a no-op for the "
            "Gaussians; the manifold kernels are shrunk by the deformation, and eq. 26 would "
            "otherwise weigh them down for their scale; Kloft et al. 2011 normalise likewise); "
-           f"the row \"{RAW_NAME}\" is the seed's literal setting. "
+           f"the row \"{RAW_NAME}\" is the paper's literal setting. "
            if args.kernel_norm == "trace" else "The kernels are not normalised. ")
         + "The sparse "
-        f"version uses p = {SPARSE_P:g} (the seed's final choice) and Nz = {args.nz:g}·N free "
-        "XVs (the seed has no sparse version; 10 % of N is the issue's suggestion), with at "
+        f"version uses p = {SPARSE_P:g} (the paper's final choice) and Nz = {args.nz:g}·N free "
+        "XVs (the paper has no sparse version; 10 % of N is the issue's suggestion), with at "
         f"most {args.sparse_max_iter} L-BFGS iterations on the XVs per convex stage and "
         f"{args.sparse_mkl_max_iter} θ-steps"
         + (f", on the first {args.sparse_splits} splits only" if args.sparse_splits else "")
         + "; the dense MKL rows use the estimator's defaults (at most 20 θ-steps).",
         f"- **Hyperparameters** ({args.select}): " + {
             "cv": "chosen once per data set and labeled ratio on the labeled points of the first "
-                  "split only, then kept for every split. Grid: the seed's three widths σ × "
-                  "C ∈ {10, 100, 500} (seed §5.1, C* annealed up to C). The supervised SVM by "
+                  "split only, then kept for every split. Grid: the paper's three widths σ × C ∈ "
+                  "{10, 100, 500} (the paper's §5.1, C* annealed up to C). The supervised SVM by "
                   "stratified k-fold CV on the labeled points; the semi-supervised methods by "
                   "*transductive* k-fold CV: a fold's labeled points are hidden (they join the "
-                  "unlabeled points); the CV error is the mean of the error of their "
-                  "transductive labels and that of the model's prediction for them (so that a "
-                  "decision function collapsed to one class cannot win through the initial "
-                  "ranking its transductive labels keep). Ties in CV error go to the lower CV "
-                  "hinge loss. LabelSpreading: RBF at the three widths or a "
+                  "unlabeled points); the CV error is the mean of the error of their transductive "
+                  "labels and that of the model's prediction for them (so that a decision function "
+                  "collapsed to one class cannot win through the initial ranking its transductive "
+                  "labels keep). Ties in CV error go to the lower CV hinge loss. LabelSpreading: "
+                  "RBF at the three widths or a "
                   f"kNN graph (k ∈ {{{', '.join(map(str, LS_KNN))}}}); Lp-MKL-S3VM: the "
                   "single-kernel S3VM's C, and γ_I/γ_A ∈ {"
                   + ", ".join(f"{g:g}" for g in GAMMA_RATIOS) + "} × L^q, q ∈ {"
@@ -615,7 +617,7 @@ def write_markdown(path: Path, rows: list[dict[str, Any]], notes: list[dict[str,
             "fast": "the supervised SVM's (σ, C) by CV on the first split's labeled points, "
                     "reused by the S3VM and its C by the MKL rows; γ_I/γ_A by transductive CV "
                     "as with `--select cv`.",
-            "none": "fixed: the middle width of the seed's three, C = 100, γ_I/γ_A = "
+            "none": "fixed: the middle width of the paper's three, C = 100, γ_I/γ_A = "
                     f"{GAMMA_RATIOS[0]:g}.",
         }[args.select],
         "",
@@ -679,7 +681,7 @@ def write_markdown(path: Path, rows: list[dict[str, Any]], notes: list[dict[str,
                  for x in ev)]
     if qn:
         lines += ["### Algorithm 1 (label switching) against a smoothed quasi-Newton method", "",
-                  "Same kernel and C. The objective is the seed's eq. 1 at the fitted machine "
+                  "Same kernel and C. The objective is the paper's eq. 1 at the fitted machine "
                   "(`s3vm_objective_`; lower is better), mean over splits.", "",
                   "| data | labeled | switching: transductive (%) | smoothed QN: transductive (%)"
                   " | switching: eq. 1 | smoothed QN: eq. 1 | switching lower eq. 1 | "
@@ -808,7 +810,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
                     help="hyperparameter choice (see the module docstring; default cv)")
     ap.add_argument("--cv-folds", type=int, default=3, help="folds of the selection CV")
     ap.add_argument("--balance", choices=("seed", "labeled"), default="seed",
-                    help="r: the seed's Table 1 value or the labeled points' ratio")
+                    help="r: the paper's Table 1 value or the labeled points' ratio")
     ap.add_argument("--nz", type=float, default=0.1, help="Nz of the sparse version, × N")
     ap.add_argument("--kernel-norm", choices=("trace", "none"), default="trace",
                     help="scale each MKL kernel to mean diagonal 1 on the training points")

@@ -21,6 +21,9 @@ __version__ = "0.1.0"
 _LAZY = {
     "SparseKFD": "sparsify.algorithms.kfd.estimator",
     "SparseSVC": "sparsify.algorithms.svm.estimator",
+    "SparseKernelClassifier": "sparsify.core.classifier",
+    "SparseKernelRegressor": "sparsify.core.regressor",
+    "SparseOutlierDetector": "sparsify.core.outlier",
     "expansion_coefficients": "sparsify.core.expansion",
     "Declaration": "sparsify.core.formulation",
     "Formulation": "sparsify.core.formulation",
@@ -73,8 +76,11 @@ __all__ = [
     "SemiSupervisedSVC",
     "SolverError",
     "SparseKFD",
+    "SparseKernelClassifier",
     "SparseKernelLogisticRegression",
+    "SparseKernelRegressor",
     "SparseOneClassSVM",
+    "SparseOutlierDetector",
     "SparseSVC",
     "SumKernel",
     "TaylorGaussianFeatures",
@@ -119,13 +125,16 @@ if TYPE_CHECKING:  # static analysers and IDEs see the eager imports
     from sparsify.baselines.reduced_set import ReducedSetSVC
     from sparsify.baselines.rsvm import ReducedSVC
     from sparsify.baselines.rvm import RVMClassifier
+    from sparsify.core.classifier import SparseKernelClassifier
     from sparsify.core.conic import ConicMarginal
     from sparsify.core.errors import SolverError
     from sparsify.core.expansion import expansion_coefficients
     from sparsify.core.formulation import Declaration, Formulation, Outputs
     from sparsify.core.hookspecs import hookimpl
     from sparsify.core.marginal import CvxpyMarginal, Evaluation, Marginal, NonDifferentiableWarning
+    from sparsify.core.outlier import SparseOutlierDetector
     from sparsify.core.registry import register_plugin
+    from sparsify.core.regressor import SparseKernelRegressor
     from sparsify.kernels import RBF, Kernel, Linear, Polynomial, SumKernel
     from sparsify.kernels.manifold import ManifoldKernel
     from sparsify.kernels.taylor import TaylorGaussianFeatures, TaylorRBF

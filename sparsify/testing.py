@@ -22,9 +22,9 @@ one by one for ``pytest.mark.parametrize`` (like scikit-learn's
     its W(Z) equals the generic path's, its reference, and its gradient
     matches finite differences.
 ``estimator``
-    scikit-learn's ``check_estimator`` on ``formulation.estimator`` built with
-    ``formulation.estimator_params`` (and small, fast settings), when the
-    formulation names an estimator.
+    scikit-learn's ``check_estimator`` on the formulation's estimator
+    (`sparsify.core.estimator.estimator_for`: the registered one, or the one its
+    ``task`` makes) with small, fast settings, when it has one.
 
 A failed check raises an `AssertionError` that names the check, gives
 the figures and says what to fix. A check that did not test anything is
@@ -515,14 +515,18 @@ def _check_estimator(ctx: _Context, name: str, estimator: Any,
     if isinstance(estimator, BaseEstimator):
         est = estimator
     else:
-        cls = getattr(ctx.formulation, "estimator", None)
-        if cls is None:
-            raise _NotApplicable("the formulation names no estimator (Formulation.estimator is "
-                                 "None)")
+        from sparsify.core.estimator import estimator_for
+
+        try:
+            cls, params = estimator_for(type(ctx.formulation))
+        except ValueError as exc:
+            raise _NotApplicable(f"the formulation has no estimator ({exc})") from None
         est = cls()
         accepted = est.get_params()
         fast = {k: v for k, v in FAST_ESTIMATOR_PARAMS.items() if k in accepted}
-        est.set_params(**{**fast, **getattr(ctx.formulation, "estimator_params", {})})
+        # the formulation's own hyperparameters, where the estimator has them
+        own = {k: v for k, v in vars(ctx.formulation).items() if k in accepted}
+        est.set_params(**{**fast, **own, **params})
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # convergence warnings of the tiny fits
         results = check_estimator(est, expected_failed_checks=dict(expected_failed_checks or {}),
@@ -535,7 +539,7 @@ def _check_estimator(ctx: _Context, name: str, estimator: Any,
                     f"scikit-learn's check_estimator on {est!r} failed {len(failed)} of "
                     f"{len(results)} checks ({names}); the first, {first['check_name']}, "
                     f"raised {first['exception']!r}.",
-                    "make Formulation.estimator follow the scikit-learn API (the developer "
+                    "make the formulation's estimator follow the scikit-learn API (the developer "
                     "guide's 'Rolling your own estimator'); pass expected_failed_checks= with a "
                     "reason for a check that cannot apply.")
     return {"n_checks": float(len(results)),
@@ -742,7 +746,7 @@ def check_formulation(
     solver_tol : float, default=1e-9
         Accuracy of every convex solve.
     estimator : bool or estimator, default=True
-        True checks ``formulation.estimator(**formulation.estimator_params)``
+        True checks the formulation's estimator (`sparsify.core.estimator.estimator_for`)
         with `FAST_ESTIMATOR_PARAMS`; an estimator instance is checked as
         it is; False skips the check.
     expected_failed_checks : mapping, optional

@@ -16,7 +16,8 @@ import numpy as np
 import pytest
 
 from sparsify import SolverError, SparseSVC
-from sparsify.cli import _write_atomically, build_parser, main
+from sparsify.cli import build_parser, main
+from sparsify.cli.files import _write_atomically
 from sparsify.core.gradcheck import check_gradient
 from sparsify.datasets import load_banana
 from sparsify.io import load_model

@@ -23,7 +23,8 @@ import pytest
 
 import sparsify
 from sparsify import SparseSVC
-from sparsify.cli import _ProgressBar, main
+from sparsify.cli import main
+from sparsify.cli.progress import _ProgressBar
 from sparsify.datasets import load_file, read_data_file
 from sparsify.io import load_model
 from tests.test_cli import _assert_clean_failure, _blobs, _files, _run, _write_csv

@@ -117,7 +117,7 @@ def in_python(installed) -> dict[str, object]:
         report = check_formulation("svdd", solvers=("clarabel", "osqp"))
         print(json.dumps({
             "entry": [entry.obj is SVDD, entry.distribution],
-            "history": [float(det.objective_history_[0]), float(det.objective_)],
+            "history": [float(det.objective_history_[0][0]), float(det.objective_[0])],
             "outside": float(np.mean(det.predict(X) == -1)),
             "agree_sparse": float(np.mean(det.predict(grid) == ocsvm.predict(grid))),
             "agree_full": float(np.mean(full.predict(grid) == ocsvm.predict(grid))),

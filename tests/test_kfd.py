@@ -31,7 +31,10 @@ def test_both_formulations_are_registered_with_their_estimator() -> None:
     registry = get_registry()
     assert registry.get("formulation", "kfd") is KFD
     assert registry.get("formulation", "skfd") is SKFD
-    assert KFD.estimator is SparseKFD and SKFD.estimator is SparseKFD
+    from sparsify.core.estimator import estimator_for
+
+    assert estimator_for("kfd") == (SparseKFD, {"method": "convex"})
+    assert estimator_for("skfd") == (SparseKFD, {"method": "rayleigh"})
 
 
 @pytest.mark.parametrize("solver", SOLVERS)

@@ -55,7 +55,7 @@ def test_path_shrinks_and_stops_below_delta(fitted) -> None:
     # every function is deleted at most once
     deleted = np.concatenate(path["deleted"])
     assert len(np.unique(deleted)) == len(deleted)
-    # the seed's rule: delete while the training accuracy is ≥ δ, stop at the first below
+    # Li & Deng's rule: delete while the training accuracy is ≥ δ, stop at the first below
     assert np.all(acc[:-1] >= 0.9) and (acc[-1] < 0.9 or n[-1] <= 3)
     assert fitted.best_index_ == (len(n) - 2 if acc[-1] < 0.9 else len(n) - 1)
     assert fitted.n_functions_ == n[fitted.best_index_] < 100
@@ -201,7 +201,7 @@ def test_memory_is_estimated_before_the_n_by_n_matrices(moons, monkeypatch) -> N
 
 
 def test_auto_delta_deletes_on_statlog_heart(data_dir) -> None:
-    # The IDA copy of Statlog heart (270 × 13), one of the seed's four sets, split 1.
+    # The IDA copy of Statlog heart (270 × 13), one of Li & Deng's four sets, split 1.
     with np.load(data_dir / "heart" / "heart.npz") as z:
         X, y, tr, te = z["X"], z["y"], z["train_idx"][0], z["test_idx"][0]
     with pytest.warns(UserWarning, match="below delta=0.9"):

@@ -114,7 +114,8 @@ def test_fit_lowers_w_and_matches_the_full_machine() -> None:
     det = SparseOneClassSVM(**params).fit(X)
     fixed = SparseOneClassSVM(**params, max_iter=0).fit(X)
     assert det.objective_ < fixed.objective_
-    assert np.all(np.diff(det.objective_history_) <= 1e-9 * abs(det.objective_history_[0]))
+    history = det.objective_history_[0]
+    assert np.all(np.diff(history) <= 1e-9 * abs(history[0]))
     assert det.expansion_vectors_.shape == (6, 2) and det.expansion_coef_.shape == (1, 6)
     # ν bounds the fraction of training outliers from above (up to the XVs' restriction)
     assert np.mean(det.predict(X) == -1) <= 0.1 + 0.05

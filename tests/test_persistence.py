@@ -66,7 +66,10 @@ def public_estimators() -> dict[str, type[BaseEstimator]]:
     out = {}
     for name in sparsify.__all__:
         obj = getattr(sparsify, name)
-        if isinstance(obj, type) and issubclass(obj, BaseEstimator):
+        # the task bases (SparseKernelClassifier, ...) fit nothing until given a formulation
+        if isinstance(obj, type) and issubclass(obj, BaseEstimator) and not (
+                getattr(obj, "formulation_class", 0) is None
+                and not getattr(obj, "formulation_name", "")):
             out[name] = obj
     return out
 

@@ -430,7 +430,7 @@ def test_plugin_guide_names_the_whole_formulation_contract() -> None:
         params = ", ".join(inspect.signature(getattr(Formulation, method)).parameters)
         assert f"{method}({params})" in text, method
     assert "evaluate(self, Z, grad)" in text and Marginal.evaluate
-    for attr in ("name", "estimator", "estimator_params"):
+    for attr in ("name", "task", "register_estimators"):
         assert f"`{attr}`" in text, attr
     for variable in ("SPARSIFY_PLUGINS", "SPARSIFY_STRICT_PLUGINS"):
         assert variable in text
@@ -488,3 +488,19 @@ def test_command_line_strict_mode_is_one_error_line(tmp_path) -> None:
                            "failed to load: SystemExit(0)"), line
     assert line.endswith("(SPARSIFY_STRICT_PLUGINS is set: unset it to load the other plugins "
                          "and only warn about this one)")
+
+
+def test_registering_a_module_an_entry_point_loaded_is_one_clear_line(monkeypatch) -> None:
+    """register_plugin(module) on a module already loaded by its entry point: one line, no dump."""
+    import sparsify.algorithms.svm.formulation as svm_module
+    from sparsify import register_plugin
+
+    with pytest.warns(PluginWarning) as record:
+        register_plugin(svm_module)
+    (message,) = [str(w.message) for w in record]
+    assert "already loaded as plugin 'svm' from 'sparsify'" in message
+    assert "\n" not in message and "_name2plugin" not in message
+    assert get_registry().entries["formulation"]["svm"].plugin == "svm"  # the installed one
+    monkeypatch.setenv("SPARSIFY_STRICT_PLUGINS", "1")
+    with pytest.raises(PluginError, match="already loaded as plugin 'svm'"):
+        register_plugin(svm_module)

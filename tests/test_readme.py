@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import json
+import os
 import re
+import subprocess
+import sys
 import types
 
 import numpy as np
+import pytest
 
 from tests.conftest import REPO
 
@@ -21,19 +26,57 @@ def test_quick_start_runs_and_is_sparse(capsys) -> None:
     assert 1 - clf.score(namespace["X_test"], namespace["y_test"]) < 0.125
 
 
-def test_plugin_example_registers_fits_and_has_exact_gradients() -> None:
-    import sparsify
-    from sparsify.core.gradcheck import check_gradient
-
-    module = types.ModuleType("readme_l2svm")
+def test_plugin_recipe_declares_fits_and_checks_a_regressor(capsys, monkeypatch) -> None:
+    """The README's plugin module and its Python block, run verbatim."""
+    module = types.ModuleType("my_quantile")
     exec(compile(BLOCKS[1], "README plugin", "exec"), module.__dict__)
-    if "l2svm" not in sparsify.core.registry.get_registry().names("formulation"):
-        sparsify.register_plugin(module)
-    assert check_gradient("l2svm", "rbf", C=1.0).passed(1e-6)
-    X, y = np.random.default_rng(0).normal(size=(60, 2)), None
-    y = np.where(X[:, 0] * X[:, 1] > 0, 1, -1)
-    clf = module.SparseL2SVC(n_expansion=6, C=10.0, random_state=0).fit(X, y)
-    assert clf.expansion_vectors_.shape == (6, 2) and clf.score(X, y) > 0.85
+    monkeypatch.setitem(sys.modules, "my_quantile", module)
+    import sparsify
+
+    if "quantile" in sparsify.core.registry.get_registry().names("formulation"):
+        pytest.skip("a formulation 'quantile' is registered already in this process")
+    namespace: dict = {}
+    exec(compile(BLOCKS[2], "README plugin use", "exec"), namespace)
+    below, passed = capsys.readouterr().out.split()
+    assert abs(float(below) - 0.9) < 0.03 and passed == "True"
+    reg = namespace["reg"]
+    assert reg.expansion_vectors_.shape == (8, 1) and reg.n_iter_[0] > 0
+
+
+def test_plugin_recipe_runs_from_the_command_line_once_installed(tmp_path) -> None:
+    """``sparsify fit --formulation quantile`` with the module installed under its entry point.
+
+    A ``.dist-info`` folder with the README's entry point stands for ``pip install``:
+    importlib.metadata finds it on the path exactly as it finds an installed distribution.
+    """
+    (tmp_path / "my_quantile.py").write_text(BLOCKS[1])
+    info = tmp_path / "my_quantile-0.1.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: my-quantile\nVersion: 0.1\n")
+    entry = re.search(r"```toml\n(\[project.entry-points.sparsify\]\n.*?)```", README,
+                      flags=re.DOTALL).group(1)
+    # pyproject.toml's TOML to entry_points.txt's INI: the same table, values unquoted
+    (info / "entry_points.txt").write_text(
+        entry.replace("project.entry-points.", "").replace('"', ""))
+    rng = np.random.default_rng(0)
+    X = rng.uniform(-3, 3, size=(300, 1))
+    y = np.sin(X[:, 0]) + 0.3 * rng.normal(size=300)
+    np.savetxt(tmp_path / "train.csv", np.column_stack([X, y]), delimiter=",")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), str(REPO)]),
+           "OPENBLAS_NUM_THREADS": "1"}
+    env.pop("SPARSIFY_PLUGINS", None)
+
+    def run(*args: str) -> dict:
+        proc = subprocess.run([sys.executable, "-m", "sparsify", *args, "--json"],
+                              capture_output=True, text=True, env=env, cwd=tmp_path, timeout=300)
+        assert proc.returncode == 0, proc.stderr
+        return json.loads(proc.stdout)
+
+    fit = run("fit", "--formulation", "quantile", "--data", "train.csv", "--no-header",
+              "--n-expansion", "8", "--gamma", "0.5", "--param", "quantile=0.9", "--seed", "0")
+    assert fit["estimator"] == "SparseQuantileRegressor" and fit["n_expansion"] == 8
+    assert fit["train_r2"] > 0.3 and fit["train_rmse"] < 0.6, fit
+    assert run("check-gradient", "--formulation", "quantile")["passed"] is True
 
 
 def test_ci_runs_the_readme_test_command() -> None:

@@ -51,7 +51,9 @@ def test_s3vm_is_registered_through_its_entry_point_and_serves_the_estimator() -
     assert 's3vm = "sparsify.algorithms.s3vm.formulation"' in pyproject
     entry = get_registry().entries["formulation"]["s3vm"]
     assert entry.obj is S3VM and entry.distribution == "sparsify"
-    assert S3VM.estimator is SemiSupervisedSVC
+    from sparsify.core.estimator import estimator_for
+
+    assert estimator_for("s3vm") == (SemiSupervisedSVC, {"unlabeled": 0})
 
 
 def test_costs_are_c_on_labeled_and_c_star_on_unlabeled_points() -> None:
@@ -432,7 +434,7 @@ def test_smooth_quasi_newton_optimizer_for_comparison() -> None:
     # its labels are the signs of its outputs; the balance holds on average only
     np.testing.assert_array_equal(qn.transduction_[unl], (qn.decision_function(X[unl]) > 0))
     assert np.mean(qn.decision_function(X[unl])) == pytest.approx(0.0, abs=1e-6)  # r = 0.5
-    # both report the seed's eq. 1; with switching it never exceeds the convex stage's value
+    # both report the paper's eq. 1; with switching it never exceeds the convex stage's value
     assert qn.objective_ == pytest.approx(qn.s3vm_objective_)
     assert exact.s3vm_objective_ <= exact.objective_ + 1e-9
     with pytest.raises(ValueError, match="dense model only"):

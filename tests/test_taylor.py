@@ -1,4 +1,4 @@
-"""The approximate Gaussian kernel of seed 001: kernel, feature map, and their agreement."""
+"""The approximate Gaussian kernel (Liu, Jiang & Liao): kernel, feature map, agreement."""
 
 from __future__ import annotations
 

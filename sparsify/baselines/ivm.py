@@ -1,8 +1,9 @@
 """Import vector machine (Zhu & Hastie 2005): greedy forward selection for kernel LR.
 
-The model is f(x) = b + Σ_{s∈S} a_s k(x, x_s) over a growing set S of import
+After Zhu & Hastie, "Kernel Logistic Regression and the Import Vector Machine". The
+model is f(x) = b + Σ_{s∈S} a_s k(x, x_s) over a growing set S of import
 points taken from the training set, fitted to the KLR objective
-H = (1/N) Σ_i loss_i + (λ/2) Σ_k a_kᵀ K_q a_k (seed 004, eq. 3). Each round
+H = (1/N) Σ_i loss_i + (λ/2) Σ_k a_kᵀ K_q a_k (Zhu & Hastie, eq. 3). Each round
 scores every candidate (or a random subset) by the loss after one Newton step
 with the candidate added (K_a = [1, K(X, S ∪ {x_l})], K_q = K(S ∪ {x_l}, ·)),
 adds the best, then takes a few damped Newton steps on the enlarged set. It
@@ -32,7 +33,7 @@ from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from sparsify.algorithms.klr.estimator import LogisticMixin
-from sparsify.core.estimator import validate_classification
+from sparsify.core.classifier import validate_classification
 from sparsify.kernels import Kernel, make_kernel
 
 __all__ = ["ImportVectorMachine"]
@@ -228,7 +229,7 @@ class ImportVectorMachine(LogisticMixin, ClassifierMixin, BaseEstimator):
     def _score_candidates(
         self, A: Array, D: Array, KS: Array, Kc: Array, KSc: Array, kcc: Array, T: Array
     ) -> tuple[Array, Array]:
-        """One Newton step (seed 004, eq. 3) with each candidate added; return H and coefficients.
+        """One Newton step (Zhu & Hastie, eq. 3) per added candidate; return H and coefficients.
 
         The bordered system [[M, c], [cᵀ, δ]] is solved for all candidates at
         once through the Schur complement of the common block M.

@@ -1,4 +1,6 @@
-"""Kernel matching reduction algorithm (KMRA; Li & Deng, seed 002).
+"""Kernel matching reduction algorithm (KMRA).
+
+After Li & Deng, "Kernel Matching Reduction Algorithms for Classification".
 
 A dictionary of Gaussians, one centred on every training point, maps x to
 z(x) = (k_1(x), …, k_m(x)) with k_i(x) = exp(−‖x − c_i‖² / (2σ_i²)). A linear
@@ -6,17 +8,17 @@ SVM on z gives weights w; the function(s) with the smallest |w_i| are deleted,
 the widths of the functions left are recomputed on the smaller dictionary, and
 the SVM is trained again, until the training accuracy falls below δ.
 
-Default δ. The seed sets δ by hand for each data set "according to the
+Default δ. Li & Deng set δ by hand for each data set "according to the
 classification accuracies of SVMs" (0.97, 0.8, 0.8 and 0.9 on Wisconsin, Pima,
 Heart and Australian): a tolerance a little below what the full model reaches,
 so that the simplest model that still classifies the training set about as
 well is kept. A fixed number cannot follow that across data sets: δ = 0.9 is
 above the full dictionary's own training accuracy on Pima (about 0.83) and
 Statlog heart (about 0.87), and then nothing is deleted. ``delta="auto"``
-(the default) takes the rule the seed applies by hand, with the full
+(the default) takes the rule Li & Deng apply by hand, with the full
 dictionary's training accuracy a₀ as the reference a fit can see:
 δ = a₀ − `AUTO_DELTA_MARGIN` (two points of training accuracy). Measured on
-the seed's sets that the shared data has (Wisconsin, Pima, Statlog heart; 10
+Li & Deng's sets that the shared data has (Wisconsin, Pima, Statlog heart; 10
 random partitions each; docs/results/kmra.md): margins of 0.5 to 5 points gave
 mean test accuracies within 0.3 points of each other on Wisconsin and Pima and
 within 1 point on heart, inside the spread over partitions (about 1 to 4 points),
@@ -24,18 +26,18 @@ while the kept dictionary shrinks as the margin grows (heart, median: 82, 64,
 5, 3.5 and 2 functions at 0.5, 1, 2, 3 and 5 points). Two points is the smallest
 margin whose median dictionary is small on all three (1, 13 and 5 functions,
 against median NSVs of 106, 272 and 84), and its δ (0.95, 0.81, 0.85 on
-average) lies near the seed's hand-set 0.97, 0.8 and 0.8.
+average) lies near Li & Deng's hand-set 0.97, 0.8 and 0.8.
 
-Width rule. The seed's equation (2) is lost in the text extraction; it sets σ_i
+Width rule. Li & Deng's equation (2) is lost in the text extraction; it sets σ_i
 from the p nearest neighbours of c_i so that the functions "cover the whole
 sample space". We use the usual p-nearest-neighbour heuristic of RBF networks
 (Moody & Darken 1989): σ_i is the root mean square distance from c_i to its p
 nearest *other centres of the current dictionary* (exact duplicates skipped, so
 no width is zero). When centres are deleted the neighbours are farther apart and
-the widths grow, as the seed asks.
+the widths grow, as Li & Deng ask.
 
 Linear SVM. `sklearn.svm.SVC` on the precomputed linear Gram matrix
-ZZᵀ, not `LinearSVC`: it solves exactly the seed's problem
+ZZᵀ, not `LinearSVC`: it solves exactly Li & Deng's problem
 (5), ½‖w‖² + C Σ ξ_i with the hinge loss and an unpenalised bias, whereas
 LinearSVC penalises the bias (and defaults to the squared hinge). The N × N
 Gram matrix is cheap at the sizes KMRA is meant for (a few hundred to a few
@@ -59,7 +61,8 @@ from sklearn.utils import check_random_state, gen_batches
 from sklearn.utils._param_validation import Interval, RealNotInt, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from sparsify.core.estimator import KernelMachineMixin, validate_classification
+from sparsify.core.classifier import validate_classification
+from sparsify.core.estimator import KernelMachineMixin
 
 __all__ = ["AUTO_DELTA_MARGIN", "KernelMatchingReduction", "gaussian_dictionary",
            "neighbour_widths"]
@@ -141,9 +144,9 @@ class KernelMatchingReduction(KernelMachineMixin, ClassifierMixin, BaseEstimator
     nearest neighbours (`neighbour_widths`), trains a linear SVM on the
     dictionary features, deletes the ``n_delete`` functions with the smallest
     |w_i|, recomputes the widths on the remaining dictionary and repeats while
-    the training accuracy stays at or above ``delta`` (seed 002, steps 1-9).
+    the training accuracy stays at or above ``delta`` (Li & Deng, steps 1-9).
     The whole deletion path is recorded; the final model is, by default, the
-    smallest dictionary whose training accuracy is still ≥ δ (the seed's step 9).
+    smallest dictionary whose training accuracy is still ≥ δ (Li & Deng's step 9).
     Binary problems only.
 
     Parameters
@@ -154,9 +157,9 @@ class KernelMatchingReduction(KernelMachineMixin, ClassifierMixin, BaseEstimator
         the data: the training accuracy a₀ of the full dictionary (the first
         round) minus `AUTO_DELTA_MARGIN` (0.02), so the kept model classifies
         the training set within two points of the full dictionary. This is the
-        seed's rule made automatic: it chooses δ by hand per data set, a little
+        rule of Li & Deng made automatic: they choose δ by hand per data set, a little
         below the accuracy the full model reaches. A float is used as it is
-        (the seed's values: 0.97 Wisconsin, 0.8 Pima and Heart, 0.9
+        (Li & Deng's values: 0.97 Wisconsin, 0.8 Pima and Heart, 0.9
         Australian); a float above a₀ keeps the full dictionary, with a warning.
     p : int, default=2
         Number of nearest neighbours in the width rule.
@@ -167,7 +170,7 @@ class KernelMatchingReduction(KernelMachineMixin, ClassifierMixin, BaseEstimator
     cv : int, default=5
         Folds v of the cross-validation (reduced to the smaller class's size if needed).
     cv_every : int, default=1
-        Choose C again every this many rounds (1: every round, the seed's loop
+        Choose C again every this many rounds (1: every round, Li & Deng's loop
         from step 8 back to steps 4-5; 0: only once, on the full dictionary).
     n_delete : int or float, default=1
         Functions deleted per round: a count, or a fraction in (0, 1) of the

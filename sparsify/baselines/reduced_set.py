@@ -21,7 +21,8 @@ from sklearn.svm import SVC
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, RealNotInt, StrOptions
 
-from sparsify.core.estimator import KernelMachineMixin, validate_classification
+from sparsify.core.classifier import validate_classification
+from sparsify.core.estimator import KernelMachineMixin
 from sparsify.core.expansion import expansion_coefficients
 from sparsify.kernels import RBF, resolve_gamma
 

@@ -18,7 +18,8 @@ from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.svm import SVC
 from sklearn.utils._param_validation import Interval, RealNotInt, StrOptions
 
-from sparsify.core.estimator import KernelMachineMixin, _n_expansion, validate_classification
+from sparsify.core.classifier import _n_expansion, validate_classification
+from sparsify.core.estimator import KernelMachineMixin
 from sparsify.core.expansion import expansion_coefficients
 from sparsify.core.optimize import initial_expansion_vectors
 from sparsify.kernels import RBF, resolve_gamma

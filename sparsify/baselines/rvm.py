@@ -40,7 +40,8 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils._param_validation import Interval, StrOptions
 from threadpoolctl import threadpool_limits
 
-from sparsify.core.estimator import KernelMachineMixin, validate_classification
+from sparsify.core.classifier import validate_classification
+from sparsify.core.estimator import KernelMachineMixin
 from sparsify.kernels import RBF, Kernel, resolve_gamma
 
 __all__ = ["RVMClassifier", "posterior_mode"]

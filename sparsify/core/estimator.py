@@ -1,12 +1,20 @@
-"""scikit-learn estimators built on the direct sparse method.
+"""The fit driver every sparse kernel estimator is built on.
 
-`SparseKernelClassifier` holds what every sparse classifier shares
-(validation, the number of XVs, per-point weights, one-vs-rest in parallel,
-stacked XVs for prediction, Platt scaling on out-of-fold decision values).
+`KernelMachineMixin` is the prediction side of a fitted kernel machine
+τ(x) = Σ_j β_j k(z_j, x) + b. `SparseKernelEstimator` is the fit side, shared by
+every task: the parameters (``n_expansion``, the kernel, the initial XVs,
+``n_init`` starts through joblib, the L-BFGS budget), one fit per problem and
+start, the convergence warning and progress lines, and uniform fitted
+attributes. The task mixins say what the problems are: `sparsify.core.classifier`
+(binary or one-vs-rest, weights, Platt scaling), `sparsify.core.regressor` and
+`sparsify.core.outlier`. A subclass that names its `formulation_class` and
+writes no ``__init__`` gets one made from the shared parameters and the
+formulation's own, so an algorithm's estimator is a few lines.
 """
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable
 from numbers import Integral, Real
 from typing import Any, ClassVar
@@ -14,21 +22,15 @@ from typing import Any, ClassVar
 import numpy as np
 from joblib import Parallel, delayed
 from numpy.typing import ArrayLike, NDArray
-from sklearn.base import BaseEstimator, ClassifierMixin
-from sklearn.model_selection import StratifiedKFold
-from sklearn.preprocessing import LabelEncoder
-from sklearn.svm import SVC
+from sklearn.base import BaseEstimator
 from sklearn.utils import TransformerTags, check_random_state, gen_batches
 from sklearn.utils._param_validation import Interval, RealNotInt, StrOptions
-from sklearn.utils.class_weight import compute_class_weight
-from sklearn.utils.multiclass import check_classification_targets, type_of_target
-from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
+from sklearn.utils.validation import check_is_fitted, validate_data
 
-from sparsify.core.calibration import fit_platt, platt_proba
 from sparsify.core.formulation import Formulation, make_formulation
 from sparsify.core.marginal import make_marginal
 from sparsify.core.optimize import (
-    CLASSIFIER_INIT_METHODS,
+    INIT_METHODS,
     initial_expansion_vectors,
     minimize_marginal,
     problem_line,
@@ -36,63 +38,11 @@ from sparsify.core.optimize import (
 )
 from sparsify.core.registry import get_registry
 from sparsify.io.persistence import VersionedPickleMixin
-from sparsify.kernels import RBF, Kernel, Linear, Polynomial, make_kernel
+from sparsify.kernels import Kernel, make_kernel
 
-__all__ = [
-    "KernelMachineMixin",
-    "SparseKernelClassifier",
-    "full_svm",
-    "validate_classification",
-]
+__all__ = ["KernelMachineMixin", "SparseKernelEstimator", "estimator_for"]
 
 Array = NDArray[np.float64]
-
-
-def full_svm(kernel: Kernel, C: float) -> SVC:
-    """An unfitted `sklearn.svm.SVC` with the same kernel and C (the full SVM).
-
-    Built-in kernels map to SVC's own; any other kernel is passed as a callable.
-
-    Examples
-    --------
-    >>> full_svm(RBF(0.5), C=10.0)
-    SVC(C=10.0, gamma=0.5)
-    """
-    if isinstance(kernel, RBF):
-        return SVC(C=C, kernel="rbf", gamma=kernel.gamma)
-    if isinstance(kernel, Polynomial):
-        return SVC(C=C, kernel="poly", gamma=kernel.gamma, degree=kernel.degree,
-                   coef0=kernel.coef0)
-    if isinstance(kernel, Linear):
-        return SVC(C=C, kernel="linear")
-    return SVC(C=C, kernel=kernel)
-
-
-def validate_classification(
-    estimator: BaseEstimator, X: ArrayLike, y: ArrayLike, *, binary_only: bool = False
-) -> tuple[Array, NDArray[np.intp]]:
-    """The checks every sparse classifier's ``fit`` starts with; sets ``classes_``.
-
-    Returns X as float64 and the class codes 0..K−1. Any label type works; one
-    class, or more than two with ``binary_only``, is a ValueError.
-    """
-    X, y = validate_data(estimator, X, y, dtype=np.float64)
-    check_classification_targets(y)
-    encoder = LabelEncoder().fit(y)
-    estimator.classes_ = encoder.classes_
-    if len(encoder.classes_) < 2:
-        # tolist() gives the plain Python label: 0, not np.int64(0)
-        raise ValueError(
-            f"{type(estimator).__name__} needs samples of at least 2 classes in the data; got "
-            f"1 class ({encoder.classes_.tolist()[0]!r})."
-        )
-    if binary_only and len(encoder.classes_) > 2:
-        raise ValueError(
-            "Only binary classification is supported. The type of the target is "
-            f"{type_of_target(y, input_name='y')}; train one model per class (one-vs-rest) "
-            "for more classes."
-        )
-    return X, encoder.transform(y)
 
 
 def _check_solver(solver: str) -> None:
@@ -101,111 +51,13 @@ def _check_solver(solver: str) -> None:
         get_registry().get("solver", solver)
 
 
-def _n_expansion(
-    X: Array,
-    y: NDArray[Any],
-    kernel: Kernel,
-    n_expansion: int | float,
-    full_C: float,
-    sample_weight: Array | None = None,
-) -> tuple[int, int | None]:
-    """Nz of one binary problem, and the full SVM's NSV when ``n_expansion`` is a ratio.
-
-    The full SVM is fitted with ``sample_weight`` (its costs C · sample_weight),
-    so a weighted sparse machine is compared with the weighted full one.
-    """
-    n_distinct = len(np.unique(X, axis=0))
-    if isinstance(n_expansion, float):
-        full = full_svm(kernel, full_C).fit(X, y, sample_weight=sample_weight)
-        full_nsv = int(full.n_support_.sum())
-        return min(max(1, round(n_expansion * full_nsv)), n_distinct), full_nsv
-    if n_expansion > n_distinct:
-        raise ValueError(
-            f"n_expansion={n_expansion} asks for more expansion vectors than the {n_distinct} "
-            "distinct training points; lower n_expansion or pass a ratio in (0, 1]."
-        )
-    return n_expansion, None
-
-
-def _point_weights(
-    estimator: BaseEstimator,
-    codes: NDArray[np.intp],
-    sample_weight: ArrayLike | None,
-    class_weight: dict[Any, float] | str | None,
-) -> tuple[Array, Array, Array] | None:
-    """Per-point weights class_weight[y_i] · sample_weight_i, or None when there are none.
-
-    ``codes`` index ``estimator.classes_`` (the labels y_i). Returns
-    the product, the validated sample weights (ones if None) and the class
-    weights in ``classes_`` order (scikit-learn's SVC semantics:
-    `sklearn.utils.class_weight.compute_class_weight`, "balanced" from the
-    unweighted class counts).
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> from sparsify import SparseSVC
-    >>> clf = SparseSVC()
-    >>> clf.classes_ = np.array(["a", "b"])
-    >>> w, sw, cw = _point_weights(clf, np.array([0, 0, 0, 1]), None, "balanced")
-    >>> w.round(3).tolist(), cw.round(3).tolist()
-    ([0.667, 0.667, 0.667, 2.0], [0.667, 2.0])
-    """
-    name = type(estimator).__name__
-    classes = estimator.classes_  # type: ignore[attr-defined]
-    if sample_weight is None and class_weight is None:
-        return None
-    sw = _check_sample_weight(sample_weight, np.empty((len(codes), 0)), dtype=np.float64,
-                              copy=True)
-    if (sw < 0).any():
-        i = int(np.flatnonzero(sw < 0)[0])
-        raise ValueError(
-            f"The sample_weight passed to {name}.fit must be >= 0 (a weight of 0 leaves the "
-            f"sample out). Got {float(sw[i])!r} at index {i} instead."
-        )
-    if isinstance(class_weight, dict):
-        known = set(classes.tolist())
-        for label, weight in class_weight.items():
-            if label not in known:
-                raise ValueError(
-                    f"The 'class_weight' parameter of {name} has the label {label!r}, which is "
-                    f"not a class of y ({classes.tolist()}); use the labels of y as its keys."
-                )
-            if not (isinstance(weight, Real) and np.isfinite(weight) and weight >= 0):
-                raise ValueError(
-                    f"The weight of class {label!r} in the 'class_weight' parameter of {name} "
-                    f"must be a finite float >= 0. Got {weight!r} instead."
-                )
-    cw = compute_class_weight(class_weight, classes=classes, y=classes[codes])
-    return cw[codes] * sw, sw, cw
-
-
-def _weighted_scale_gamma(X: Array, sample_weight: Array) -> float:
-    """gamma="scale" with a weighted variance: 1 / (d · Var_w(X)), a weight counting as repeats.
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> from sparsify.kernels import resolve_gamma
-    >>> X = np.array([[0.0], [1.0], [3.0]])
-    >>> repeated = np.array([[0.0], [0.0], [1.0], [3.0]])
-    >>> bool(np.isclose(_weighted_scale_gamma(X, np.array([2.0, 1.0, 1.0])),
-    ...                 resolve_gamma("scale", repeated)))
-    True
-    """
-    w = sample_weight / sample_weight.sum()
-    mean = float(w @ X.mean(axis=1))
-    var = float(w @ ((X - mean) ** 2).mean(axis=1))
-    return 1.0 / (X.shape[1] * var) if var > 0 else 1.0
-
-
 def _fit_start(
     X: Array,
-    y: NDArray[Any],
+    y: NDArray[Any] | None,
     formulation: Formulation,
     kernel: Kernel,
     n_expansion: int,
-    init: str,
+    init: str | Array,
     solver: str,
     solver_tol: float,
     max_iter: int,
@@ -222,7 +74,8 @@ def _fit_start(
     the convergence warning; ``verbose=1`` prints one line when it is done.
     ``plateau`` is `minimize_marginal`'s.
     """
-    Z0 = initial_expansion_vectors(X, n_expansion, init, seed, y=y)
+    Z0 = (np.array(init, dtype=np.float64) if not isinstance(init, str)
+          else initial_expansion_vectors(X, n_expansion, init, seed, y=y))
     marginal = make_marginal(formulation, X, y, kernel, n_expansion, solver, solver_tol)
     res = minimize_marginal(marginal, Z0, max_iter=max_iter, tol=tol, callback=callback,
                             verbose=verbose >= 2, problem=problem, plateau=plateau)
@@ -362,22 +215,98 @@ class KernelMachineMixin(VersionedPickleMixin):
         return tags
 
 
-class SparseKernelClassifier(KernelMachineMixin, ClassifierMixin, BaseEstimator):
-    """Shared machinery of the sparse kernel classifiers (binary or one-vs-rest).
+#: The parameters every sparse kernel estimator shares, with their defaults.
+SHARED_PARAMS: dict[str, Any] = {
+    "n_expansion": 10,
+    "kernel": "rbf",
+    "gamma": "scale",
+    "degree": 3,
+    "coef0": 0.0,
+    "init": "random",
+    "n_init": 1,
+    "solver": "auto",
+    "max_iter": 200,
+    "tol": 1e-6,
+    "solver_tol": 1e-8,
+    "random_state": None,
+    "n_jobs": None,
+    "verbose": 0,
+    "callback": None,
+}
 
-    Subclasses set `formulation_name` and implement
-    `_formulation_params`; a ratio ``n_expansion`` refers to the full SVM
-    with the estimator's ``C`` (1.0 if it has none). A subclass with per-point
-    costs (`SparseSVC`) takes ``weights`` in `_formulation_params` and
-    calls `_fit` with its ``sample_weight``; one with a ``probability``
-    parameter gets Platt scaling. Not for direct use.
+_SHARED_DOC = """
+    n_expansion : int or float, default={n_expansion!r}
+        Number of expansion vectors Nz: an int is a count; a float in (0, 1] is
+        a ratio, {ratio}.
+    kernel : str or Kernel, default="rbf"
+        "rbf", "poly", "linear", a plugin's kernel, names joined by "+" for a
+        sum, or a `sparsify.Kernel` instance.
+    gamma : {{"scale", "auto"}} or float, default="scale"
+        Kernel coefficient for "rbf" and "poly".
+    degree : int, default=3
+        Degree of "poly".
+    coef0 : float, default=0.0
+        Constant of "poly".
+    init : {{"random", "kmeans"}}, default="random"
+        Initial XVs: a random subset of the distinct training points, or
+        k-means centres.
+    n_init : int, default=1
+        Starts (different initial XVs), in parallel with ``n_jobs``; the one
+        with the lowest W(Z) is kept.
+    solver : str, default="auto"
+        "auto": the formulation's own solver if it has one, else the default
+        backend; or a backend name ("clarabel", "ecos", "osqp", "scs").
+    max_iter : int, default=200
+        Maximum L-BFGS iterations (0 keeps the initial XVs).
+    tol : float, default=1e-6
+        Stop when an iteration lowers W by less than this relative amount.
+    solver_tol : float, default=1e-8
+        Accuracy of each convex solve.
+    random_state : int, RandomState instance or None, default=None
+        Seed of the initial XVs.
+    n_jobs : int or None, default=None
+        Parallel jobs over problems and starts (joblib).
+    verbose : int, default=0
+        1: one line per finished problem; 2: also one line per L-BFGS iteration.
+    callback : callable or None, default=None
+        Called with a `sparsify.core.optimize.IterationInfo` after each
+        iteration; returning True stops that problem's optimisation.
+"""
+
+
+class SparseKernelEstimator(KernelMachineMixin, BaseEstimator):
+    """The fit driver of every sparse kernel estimator; use a task mixin's subclass.
+
+    A subclass names its algorithm with `formulation_class` (or a registered
+    `formulation_name`) and inherits a task: `sparsify.core.classifier.SparseKernelClassifier`,
+    `sparsify.core.regressor.SparseKernelRegressor` or
+    `sparsify.core.outlier.SparseOutlierDetector`. Without an ``__init__`` of its
+    own it gets one whose parameters are `SHARED_PARAMS` (defaults from the
+    task's `default_params`) followed by the formulation constructor's, so
+    adding a hyperparameter to a formulation adds it to its estimator. The
+    formulation's hyperparameters are passed through to it unchanged (the
+    formulation checks them).
+
+    Fitted attributes, the same for every task: ``kernel_``,
+    ``expansion_vectors_`` (sum of Nz, d), ``expansion_coef_`` (outputs, sum
+    of Nz), ``intercept_`` (outputs,), and per problem ``n_expansion_``,
+    ``n_iter_``, ``objective_`` (W at the kept XVs) and
+    ``objective_history_``; ``full_n_support_`` when a ratio ``n_expansion``
+    refers to a full model.
     """
 
+    #: The algorithm: a `Formulation` subclass made with the estimator's parameters of the same
+    #: names. None: looked up by `formulation_name` in the registry.
+    formulation_class: ClassVar[type[Formulation] | None] = None
+
+    #: A registered formulation's name, used when `formulation_class` is None.
     formulation_name: ClassVar[str] = ""
 
-    #: Folds of the internal cross-validation that gives Platt scaling its
-    #: out-of-fold decision values (libsvm's and so SVC's number).
-    n_probability_folds: ClassVar[int] = 5
+    #: The task's defaults of `SHARED_PARAMS` that differ.
+    default_params: ClassVar[dict[str, Any]] = {}
+
+    #: What a ratio ``n_expansion`` is a ratio of, for the generated docstring.
+    ratio_meaning: ClassVar[str] = "of the distinct training points"
 
     _parameter_constraints: ClassVar[dict[str, list[Any]]] = {
         "n_expansion": [
@@ -388,7 +317,7 @@ class SparseKernelClassifier(KernelMachineMixin, ClassifierMixin, BaseEstimator)
         "gamma": [StrOptions({"scale", "auto"}), Interval(Real, 0.0, None, closed="neither")],
         "degree": [Interval(Integral, 1, None, closed="left")],
         "coef0": [Real],
-        "init": [StrOptions({"auto", *CLASSIFIER_INIT_METHODS})],
+        "init": [StrOptions(set(INIT_METHODS))],
         "n_init": [Interval(Integral, 1, None, closed="left")],
         "solver": [str],
         "max_iter": [Interval(Integral, 0, None, closed="left")],
@@ -400,204 +329,261 @@ class SparseKernelClassifier(KernelMachineMixin, ClassifierMixin, BaseEstimator)
         "callback": [callable, None],
     }
 
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if "__init__" not in cls.__dict__ and cls.__dict__.get("formulation_class") is not None:
+            _generate_init(cls)
+
+    # ------------------------------------------------------------------ the formulation
+
+    @classmethod
+    def _formulation_type(cls) -> type[Formulation]:
+        if cls.formulation_class is not None:
+            return cls.formulation_class
+        return get_registry().get("formulation", cls.formulation_name)  # type: ignore[no-any-return]
+
+    @classmethod
+    def _formulation_param_names(cls) -> list[str]:
+        """The formulation constructor's parameters that this estimator also has."""
+        init = cls._formulation_type().__init__
+        names = [n for n, p in inspect.signature(init).parameters.items()
+                 if n != "self" and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
+        own = cls._get_param_names()
+        return [n for n in names if n in own]
+
     def _formulation_params(self, weights: Array | None = None) -> dict[str, Any]:
-        """The formulation's hyperparameters; ``weights`` (shape (N,)) scale the per-point costs."""
-        raise NotImplementedError
+        """The formulation's hyperparameters, from the estimator's of the same names.
+
+        ``weights`` (shape (N,)) are per-point weights; an estimator that takes
+        ``sample_weight`` overrides this to pass them on (the SVM scales C).
+        """
+        return {name: getattr(self, name) for name in self._formulation_param_names()}
+
+    def _make_formulation(self, weights: Array | None = None) -> Formulation:
+        params = (self._formulation_params() if weights is None
+                  else self._formulation_params(weights))
+        if self.formulation_class is not None:
+            try:
+                return self.formulation_class(**params)
+            except TypeError as exc:
+                raise ValueError(f"The {self.formulation_class.__name__} formulation does not "
+                                 f"take the parameters {sorted(params)}: {exc}") from exc
+        return make_formulation(self.formulation_name, **params)
+
+    # ------------------------------------------------------------------ the fit
 
     def _plateau(self, n_samples: int) -> tuple[int, float] | None:
         """`minimize_marginal`'s plateau test for a fit on ``n_samples`` points (none here)."""
         return None
 
-    def fit(self, X: ArrayLike, y: ArrayLike) -> SparseKernelClassifier:
-        """Fit the sparse kernel machine.
+    def _resolve_n_expansion(self, X: Array, target: NDArray[Any] | None, kernel: Kernel,
+                             weights: Array | None) -> tuple[int, int | None]:
+        """Nz of one problem, and the full model's number of support vectors for a ratio.
 
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-            Training inputs.
-        y : array-like of shape (n_samples,)
-            Class labels, of any type.
-
-        Returns
-        -------
-        self
+        Here a ratio is of the distinct training points; a task or an algorithm
+        with a full model overrides this (the classifiers: the full SVM's NSV).
         """
-        return self._fit(X, y)
+        n_distinct = len(np.unique(X, axis=0))
+        if isinstance(self.n_expansion, Integral):
+            if self.n_expansion > n_distinct:
+                raise ValueError(
+                    f"n_expansion={self.n_expansion} asks for more expansion vectors than the "
+                    f"{n_distinct} distinct training points (n_samples={len(X)}); lower "
+                    "n_expansion or pass a ratio in (0, 1].")
+            return int(self.n_expansion), None
+        return min(max(1, round(float(self.n_expansion) * n_distinct)), n_distinct), None
+
+    def _run_problems(self, X: Array, targets: list[NDArray[Any] | None],
+                      formulation: Formulation, kernel: Kernel, sizes: list[int],
+                      init: str | Array,
+                      names: list[str], rng: np.random.RandomState) -> list[dict[str, Any]]:
+        """Fit every (problem, start) pair, in parallel with ``n_jobs``; the best start of each.
+
+        ``names`` name the problems in progress lines and warnings; the starts
+        are named after them. Warns once for the problems ``max_iter`` stopped.
+        """
+        n_init = self.n_init if isinstance(init, str) else 1  # given XVs: one start
+        seeds = rng.randint(np.iinfo(np.int32).max, size=(len(targets), n_init))
+        n_runs = len(targets) * n_init
+        runs = Parallel(n_jobs=self.n_jobs if n_runs > 1 else None)(
+            delayed(_fit_start)(
+                X, targets[k], formulation, kernel, sizes[k], init, self.solver,
+                self.solver_tol, self.max_iter, self.tol, int(seeds[k, j]), self.callback,
+                self.verbose,
+                ", ".join(p for p in (names[k], f"start {j + 1}" if n_init > 1 else "") if p),
+                self._plateau(len(X)),
+            )
+            for k in range(len(targets))
+            for j in range(n_init)
+        )
+        fits = [min(runs[k * n_init:(k + 1) * n_init], key=lambda run: run["value"])
+                for k in range(len(targets))]
+        warn_if_not_converged(type(self).__name__, [(f["problem"], f["result"]) for f in fits],
+                              self.max_iter)
+        return fits
+
+    def _fit_problems(self, X: Array, targets: list[NDArray[Any] | None],
+                      weights: Array | None = None, *, gamma: float | str | None = None,
+                      init: str | Array | None = None, names: list[str] | None = None,
+                      rng: np.random.RandomState | None = None) -> Kernel:
+        """The driver: kernel, formulation, Nz per problem, the fits, the fitted attributes.
+
+        Returns the resolved kernel. ``gamma`` overrides ``self.gamma`` (a
+        weighted "scale"), ``init`` the initial-XV method, ``names`` the
+        problems' names; ``rng`` is drawn from for the starts' seeds.
+        """
+        kernel = make_kernel(self.kernel, X, self.gamma if gamma is None else gamma,
+                             self.degree, self.coef0)
+        formulation = self._make_formulation(weights)
+        _check_solver(self.solver)
+        resolved = Parallel(n_jobs=self.n_jobs if len(targets) > 1 else None)(
+            delayed(self._resolve_n_expansion)(X, t, kernel, weights) for t in targets)
+        rng = check_random_state(self.random_state) if rng is None else rng
+        fits = self._run_problems(X, targets, formulation, kernel, [nz for nz, _ in resolved],
+                                  self.init if init is None else init,
+                                  names or [""] * len(targets), rng)
+        nsv = [n for _, n in resolved]
+        self._set_expansions(kernel, fits, None if nsv[0] is None else np.array(nsv))
+        return kernel
 
     def _set_expansions(self, kernel: Kernel, fits: list[dict[str, Any]],
                         full_n_support: NDArray[np.intp] | None) -> None:
-        """The fitted attributes from one fit per binary problem (keys Z, coef, intercept,
-        n_iter, history, value), their XVs stacked in problem order."""
+        """The fitted attributes from one fit per problem (keys Z, coef, intercept, n_iter,
+        history, value), their XVs stacked in problem order; a problem's coef (Nz,) is one
+        output, (Nz, K) K outputs."""
         self.kernel_ = kernel
         sizes = [len(fit["Z"]) for fit in fits]
+        coefs = [np.asarray(fit["coef"], dtype=float).reshape(size, -1).T
+                 for fit, size in zip(fits, sizes, strict=True)]
         self.expansion_vectors_ = np.vstack([fit["Z"] for fit in fits])
-        coef = np.zeros((len(fits), sum(sizes)))
-        for k, (fit, start) in enumerate(zip(fits, np.cumsum([0, *sizes[:-1]]), strict=True)):
-            coef[k, start:start + sizes[k]] = fit["coef"]
+        coef = np.zeros((sum(len(c) for c in coefs), sum(sizes)))
+        row = col = 0
+        for c in coefs:
+            coef[row:row + len(c), col:col + c.shape[1]] = c
+            row, col = row + len(c), col + c.shape[1]
         self.expansion_coef_ = coef
-        self.intercept_ = np.array([float(fit["intercept"]) for fit in fits])
+        self.intercept_ = np.concatenate(
+            [np.atleast_1d(np.asarray(fit["intercept"], dtype=float)) for fit in fits])
         self.n_expansion_ = np.array(sizes)
         self.n_iter_ = np.array([fit["n_iter"] for fit in fits])
         self.objective_history_ = [fit["history"] for fit in fits]
         self.objective_ = np.array([fit["value"] for fit in fits])
         self.full_n_support_ = full_n_support
-        for attr in ("probA_", "probB_"):  # a refit without probability drops the old ones
-            self.__dict__.pop(attr, None)
 
-    def _fit(
-        self, X: ArrayLike, y: ArrayLike, sample_weight: ArrayLike | None = None
-    ) -> SparseKernelClassifier:
-        """`fit` with per-point weights class_weight[y_i] · sample_weight_i (when either is set).
 
-        A point of weight 0 is left out before anything else (the initial XVs,
-        gamma="scale", the number of distinct points), so it is the same as
-        not passing it; every other weight multiplies the point's cost.
-        """
-        self._validate_params()
-        X, codes = validate_classification(self, X, y)
-        weighted = _point_weights(self, codes, sample_weight, getattr(self, "class_weight", None))
-        weights = sw = None
-        if hasattr(self, "class_weight"):
-            self.class_weight_ = np.ones(len(self.classes_)) if weighted is None else weighted[2]
-        if weighted is not None:
-            weights, sw, _ = weighted
-            keep = weights > 0
-            self._check_weighted_classes(codes[keep])
-            X, codes, weights, sw = X[keep], codes[keep], weights[keep], sw[keep]
-        gamma = self.gamma
-        if sample_weight is not None and isinstance(gamma, str) and gamma == "scale":
-            # a weight counts as repeats of the point, for the kernel's scale too
-            gamma = _weighted_scale_gamma(X, sw)
-        kernel = make_kernel(self.kernel, X, gamma, self.degree, self.coef0)
-        formulation = make_formulation(
-            self.formulation_name,
-            **(self._formulation_params() if weights is None
-               else self._formulation_params(weights)))
-        _check_solver(self.solver)
-        targets = (
-            [np.where(codes == 1, 1, -1)]
-            if len(self.classes_) == 2
-            else [np.where(codes == k, 1, -1) for k in range(len(self.classes_))]
-        )
-        n_exp = self.n_expansion if isinstance(self.n_expansion, Integral) else float(
-            self.n_expansion)
-        n_jobs = self.n_jobs if len(targets) * self.n_init > 1 else None
-        nz_nsv = Parallel(n_jobs=n_jobs if len(targets) > 1 else None)(
-            delayed(_n_expansion)(X, t, kernel, n_exp, getattr(self, "C", 1.0), weights)
-            for t in targets
-        )
-        rng = check_random_state(self.random_state)
-        seeds = rng.randint(np.iinfo(np.int32).max, size=(len(targets), self.n_init))
-        # one-vs-rest: the one class is about 1/K of the points, too few for a random start
-        init = self.init if self.init != "auto" else "balanced" if len(targets) > 1 else "random"
-        # every (problem, start) pair is one job; the start with the lowest W wins
-        runs = Parallel(n_jobs=n_jobs)(
-            delayed(_fit_start)(
-                X, targets[k], formulation, kernel, nz_nsv[k][0], init, self.solver,
-                self.solver_tol, self.max_iter, self.tol, int(seeds[k, j]), self.callback,
-                self.verbose, _problem_name(self.classes_, k, len(targets), j, self.n_init),
-                self._plateau(len(X)),
-            )
-            for k in range(len(targets))
-            for j in range(self.n_init)
-        )
-        fits = [
-            min(runs[k * self.n_init:(k + 1) * self.n_init], key=lambda run: run["value"])
-            for k in range(len(targets))
-        ]
-        warn_if_not_converged(type(self).__name__, [(f["problem"], f["result"]) for f in fits],
-                              self.max_iter)
-        self._set_expansions(kernel, fits, None if nz_nsv[0][1] is None
-                             else np.array([nsv for _, nsv in nz_nsv]))
-        if getattr(self, "probability", False):
-            # drawn after the main fit's seeds, so that fit is the same with or without it
-            cv_seed = int(rng.randint(np.iinfo(np.int32).max))
-            self.probA_, self.probB_ = self._platt_scaling(
-                X, codes, targets, kernel, weights, sw, init, cv_seed)
-        return self
+def _generate_init(cls: type[SparseKernelEstimator]) -> None:
+    """Give ``cls`` an ``__init__`` over `SHARED_PARAMS` and its formulation's parameters.
 
-    def _check_weighted_classes(self, kept_codes: NDArray[np.intp]) -> None:
-        """Every class needs a sample of positive weight; say which one has none."""
-        present = np.bincount(kept_codes, minlength=len(self.classes_)) > 0
-        if not present.all():
-            label = self.classes_.tolist()[int(np.flatnonzero(~present)[0])]
-            raise ValueError(
-                f"{type(self).__name__} needs samples of at least 2 classes with a positive "
-                f"weight, and of every class in y; class {label!r} has none (its "
-                "sample_weight × class_weight is 0 on every sample). Give it a positive "
-                "weight or leave its samples out of X and y."
-            )
+    scikit-learn reads an estimator's parameters from the signature of
+    ``__init__``, and ``**kwargs`` is not allowed there; the generated one has
+    an explicit signature (``__signature__``), stores each argument unchanged
+    and validates nothing, as scikit-learn asks.
+    """
+    shared = {**SHARED_PARAMS, **cls.default_params}
+    form = cls.formulation_class
+    assert form is not None
+    own = [p for n, p in inspect.signature(form.__init__).parameters.items()
+           if n != "self" and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
+    clash = [p.name for p in own if p.name in shared]
+    if clash:
+        raise TypeError(f"{cls.__name__}: the {form.__name__} formulation's parameters {clash} "
+                        "have the names of shared estimator parameters; rename them.")
+    missing = [p.name for p in own if p.default is inspect.Parameter.empty]
+    if missing:
+        raise TypeError(f"{cls.__name__}: give the {form.__name__} formulation's parameters "
+                        f"{missing} defaults, so that {cls.__name__}() can be made.")
+    params = [inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD),
+              inspect.Parameter("n_expansion", inspect.Parameter.POSITIONAL_OR_KEYWORD,
+                                default=shared["n_expansion"])]
+    params += [inspect.Parameter(p.name, inspect.Parameter.KEYWORD_ONLY, default=p.default,
+                                 annotation=p.annotation) for p in own]
+    params += [inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=default)
+               for name, default in shared.items() if name != "n_expansion"]
+    signature = inspect.Signature(params)
 
-    def _platt_scaling(
-        self,
-        X: Array,
-        codes: NDArray[np.intp],
-        targets: list[NDArray[np.int_]],
-        kernel: Kernel,
-        weights: Array | None,
-        sample_weight: Array | None,
-        init: str,
-        seed: int,
-    ) -> tuple[Array, Array]:
-        """Platt's sigmoid per binary problem, on decision values of stratified k-fold models.
+    def __init__(self: SparseKernelEstimator, *args: Any, **kwargs: Any) -> None:
+        bound = signature.bind(self, *args, **kwargs)
+        bound.apply_defaults()
+        for name, value in list(bound.arguments.items())[1:]:
+            setattr(self, name, value)
 
-        Each fold model solves the same problem as the fitted one (kernel,
-        costs, Nz, L-BFGS settings; one start) on the other folds' points; its
-        decision values on the held-out fold are what the sigmoid is fitted to.
-        A fold whose training part has one class of a binary problem gives
-        that class's sign as decision value, as libsvm does.
-        """
-        n_folds = self.n_probability_folds
-        largest = int(np.bincount(codes).max())
-        if largest < n_folds:
-            raise ValueError(
-                f"{type(self).__name__}(probability=True) fits Platt's sigmoid on "
-                f"{n_folds}-fold cross-validation and needs at least {n_folds} samples of "
-                f"positive weight in its largest class; got {largest}. Add samples or set "
-                "probability=False."
-            )
-        folds = list(StratifiedKFold(n_folds, shuffle=True, random_state=seed).split(X, codes))
-        rng = np.random.RandomState(seed)
-        seeds = rng.randint(np.iinfo(np.int32).max, size=(len(folds), len(targets)))
-        jobs, slots = [], []
-        for i, (train, _) in enumerate(folds):
-            params = (self._formulation_params() if weights is None
-                      else self._formulation_params(weights[train]))
-            formulation = make_formulation(self.formulation_name, **params)
-            n_distinct = len(np.unique(X[train], axis=0))
-            for k, t in enumerate(targets):
-                if len(np.unique(t[train])) < 2:
-                    continue  # filled with the one class's sign below
-                nz = min(int(self.n_expansion_[k]), n_distinct)
-                jobs.append(delayed(_fit_start)(
-                    X[train], t[train], formulation, kernel, nz, init, self.solver,
-                    self.solver_tol, self.max_iter, self.tol, int(seeds[i, k]), None, 0, "",
-                    self._plateau(len(train))))
-                slots.append((i, k))
-        n_jobs = self.n_jobs if len(jobs) > 1 else None
-        runs = dict(zip(slots, Parallel(n_jobs=n_jobs)(jobs), strict=True))
-        decision = np.empty((len(X), len(targets)))
-        for i, (train, test) in enumerate(folds):
-            for k, t in enumerate(targets):
-                run = runs.get((i, k))
-                if run is None:
-                    decision[test, k] = float(t[train][0])
-                else:
-                    decision[test, k] = kernel(X[test], run["Z"]) @ run["coef"] + run["intercept"]
-        ab = [fit_platt(decision[:, k], t > 0, sample_weight) for k, t in enumerate(targets)]
-        return np.array([a for a, _ in ab]), np.array([b for _, b in ab])
+    __init__.__signature__ = signature  # type: ignore[attr-defined]
+    __init__.__qualname__ = f"{cls.__qualname__}.__init__"
+    cls.__init__ = __init__  # type: ignore[method-assign]
+    cls._parameter_constraints = {**cls._parameter_constraints,
+                                  **{p.name: "no_validation" for p in own}}
+    if not cls.__doc__:
+        cls.__doc__ = (f"The sparse {form.__name__}: the direct sparse method on the "
+                       f"{form.name!r} formulation, with Nz optimised XVs.\n\n"
+                       "    Parameters\n    ----------\n"
+                       + _SHARED_DOC.format(n_expansion=shared["n_expansion"],
+                                            ratio=cls.ratio_meaning).strip("\n")
+                       + f"\n\n    The {form.__name__} formulation's own parameters: "
+                       + ", ".join(f"``{p.name}``" for p in own) + ".\n")
 
-    def _proba_from_decision(self, decision: Array) -> Array:
-        """Class probabilities from decision values: Platt's sigmoid per problem, normalised."""
-        if decision.ndim == 1:
-            p = platt_proba(decision, self.probA_[0], self.probB_[0])
-            return np.column_stack([1.0 - p, p])
-        s = platt_proba(decision, self.probA_, self.probB_)
-        total = s.sum(axis=1, keepdims=True)
-        # every sigmoid underflowed to 0 (decision values far beyond the training ones):
-        # the same normalisation in the log domain
-        if (total == 0).any():
-            log_s = -np.logaddexp(0.0, self.probA_ * decision + self.probB_)
-            s = np.where(total == 0, np.exp(log_s - log_s.max(axis=1, keepdims=True)), s)
-            total = s.sum(axis=1, keepdims=True)
-        return s / total  # type: ignore[no-any-return]
+
+#: The task a formulation declares (`Formulation.task`) and the module of its estimator base.
+_TASKS = {
+    "classifier": ("sparsify.core.classifier", "SparseKernelClassifier"),
+    "regressor": ("sparsify.core.regressor", "SparseKernelRegressor"),
+    "outlier_detector": ("sparsify.core.outlier", "SparseOutlierDetector"),
+}
+
+
+def estimator_for(
+    formulation: str | type[Formulation],
+) -> tuple[type[BaseEstimator], dict[str, Any]]:
+    """The estimator class that fits a formulation, and the parameters that select it.
+
+    A registered estimator (the ``register_estimators`` hook) comes first;
+    otherwise the formulation's `Formulation.task` gives one made on the spot:
+    the task's estimator with this formulation and its parameters.
+
+    Parameters
+    ----------
+    formulation : str or Formulation subclass
+        A registered name or the class itself.
+
+    Returns
+    -------
+    estimator : type
+    params : dict
+        Parameters to set on it (``{"method": "rayleigh"}`` for the Rayleigh KFD).
+
+    Examples
+    --------
+    >>> estimator_for("svm")
+    (<class 'sparsify.algorithms.svm.estimator.SparseSVC'>, {})
+    >>> import cvxpy as cp
+    >>> from sparsify import Declaration, Formulation
+    >>> class Ridge(Formulation):
+    ...     name, task = "doc_ridge", "regressor"
+    ...     def __init__(self, alpha=1.0):
+    ...         self.alpha = alpha
+    ...     def declare(self, out):
+    ...         b = cp.Variable()
+    ...         loss = cp.sum_squares(out.f + b - out.y)
+    ...         return Declaration(cp.Minimize(loss + self.alpha * out.norm_w2), [], b)
+    >>> cls, _ = estimator_for(Ridge)
+    >>> cls(n_expansion=5, alpha=0.1)
+    SparseRidge(alpha=0.1, n_expansion=5)
+    """
+    import importlib
+
+    registry = get_registry()
+    cls = (registry.get("formulation", formulation) if isinstance(formulation, str)
+           else formulation)
+    registered = registry.entries["estimator"].get(cls.name)
+    if registered is not None and getattr(registered.obj[0], "formulation_class", None) in (
+            None, cls):
+        est, params = registered.obj
+        return est, dict(params)
+    if cls.task not in _TASKS:
+        raise ValueError(
+            f"The {cls.name!r} formulation has no estimator: register one with the "
+            "register_estimators hook, or set its task to one of "
+            f"{sorted(_TASKS)} to get one made from it.")
+    module, base_name = _TASKS[cls.task]
+    base = getattr(importlib.import_module(module), base_name)
+    name = "Sparse" + cls.__name__
+    return type(name, (base,), {"formulation_class": cls, "__module__": cls.__module__}), {}

@@ -108,13 +108,11 @@ class Formulation(ABC):
     #: Name users pass (``formulation="svm"``).
     name: ClassVar[str] = ""
 
-    #: The scikit-learn estimator class that serves this formulation (used by
-    #: the command line's ``--formulation``); None if it has none.
-    estimator: ClassVar[type | None] = None
-
-    #: Parameters that make `estimator` fit this formulation when it serves
-    #: several (``{"method": "convex"}``); the command line sets them.
-    estimator_params: ClassVar[dict[str, Any]] = {}
+    #: The task of the estimator made for it when no plugin registers one
+    #: (`sparsify.core.estimator.estimator_for`): "classifier" (``out.y`` is ±1),
+    #: "regressor" (``out.y`` the real targets) or "outlier_detector" (no ``out.y``);
+    #: None: it has no estimator unless one is registered (``register_estimators``).
+    task: ClassVar[str | None] = None
 
     def n_outputs(self, y: NDArray[Any] | None) -> int:
         """Number of outputs K (columns of β and f); 1 unless overridden."""

@@ -65,5 +65,21 @@ def register_solvers(register: Callable[[SolverBackend], None]) -> None:
     """
 
 
+@hookspec
+def register_estimators(
+    register: Callable[..., None],
+) -> None:
+    """Register the scikit-learn estimators that fit formulations.
+
+    Call ``register(estimator_cls)`` for an estimator whose ``formulation_class``
+    names its formulation, or ``register(estimator_cls, formulation="name",
+    params={...})`` for one that serves a registered formulation when given
+    ``params`` (``SparseKFD`` fits "skfd" with ``method="rayleigh"``). The command
+    line's ``--formulation`` and the conformance suite use it; a formulation
+    without one gets the estimator of its `Formulation.task`
+    (`sparsify.core.estimator.estimator_for`).
+    """
+
+
 #: Every hook sparsify calls, in the order the registry calls them.
-HOOKS = ("register_formulations", "register_kernels", "register_solvers")
+HOOKS = ("register_formulations", "register_kernels", "register_solvers", "register_estimators")

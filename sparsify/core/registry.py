@@ -59,6 +59,7 @@ _KINDS = {
     "formulation": "register_formulations",
     "kernel": "register_kernels",
     "solver": "register_solvers",
+    "estimator": "register_estimators",
 }
 _RUN_TIME = "(registered at run time)"
 _UNKNOWN_DISTRIBUTION = "unknown distribution"
@@ -278,6 +279,13 @@ class Registry:
     def _register(self, plugin: Any, name: str, dist: str) -> bool:
         """Register one plugin object with pluggy; warn (or raise in strict mode) if it is bad."""
         who = _who(name, dist)
+        if self.manager.is_registered(plugin):
+            # the same object again: register_plugin(module) on a module an entry point loaded
+            other = self.manager.get_name(plugin)
+            _problem(f"{who} was not registered again: the same module is already loaded as "
+                     f"plugin {other!r} from {self._sources.get(other, _UNKNOWN_DISTRIBUTION)!r}, "
+                     "and its formulations, kernels, solvers and estimators are registered.")
+            return False
         known = self.manager.get_plugin(name)
         if known is not None:
             _problem(f"{who} was not loaded: the plugin name {name!r} is already taken by the "
@@ -310,10 +318,19 @@ class Registry:
         # is not caught and reworded by the isolation around the plugin's code
         problems: list[str] = []
 
-        def register(obj: Any) -> None:
-            name = getattr(obj, "name", "")
+        def register(obj: Any, formulation: str | None = None,
+                     params: dict[str, Any] | None = None) -> None:
+            if kind == "estimator":
+                # keyed by the formulation it fits: its formulation_class's name unless given
+                form = getattr(obj, "formulation_class", None)
+                name = formulation if formulation is not None else getattr(form, "name", "")
+                value: Any = (obj, dict(params or {}))
+            else:
+                name, value = getattr(obj, "name", ""), obj
             if not isinstance(name, str) or not name:
-                problems.append(f"{who} registered a {kind} without a name: {obj!r}")
+                what = ("without formulation= or a formulation_class" if kind == "estimator"
+                        else "without a name")
+                problems.append(f"{who} registered a {kind} {what}: {obj!r}")
                 return
             known = self.entries[kind].get(name)
             if known is not None and known.builtin and not builtin:
@@ -328,7 +345,7 @@ class Registry:
                     f"{known.plugin!r} from {known.distribution!r}; keeping the first and "
                     f"refusing this one. Register it under another name.")
                 return
-            self.entries[kind][name] = Entry(kind, name, obj, plugin, dist, builtin)
+            self.entries[kind][name] = Entry(kind, name, value, plugin, dist, builtin)
 
         _, exc = _isolated(lambda: impl.function(register=register))
         if exc is not None:
@@ -341,7 +358,8 @@ class Registry:
         self._add(plugin, name, distribution)
 
     def names(self, kind: str) -> list[str]:
-        """Sorted names registered for ``kind`` ('formulation', 'kernel' or 'solver')."""
+        """Sorted names registered for ``kind`` ('formulation', 'kernel', 'solver' or
+        'estimator', whose names are those of the formulations they fit)."""
         return sorted(self.entries[kind])
 
     def get(self, kind: str, name: str) -> Any:

@@ -34,7 +34,8 @@ def load_banana() -> tuple[Array, NDArray[np.int64], Array, NDArray[np.int64]]:
                 z["X_test"].astype(float), z["y_test"].astype(np.int64))
 
 
-# Generators of the semi-supervised benchmarks (seed 003).
+# Generators of the semi-supervised benchmarks ("Lp-norm constrained multiple kernel
+# semi-supervised SVM").
 from sparsify.datasets.semi_supervised import (  # noqa: E402
     labeled_split,
     make_g241c,

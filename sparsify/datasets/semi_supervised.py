@@ -1,6 +1,9 @@
-"""Synthetic data of the semi-supervised benchmarks (seed 003; Chapelle, Schölkopf & Zien 2006).
+"""Synthetic data of the semi-supervised benchmarks (Chapelle, Schölkopf & Zien 2006).
 
-* `make_two_moons` — two interleaving half circles in 2-D (the seed's 2MOONS, 200 points).
+Generators of the data sets of the paper "Lp-norm constrained multiple kernel
+semi-supervised SVM" (Lp-MKL-S3VM), and a labeled-subset helper:
+
+* `make_two_moons` — two interleaving half circles in 2-D (the paper's 2MOONS, 200 points).
 * `make_g241c` — two unit-variance isotropic Gaussians in 241 dimensions whose centres are
   2.5 apart along a random direction; the cluster assumption holds.
 * `make_g241d` — each class a mixture of two such Gaussians (375 points each) whose
@@ -58,7 +61,7 @@ def make_two_moons(
     noise: float = 0.1,
     random_state: int | np.random.RandomState | None = None,
 ) -> tuple[Array, Labels]:
-    """Two interleaving half circles (the seed's 2MOONS data).
+    """Two interleaving half circles (the Lp-MKL-S3VM paper's 2MOONS data).
 
     A wrapper of `sklearn.datasets.make_moons` with −1/+1 labels and the
     samples in random order (scikit-learn returns them sorted by class).
@@ -154,7 +157,7 @@ def make_g241d(
     *,
     return_centers: bool = False,
 ) -> tuple[Array, Labels] | tuple[Array, Labels, Array]:
-    """The g241d set: misleading cluster structure in 241-D (seed 003, Chapelle et al. ch. 21).
+    """The g241d set: misleading cluster structure in 241-D (Lp-MKL-S3VM; Chapelle et al. ch. 21).
 
     Each class is a mixture of two isotropic unit-variance Gaussians with a
     quarter of the points each (375 by default). Along a random direction ``u``

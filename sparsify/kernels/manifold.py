@@ -7,8 +7,9 @@ deformed RKHS is LapSVM::
     k̃(x, z) = k(x, z) − k_xᵀ (I + M K)⁻¹ M k_z,     M = (γ_I / γ_A) L^p
 
 where ``K = k(X_g, X_g)`` and ``k_x = k(X_g, x)`` on the graph points X_g (all
-labeled and unlabeled training points). Seed 003 puts three such kernels beside
-three base kernels in its Lp-norm MKL combination. The deformed kernel is
+labeled and unlabeled training points). The paper "Lp-norm constrained multiple
+kernel semi-supervised SVM" (Lp-MKL-S3VM) puts three such kernels beside three
+base kernels in its Lp-norm MKL combination. The deformed kernel is
 positive definite (it reproduces the norm ‖f‖² + f_gᵀ M f_g) and defined for
 any x and z, so it is an ordinary `Kernel` with exact vector-Jacobian products:
 Z enters only through ``k(x, z)`` and ``k(X_g, z)``.
@@ -33,7 +34,7 @@ def knn_graph(X: ArrayLike, n_neighbors: int = 5, gamma: float | None = None) ->
     """Symmetric kNN graph with Gaussian edge weights ``exp(−gamma ‖x_i − x_j‖²)``.
 
     An edge joins i and j when either is among the other's ``n_neighbors``
-    nearest neighbours (seed 003: k = 5, 50 for text-like data).
+    nearest neighbours (the Lp-MKL-S3VM paper: k = 5, 50 for text-like data).
 
     Parameters
     ----------
@@ -120,15 +121,15 @@ class ManifoldKernel(Kernel):
         the kernel unbound: `SemiSupervisedSVC` binds it to its training
         points at fit (`bind`).
     n_neighbors : int, default=5
-        k of the kNN graph (seed 003: 5; 50 for text-like data).
+        k of the kNN graph (the Lp-MKL-S3VM paper: 5; 50 for text-like data).
     gamma_ratio : float, default=1.0
         γ_I / γ_A, the weight of the intrinsic (graph) norm against the ambient one.
     laplacian_power : int, default=1
         p in L^p (iterated Laplacian).
     graph_gamma : float or None, default=None
         Width of the edge weights ``exp(−graph_gamma ‖x_i − x_j‖²)``; None takes
-        the base kernel's ``gamma`` if it has one (the seed uses the kernel's σ),
-        else 1 / (d · Var(X_graph)).
+        the base kernel's ``gamma`` if it has one (the Lp-MKL-S3VM paper uses the
+        kernel's σ), else 1 / (d · Var(X_graph)).
     normalized : bool, default=False
         Use the normalized Laplacian ``I − D^{-1/2} W D^{-1/2}`` instead of ``D − W``.
 

@@ -1,7 +1,8 @@
-"""The approximate Gaussian kernel of order m and its explicit feature map (seed 001).
+"""The approximate Gaussian kernel of order m and its explicit feature map.
 
 Truncating the Taylor series of exp(2γ⟨x, y⟩) in
-exp(−γ‖x − y‖²) = exp(−γ‖x‖²) exp(−γ‖y‖²) exp(2γ⟨x, y⟩) gives (seed 001, eq. 1, 13)::
+exp(−γ‖x − y‖²) = exp(−γ‖x‖²) exp(−γ‖y‖²) exp(2γ⟨x, y⟩) gives (Liu, Jiang &
+Liao, "Approximate Gaussian Kernel for Large-Scale SVM", eq. 1, 13)::
 
     K_m(x, y) = exp(−γ(‖x‖² + ‖y‖²)) Σ_{k=0..m} (2γ)^k / k! ⟨x, y⟩^k
 
@@ -11,7 +12,7 @@ exp(−γ‖x‖²) √((2γ)^k C_α^k / k!) x^α, with C_α^k = k! / Π_j α_j!
 SVM on these features (LIBLINEAR, `sklearn.svm.LinearSVC`) trains the
 approximate Gaussian SVM. `TaylorRBF` is the same kernel for the direct
 sparse method; `TaylorGaussianFeatures` is the feature map, and it keeps
-sparse input sparse (seed 001, §3.3).
+sparse input sparse (Liu, Jiang & Liao, §3.3).
 """
 
 from __future__ import annotations
@@ -49,14 +50,14 @@ def _partial_exp(t: Array, order: int) -> Array:
 
 @dataclass(frozen=True)
 class TaylorRBF(Kernel):
-    """Approximate Gaussian kernel of order m (seed 001, eq. 1 and 13).
+    """Approximate Gaussian kernel of order m (Liu, Jiang & Liao, eq. 1 and 13).
 
     Parameters
     ----------
     gamma : float, default=1.0
         Width, as in the Gaussian kernel exp(−γ‖x − y‖²).
     order : int, default=2
-        Order m of the Taylor truncation (the seed's GAUSS-2 is m = 2).
+        Order m of the Taylor truncation (Liu, Jiang & Liao's GAUSS-2 is m = 2).
 
     Examples
     --------
@@ -90,7 +91,7 @@ class TaylorRBF(Kernel):
 
 
 class TaylorGaussianFeatures(VersionedPickleMixin, TransformerMixin, BaseEstimator):
-    """Explicit feature map of the approximate Gaussian kernel of order m (seed 001, eq. 7).
+    """Explicit feature map of the order-m approximate Gaussian kernel (Liu, Jiang & Liao, eq. 7).
 
     ⟨Φ(x), Φ(y)⟩ = K_m(x, y) exactly; the output has C(n + m, m) columns
     (n input features). Sparse input gives sparse output.

@@ -23,7 +23,7 @@ convex KFD as its cvxpy reference.
 from __future__ import annotations
 
 from numbers import Real
-from typing import Any, ClassVar
+from typing import Any
 
 import cvxpy as cp
 import numpy as np
@@ -79,8 +79,6 @@ class KFD(Formulation):
     """
 
     name = "kfd"
-    estimator = SparseKFD
-    estimator_params: ClassVar[dict[str, Any]] = {"method": "convex"}
 
     def __init__(self, mu: float = 1.0) -> None:
         self.mu = _check_mu(type(self).__name__, mu)
@@ -213,8 +211,6 @@ class SKFD(KFD):
     """
 
     name = "skfd"
-    estimator = SparseKFD
-    estimator_params: ClassVar[dict[str, Any]] = {"method": "rayleigh"}
 
     def marginal(self, X: Array, y: NDArray[Any] | None, kernel: Kernel, n_expansion: int,
                  solver: str, tol: float) -> Marginal:
@@ -226,3 +222,9 @@ class SKFD(KFD):
 def register_formulations(register) -> None:  # type: ignore[no-untyped-def]
     register(KFD)
     register(SKFD)
+
+
+@hookimpl
+def register_estimators(register) -> None:  # type: ignore[no-untyped-def]
+    register(SparseKFD, formulation="kfd", params={"method": "convex"})
+    register(SparseKFD, formulation="skfd", params={"method": "rayleigh"})

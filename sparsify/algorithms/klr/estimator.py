@@ -6,28 +6,20 @@ with K outputs (β of shape (Nz, K)), not one-vs-rest.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from numbers import Integral, Real
 from typing import Any, ClassVar
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from scipy.special import expit, log_expit, log_softmax
-from sklearn.base import BaseEstimator, ClassifierMixin
-from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_array
 
-from sparsify.core.estimator import KernelMachineMixin, _check_solver, validate_classification
-from sparsify.core.formulation import make_formulation
-from sparsify.core.marginal import make_marginal
-from sparsify.core.optimize import (
-    CLASSIFIER_INIT_METHODS,
-    initial_expansion_vectors,
-    minimize_marginal,
-    problem_line,
-    warn_if_not_converged,
-)
-from sparsify.kernels import Kernel, make_kernel
+from sparsify.core.classifier import SparseKernelClassifier, validate_classification
+from sparsify.core.estimator import KernelMachineMixin, SparseKernelEstimator
+from sparsify.core.optimize import CLASSIFIER_INIT_METHODS
+from sparsify.kernels import Kernel
 
 __all__ = ["SparseKernelLogisticRegression"]
 
@@ -53,7 +45,7 @@ class LogisticMixin(KernelMachineMixin):
         return np.exp(log_softmax(scores, axis=1))
 
 
-class SparseKernelLogisticRegression(LogisticMixin, ClassifierMixin, BaseEstimator):
+class SparseKernelLogisticRegression(LogisticMixin, SparseKernelClassifier):
     """Kernel logistic regression with exactly Nz optimised expansion vectors.
 
     Minimises (λ/2)‖w‖² + (1/N) Σ_i log-loss_i over β, b and the XVs Z, with
@@ -101,10 +93,15 @@ class SparseKernelLogisticRegression(LogisticMixin, ClassifierMixin, BaseEstimat
         ``solver_tol² · max(1, W)`` (W to about ``solver_tol²`` relative).
     random_state : int, RandomState instance or None, default=None
         Seed of the initial XVs.
+    n_jobs : int or None, default=None
+        Parallel jobs for the ``n_init`` starts (joblib).
     verbose : int, default=0
         1: one line per finished start (iterations, W, seconds); 2: also one line
         per L-BFGS iteration. A start that ``max_iter`` stops gives a
         `sklearn.exceptions.ConvergenceWarning`.
+    callback : callable or None, default=None
+        Called with a `sparsify.core.optimize.IterationInfo` after each
+        iteration; returning True stops the optimisation.
 
     Attributes
     ----------
@@ -113,11 +110,15 @@ class SparseKernelLogisticRegression(LogisticMixin, ClassifierMixin, BaseEstimat
     expansion_coef_ : ndarray of shape (n_outputs, Nz)
         β per output (one output for two classes, else one per class).
     intercept_ : ndarray of shape (n_outputs,)
-    objective_ : float
-        H at the final XVs: the regularised mean log-loss (W(Z) / N).
-    objective_history_ : ndarray
+    objective_ : ndarray of shape (1,)
+        H at the final XVs: the regularised mean log-loss (W(Z) / N), of the one
+        (joint) problem.
+    objective_history_ : list of one ndarray
         H after each L-BFGS iteration.
-    n_iter_ : int
+    n_expansion_ : ndarray of shape (1,)
+        Nz.
+    n_iter_ : ndarray of shape (1,)
+        L-BFGS iterations of the start kept.
     kernel_ : Kernel
 
     Examples
@@ -133,21 +134,13 @@ class SparseKernelLogisticRegression(LogisticMixin, ClassifierMixin, BaseEstimat
     True
     """
 
+    formulation_name = "klr"
+
     _parameter_constraints: ClassVar[dict[str, list[Any]]] = {
+        **SparseKernelClassifier._parameter_constraints,
         "n_expansion": [Interval(Integral, 1, None, closed="left")],
         "lam": [Interval(Real, 0.0, None, closed="neither")],
-        "kernel": [str, Kernel],
-        "gamma": [StrOptions({"scale", "auto"}), Interval(Real, 0.0, None, closed="neither")],
-        "degree": [Interval(Integral, 1, None, closed="left")],
-        "coef0": [Real],
         "init": [StrOptions(set(CLASSIFIER_INIT_METHODS)), "array-like"],
-        "n_init": [Interval(Integral, 1, None, closed="left")],
-        "solver": [str],
-        "max_iter": [Interval(Integral, 0, None, closed="left")],
-        "tol": [Interval(Real, 0.0, None, closed="left")],
-        "solver_tol": [Interval(Real, 0.0, None, closed="neither")],
-        "random_state": ["random_state"],
-        "verbose": ["verbose"],
     }
 
     def __init__(
@@ -166,7 +159,9 @@ class SparseKernelLogisticRegression(LogisticMixin, ClassifierMixin, BaseEstimat
         tol: float = 1e-6,
         solver_tol: float = 1e-8,
         random_state: int | np.random.RandomState | None = None,
+        n_jobs: int | None = None,
         verbose: int = 0,
+        callback: Callable[..., Any] | None = None,
     ) -> None:
         self.n_expansion = n_expansion
         self.lam = lam
@@ -181,7 +176,9 @@ class SparseKernelLogisticRegression(LogisticMixin, ClassifierMixin, BaseEstimat
         self.tol = tol
         self.solver_tol = solver_tol
         self.random_state = random_state
+        self.n_jobs = n_jobs
         self.verbose = verbose
+        self.callback = callback
 
     def fit(self, X: ArrayLike, y: ArrayLike) -> SparseKernelLogisticRegression:
         """Fit β, b and the XVs.
@@ -200,45 +197,22 @@ class SparseKernelLogisticRegression(LogisticMixin, ClassifierMixin, BaseEstimat
         X, codes = validate_classification(self, X, y)
         # binary: ±1 (one logistic output); multi-class: codes 0..K-1 (K softmax outputs)
         target = 2 * codes - 1 if len(self.classes_) == 2 else codes
-        kernel = make_kernel(self.kernel, X, self.gamma, self.degree, self.coef0)
-        formulation = make_formulation("klr", lam=self.lam)
-        _check_solver(self.solver)
-        if isinstance(self.init, str):
-            n_distinct = len(np.unique(X, axis=0))
-            if self.n_expansion > n_distinct:
-                raise ValueError(
-                    f"n_expansion={self.n_expansion} asks for more expansion vectors than the "
-                    f"{n_distinct} distinct training points; lower n_expansion."
-                )
-            rng = check_random_state(self.random_state)
-            seeds = rng.randint(np.iinfo(np.int32).max, size=self.n_init)
-            starts = [initial_expansion_vectors(X, self.n_expansion, self.init, int(s), y=codes)
-                      for s in seeds]
-        else:
-            Z0 = check_array(self.init, dtype=np.float64)
-            if Z0.shape[1] != X.shape[1]:
-                raise ValueError(f"init has {Z0.shape[1]} features but X has {X.shape[1]}.")
-            starts = [Z0]
-        best, runs = None, []
-        for j, Z0 in enumerate(starts):
-            problem = f"start {j + 1}" if len(starts) > 1 else ""
-            marginal = make_marginal(formulation, X, target, kernel, len(Z0), self.solver,
-                                     self.solver_tol)
-            res = minimize_marginal(marginal, Z0, max_iter=self.max_iter, tol=self.tol,
-                                    verbose=self.verbose >= 2, problem=problem)
-            if self.verbose:
-                print(problem_line(problem, res), flush=True)
-            runs.append((problem, res))
-            if best is None or res.evaluation.value < best.evaluation.value:
-                best = res
-        assert best is not None
-        warn_if_not_converged(type(self).__name__, runs, self.max_iter)
-        ev = best.evaluation
-        self.kernel_ = kernel
-        self.expansion_vectors_ = best.Z
-        self.expansion_coef_ = np.asarray(ev.coef, dtype=float).reshape(len(best.Z), -1).T.copy()
-        self.intercept_ = np.atleast_1d(np.asarray(ev.intercept, dtype=float)).copy()
-        self.objective_ = float(ev.value) / len(X)  # the formulation declares N·H
-        self.objective_history_ = best.history / len(X)
-        self.n_iter_ = best.n_iter
+        init: str | Array = self.init  # type: ignore[assignment]
+        if not isinstance(init, str):
+            init = check_array(init, dtype=np.float64)
+            if init.shape[1] != X.shape[1]:
+                raise ValueError(f"init has {init.shape[1]} features but X has {X.shape[1]}.")
+        self._fit_problems(X, [target], init=init)  # type: ignore[arg-type]
+        # the formulation declares N·H: report H
+        self.objective_ = self.objective_ / len(X)
+        self.objective_history_ = [history / len(X) for history in self.objective_history_]
         return self
+
+    def _formulation_params(self, weights: Array | None = None) -> dict[str, Any]:
+        return {"lam": self.lam}
+
+    def _resolve_n_expansion(self, X: Array, target: NDArray[Any] | None, kernel: Kernel,
+                             weights: Array | None) -> tuple[int, int | None]:
+        if not isinstance(self.init, str):  # given XVs: their number
+            return len(self.init), None
+        return SparseKernelEstimator._resolve_n_expansion(self, X, target, kernel, weights)

@@ -55,7 +55,6 @@ class KLR(Formulation):
     """
 
     name = "klr"
-    estimator = SparseKernelLogisticRegression
 
     def __init__(self, lam: float = 1.0) -> None:
         if not lam > 0:
@@ -121,3 +120,8 @@ class KLR(Formulation):
 @hookimpl
 def register_formulations(register) -> None:  # type: ignore[no-untyped-def]
     register(KLR)
+
+
+@hookimpl
+def register_estimators(register) -> None:  # type: ignore[no-untyped-def]
+    register(SparseKernelLogisticRegression, formulation="klr")

@@ -18,23 +18,12 @@ from numbers import Integral, Real
 from typing import Any, ClassVar
 
 import numpy as np
-from joblib import Parallel, delayed
-from numpy.typing import ArrayLike, NDArray
-from sklearn.base import BaseEstimator, OutlierMixin
+from numpy.typing import NDArray
 from sklearn.svm import OneClassSVM
-from sklearn.utils import check_random_state
-from sklearn.utils._param_validation import Interval, StrOptions
-from sklearn.utils.validation import validate_data
+from sklearn.utils._param_validation import Interval
 
-from sparsify.core.estimator import (
-    KernelMachineMixin,
-    SparseKernelClassifier,
-    _check_solver,
-    _fit_start,
-)
-from sparsify.core.formulation import make_formulation
-from sparsify.core.optimize import INIT_METHODS, warn_if_not_converged
-from sparsify.kernels import RBF, Kernel, Linear, Polynomial, make_kernel
+from sparsify.core.outlier import SparseOutlierDetector
+from sparsify.kernels import RBF, Kernel, Linear, Polynomial
 
 __all__ = ["SparseOneClassSVM", "full_oneclass_svm"]
 
@@ -64,7 +53,7 @@ def full_oneclass_svm(kernel: Kernel, nu: float) -> OneClassSVM:
     return OneClassSVM(nu=nu, kernel=kernel)
 
 
-class SparseOneClassSVM(KernelMachineMixin, OutlierMixin, BaseEstimator):
+class SparseOneClassSVM(SparseOutlierDetector):
     """Sparse one-class SVM: a novelty detector with exactly Nz optimised XVs.
 
     The direct sparse method (Wu, Schölkopf & Bakır 2006) on the ν-one-class
@@ -126,15 +115,15 @@ class SparseOneClassSVM(KernelMachineMixin, OutlierMixin, BaseEstimator):
         −ρ.
     offset_ : float
         ρ, so that ``decision_function = score_samples − offset_`` as in OneClassSVM.
-    n_expansion_ : int
-        Nz.
-    n_iter_ : int
+    n_expansion_ : ndarray of shape (1,)
+        Nz (one problem; the shapes of every sparse estimator's attributes).
+    n_iter_ : ndarray of shape (1,)
         L-BFGS iterations of the start kept.
-    objective_history_ : ndarray
+    objective_history_ : list of one ndarray
         W after each L-BFGS iteration (of the start kept).
-    objective_ : float
+    objective_ : ndarray of shape (1,)
         W(Z) at the kept XVs: νN times the value of ½‖w‖² + 1/(νN) Σξ − ρ.
-    full_n_support_ : int or None
+    full_n_support_ : ndarray of shape (1,) or None
         The full OneClassSVM's number of support vectors when ``n_expansion`` is a ratio.
     kernel_ : Kernel
         The resolved kernel.
@@ -154,9 +143,10 @@ class SparseOneClassSVM(KernelMachineMixin, OutlierMixin, BaseEstimator):
     True
     """
 
+    formulation_name = FORMULATION
+
     _parameter_constraints: ClassVar[dict[str, list[Any]]] = {
-        **SparseKernelClassifier._parameter_constraints,
-        "init": [StrOptions(set(INIT_METHODS))],  # inliers only: no classes to balance
+        **SparseOutlierDetector._parameter_constraints,
         "nu": [Interval(Real, 0.0, 1.0, closed="right")],
     }
 
@@ -197,82 +187,14 @@ class SparseOneClassSVM(KernelMachineMixin, OutlierMixin, BaseEstimator):
         self.verbose = verbose
         self.callback = callback
 
-    def _n_expansion(self, X: Array, kernel: Kernel) -> tuple[int, int | None]:
-        n_distinct = len(np.unique(X, axis=0))
+    def _formulation_params(self, weights: Array | None = None) -> dict[str, Any]:
+        return {"nu": float(self.nu)}
+
+    def _resolve_n_expansion(self, X: Array, target: NDArray[Any] | None, kernel: Kernel,
+                             weights: Array | None) -> tuple[int, int | None]:
+        """A ratio ``n_expansion`` is of the full OneClassSVM's number of support vectors."""
         if isinstance(self.n_expansion, Integral):
-            if self.n_expansion > n_distinct:
-                raise ValueError(
-                    f"n_expansion={self.n_expansion} asks for more expansion vectors than the "
-                    f"{n_distinct} distinct training points (n_samples={len(X)}); lower "
-                    "n_expansion or pass a ratio in (0, 1]."
-                )
-            return int(self.n_expansion), None
+            return super()._resolve_n_expansion(X, target, kernel, weights)
+        n_distinct = len(np.unique(X, axis=0))
         full_nsv = len(full_oneclass_svm(kernel, self.nu).fit(X).support_)
         return min(max(1, round(self.n_expansion * full_nsv)), n_distinct), full_nsv
-
-    def fit(self, X: ArrayLike, y: object = None) -> SparseOneClassSVM:
-        """Fit the sparse one-class SVM on inliers.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-            Training inputs.
-        y : ignored
-            Not used; present for API consistency.
-
-        Returns
-        -------
-        self
-        """
-        self._validate_params()
-        X = validate_data(self, X, dtype=np.float64)
-        kernel = make_kernel(self.kernel, X, self.gamma, self.degree, self.coef0)
-        formulation = make_formulation(FORMULATION, nu=float(self.nu))
-        _check_solver(self.solver)
-        n_expansion, full_nsv = self._n_expansion(X, kernel)
-        rng = check_random_state(self.random_state)
-        seeds = rng.randint(np.iinfo(np.int32).max, size=self.n_init)
-        runs = Parallel(n_jobs=self.n_jobs if self.n_init > 1 else None)(
-            delayed(_fit_start)(
-                X, None, formulation, kernel, n_expansion, self.init, self.solver,
-                self.solver_tol, self.max_iter, self.tol, int(seed), self.callback, self.verbose,
-                f"start {j + 1}" if self.n_init > 1 else "",
-            )
-            for j, seed in enumerate(seeds)
-        )
-        best = min(runs, key=lambda run: run["value"])
-        warn_if_not_converged(type(self).__name__, [(best["problem"], best["result"])],
-                              self.max_iter)
-        self.kernel_ = kernel
-        self.expansion_vectors_ = best["Z"]
-        self.expansion_coef_ = best["coef"].reshape(1, -1)
-        self.intercept_ = np.array([float(best["intercept"])])
-        self.offset_ = -float(best["intercept"])
-        self.n_expansion_ = n_expansion
-        self.n_iter_ = int(best["n_iter"])
-        self.objective_history_ = best["history"]
-        self.objective_ = float(best["value"])
-        self.full_n_support_ = full_nsv
-        return self
-
-    def score_samples(self, X: ArrayLike) -> Array:
-        """Raw scores Σ_j β_j k(z_j, x) = τ(x) + ρ (higher is more normal).
-
-        The decision function τ(x) = Σ_j β_j k(z_j, x) − ρ, positive for inliers,
-        comes from `KernelMachineMixin` (row blocks, Nz kernel evaluations per
-        sample).
-
-        Returns
-        -------
-        ndarray of shape (n_samples,)
-        """
-        return self.decision_function(X) + self.offset_
-
-    def predict(self, X: ArrayLike) -> NDArray[np.int64]:
-        """Return +1 for inliers (τ(x) ≥ 0) and −1 for outliers.
-
-        Returns
-        -------
-        ndarray of shape (n_samples,)
-        """
-        return np.where(self.decision_function(X) >= 0, 1, -1)

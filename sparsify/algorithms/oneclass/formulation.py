@@ -58,7 +58,6 @@ class OneClass(Formulation):
     """
 
     name = "oneclass"
-    estimator = SparseOneClassSVM
 
     _parameter_constraints: ClassVar[dict[str, list[Any]]] = {
         "nu": [Interval(Real, 0.0, 1.0, closed="right")],
@@ -80,3 +79,8 @@ class OneClass(Formulation):
 @hookimpl
 def register_formulations(register) -> None:  # type: ignore[no-untyped-def]
     register(OneClass)
+
+
+@hookimpl
+def register_estimators(register) -> None:  # type: ignore[no-untyped-def]
+    register(SparseOneClassSVM, formulation="oneclass")

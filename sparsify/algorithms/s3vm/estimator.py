@@ -1,8 +1,9 @@
-"""Semi-supervised SVM with Lp-norm multiple kernels and manifold kernels (seed 003).
+"""Semi-supervised SVM with Lp-norm multiple kernels and manifold kernels.
 
-`SemiSupervisedSVC` learns from a few labeled and many unlabeled points
-(marked in ``y`` as scikit-learn's semi-supervised estimators do). It follows
-the seed's Algorithm 1 and 2: temporary labels for the unlabeled points from
+After the paper "Lp-norm constrained multiple kernel semi-supervised SVM"
+(Lp-MKL-S3VM). `SemiSupervisedSVC` learns from a few labeled and many unlabeled
+points (marked in ``y`` as scikit-learn's semi-supervised estimators do). It
+follows the paper's Algorithm 1 and 2: temporary labels for the unlabeled points from
 the ranked decision values of a supervised SVM, a convex SVM at fixed labels
 (the ``"s3vm"`` formulation, with per-point costs), pairwise label switching
 that keeps the balance constraint, C* annealed from 10⁻⁵·C* to C* ×10 per
@@ -61,7 +62,7 @@ def _hinge(t: Array) -> Array:
 
 
 def switch_labels(y: Array, outputs: Array, candidates: NDArray[np.intp]) -> int:
-    """Switch pairs of temporary labels where that lowers the loss (seed 003, eq. 20).
+    """Switch pairs of temporary labels where that lowers the loss (Lp-MKL-S3VM paper, eq. 20).
 
     At fixed outputs g, switching a positive i and a negative j among the
     ``candidates`` (the unlabeled points) changes the loss by
@@ -124,7 +125,7 @@ def _unit_trace(kernel: Kernel, X: Array) -> Kernel:
 
 def s3vm_objective(K: Array, coef: Array, intercept: float, y: Array,
                    labeled: NDArray[np.bool_], C: float, C_star: float) -> float:
-    """Seed 003's eq. 1 without the balance constraint, for a dense machine g = Kβ + b.
+    """The Lp-MKL-S3VM paper's eq. 1 without the balance constraint, for a dense g = Kβ + b.
 
     ½ βᵀKβ + C Σ_labeled max(0, 1 − y_i g_i) + C* Σ_unlabeled max(0, 1 − |g_j|); ``y``
     is read on the labeled points only. The common yardstick of both optimizers.
@@ -315,7 +316,8 @@ class _Sparse:
 class SemiSupervisedSVC(KernelMachineMixin, ClassifierMixin, BaseEstimator):
     """Semi-supervised SVM (S3VM) with Lp-norm multiple and manifold kernels, dense or sparse.
 
-    Seed 003's Lp-MKL-S3VM: minimise ½‖w‖² + C Σ_labeled max(0, 1 − y_i g_i)
+    The Lp-MKL-S3VM of the paper "Lp-norm constrained multiple kernel
+    semi-supervised SVM": minimise ½‖w‖² + C Σ_labeled max(0, 1 − y_i g_i)
     + C* Σ_unlabeled max(0, 1 − |g_j|) with g = f + b, under the balance
     constraint that a fraction r of the unlabeled points is positive, over
     one kernel or a weighted sum Σ_m θ_m k_m with θ ≥ 0, ‖θ‖_p ≤ 1.
@@ -335,7 +337,7 @@ class SemiSupervisedSVC(KernelMachineMixin, ClassifierMixin, BaseEstimator):
         Cost of the hinge loss on labeled points.
     C_star : float or None, default=None
         Final cost C* of the symmetric loss on unlabeled points; None means C
-        (the seed's setting). It is annealed from 10⁻⁵·C* to C*, ×10 per stage.
+        (the paper's setting). It is annealed from 10⁻⁵·C* to C*, ×10 per stage.
     balance : float in (0, 1) or None, default=None
         r, the fraction of unlabeled points that are positive (the second
         class of ``classes_``); None takes the fraction among the labeled points.
@@ -357,14 +359,14 @@ class SemiSupervisedSVC(KernelMachineMixin, ClassifierMixin, BaseEstimator):
         training points, with the options of ``manifold``) or
         ``"manifold:<name>"`` (the named kernel deformed), or a dict
         ``{"kernel": <Kernel or name>, "manifold": <dict of ManifoldKernel
-        options, True or None>}``. The seed's 3 base and 3 manifold Gaussian
+        options, True or None>}``. The paper's 3 base and 3 manifold Gaussian
         kernels come from `default_mkl_kernels`.
     normalize_kernels : bool, default=True
         Scale each entry of ``kernels`` to mean diagonal 1 on the training
         points before learning θ (the usual practice of Lp-MKL, Kloft et al.
         2011). A manifold kernel's diagonal shrinks with ``gamma_ratio`` (to
         0.02 at 100 on USPS-like data), so without it the θ-step sees a large
-        ‖w_m‖ for it and drops it. False keeps the seed's literal, unscaled
+        ‖w_m‖ for it and drops it. False keeps the paper's literal, unscaled
         kernels. Not applied when ``kernels`` is None.
     p : float, default=2.0
         Norm of the kernel weights (≥ 1; used when ``kernels`` has more than
@@ -400,7 +402,7 @@ class SemiSupervisedSVC(KernelMachineMixin, ClassifierMixin, BaseEstimator):
         "data" keeps them on training points chosen by ``init`` (k-means
         centres snapped to the nearest point), without gradients.
     optimizer : {"switching", "smooth-qn"}, default="switching"
-        "switching": the seed's Algorithm 1 as described below (exact convex
+        "switching": the paper's Algorithm 1 as described below (exact convex
         stages and pairwise label switching). "smooth-qn", dense only, for
         comparison: a direct quasi-Newton method (L-BFGS over β) on a smoothed
         objective, ∇S3VM style — softplus-smoothed hinge on labeled points,
@@ -454,10 +456,10 @@ class SemiSupervisedSVC(KernelMachineMixin, ClassifierMixin, BaseEstimator):
         Dense: indices of the support vectors among the training points.
     objective_ : float
         Final objective ½‖w‖² + Σ_i c_i ξ_i at the final labels (equal to the
-        seed's eq. 1 when no unlabeled point keeps a worse label); for
-        ``optimizer="smooth-qn"`` the seed's eq. 1.
+        paper's eq. 1 when no unlabeled point keeps a worse label); for
+        ``optimizer="smooth-qn"`` the paper's eq. 1.
     s3vm_objective_ : float
-        The seed's eq. 1 (hinge on labeled points, max(0, 1 − |g|) on unlabeled
+        The paper's eq. 1 (hinge on labeled points, max(0, 1 − |g|) on unlabeled
         ones, no balance term) at the fitted machine: the yardstick to compare
         optimizers.
     n_switches_ : int
@@ -472,7 +474,7 @@ class SemiSupervisedSVC(KernelMachineMixin, ClassifierMixin, BaseEstimator):
 
     Notes
     -----
-    The seed solves each stage's non-smooth objective with subBFGS, a
+    The paper solves each stage's non-smooth objective with subBFGS, a
     quasi-Newton method for non-smooth functions. It is not needed here: at
     fixed temporary labels the problem is a convex SVM (hinge losses with
     per-point costs), solved exactly by its dual (libsvm or the SVM fast
@@ -493,7 +495,7 @@ class SemiSupervisedSVC(KernelMachineMixin, ClassifierMixin, BaseEstimator):
 
     Cost: the dense model needs the N × N kernel matrix of each kernel and
     one libsvm solve per stage and switching round (N = 1500: about 1.5 s
-    for one Gaussian kernel, 10-20 s for the seed's six kernels). In the
+    for one Gaussian kernel, 10-20 s for the paper's six kernels). In the
     sparse model each L-BFGS evaluation costs O(N·Nz·d) per plain kernel but
     O(N_g²·Nz) per manifold kernel (0.2 s per manifold kernel at N = 1500,
     Nz = 150 on one core), so free XVs with manifold kernels are slow at
@@ -633,7 +635,7 @@ class SemiSupervisedSVC(KernelMachineMixin, ClassifierMixin, BaseEstimator):
         laplacian_power: int = 1,
         normalized: bool = False,
     ) -> list[Kernel]:
-        """Seed 003's kernels: 3 Gaussian base kernels and the 3 manifold kernels on them.
+        """The Lp-MKL-S3VM paper's kernels: 3 Gaussian base kernels and the 3 manifold ones on them.
 
         Parameters
         ----------
@@ -641,7 +643,7 @@ class SemiSupervisedSVC(KernelMachineMixin, ClassifierMixin, BaseEstimator):
             Training inputs; when neither ``sigmas`` nor ``gammas`` is given,
             the widths are 1/4, 1 and 4 times scikit-learn's "scale" gamma of X.
         sigmas : array-like, optional
-            Widths σ of ``exp(−‖x − z‖² / (2σ²))``, as the seed's Table 2 gives them.
+            Widths σ of ``exp(−‖x − z‖² / (2σ²))``, as the paper's Table 2 gives them.
         gammas : array-like, optional
             Or the coefficients γ = 1 / (2σ²) directly.
         n_neighbors, gamma_ratio, laplacian_power, normalized

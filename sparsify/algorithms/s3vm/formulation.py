@@ -1,6 +1,7 @@
-"""Semi-supervised SVM (seed 003): the convex stage at fixed temporary labels.
+"""Semi-supervised SVM: the convex stage at fixed temporary labels.
 
-Seed 003 (eq. 1-2) minimises ½‖w‖² + C Σ_labeled max(0, 1 − y_i g_i)
+The paper "Lp-norm constrained multiple kernel semi-supervised SVM" (Lp-MKL-S3VM;
+eq. 1-2) minimises ½‖w‖² + C Σ_labeled max(0, 1 − y_i g_i)
 + C* Σ_unlabeled max(0, 1 − |g_j|) under a balance constraint, g = f + b. The
 symmetric loss is the hinge loss at the better label,
 max(0, 1 − |g|) = min_{ŷ=±1} max(0, 1 − ŷ g), so with temporary labels ŷ_u for
@@ -21,7 +22,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from numbers import Real
-from typing import Any, ClassVar
+from typing import Any
 
 import cvxpy as cp
 import numpy as np
@@ -116,9 +117,9 @@ class LowRankSVMMarginal(Marginal):
 class S3VM(Formulation):
     """SVM with per-point costs: C on labeled points, C* on the (temporarily labeled) rest.
 
-    The convex stage of the semi-supervised SVM of seed 003 at fixed temporary
-    labels; ``y`` holds the true labels of the labeled points and the
-    temporary ones of the others, all in {-1, +1}.
+    The convex stage of the semi-supervised SVM of the Lp-MKL-S3VM paper at
+    fixed temporary labels; ``y`` holds the true labels of the labeled points
+    and the temporary ones of the others, all in {-1, +1}.
 
     Parameters
     ----------
@@ -144,9 +145,7 @@ class S3VM(Formulation):
     """
 
     name = "s3vm"
-    estimator = SemiSupervisedSVC
     # the command line reads -1/+1 label files, so 0 marks an unlabeled point there
-    estimator_params: ClassVar[dict[str, Any]] = {"unlabeled": 0}
 
     def __init__(
         self, C: float = 1.0, C_star: float = 1e-3, labeled: ArrayLike | None = None
@@ -266,3 +265,8 @@ def _check_labeled(labeled: ArrayLike) -> NDArray[np.bool_]:
 @hookimpl
 def register_formulations(register) -> None:  # type: ignore[no-untyped-def]
     register(S3VM)
+
+
+@hookimpl
+def register_estimators(register) -> None:  # type: ignore[no-untyped-def]
+    register(SemiSupervisedSVC, formulation="s3vm", params={"unlabeled": 0})

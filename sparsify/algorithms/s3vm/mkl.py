@@ -1,6 +1,7 @@
 """Lp-norm multiple kernel learning: kernel weights θ with θ ≥ 0, ‖θ‖_p ≤ 1 (p ≥ 1).
 
-Kloft et al. (JMLR 2011), as seed 003 uses it (eq. 21-26): with M base kernels
+Kloft et al. (JMLR 2011), as the paper "Lp-norm constrained multiple kernel
+semi-supervised SVM" (Lp-MKL-S3VM) uses it (eq. 21-26): with M base kernels
 k_m and one weight vector w_m per kernel, the learner minimises
 ``½ Σ_m ‖w_m‖² / θ_m + loss(Σ_m ⟨w_m, φ_m(x)⟩)``. At fixed θ this is a single
 kernel machine with the kernel ``Σ_m θ_m k_m`` (the f-step), and
@@ -45,7 +46,7 @@ def _check_p(p: float) -> float:
 
 
 def uniform_weights(n_kernels: int, p: float) -> Array:
-    """The uniform start of seed 003's Algorithm 2: θ_m = M^{-1/p}, so ‖θ‖_p = 1.
+    """The uniform start of the Lp-MKL-S3VM paper's Algorithm 2: θ_m = M^{-1/p}, so ‖θ‖_p = 1.
 
     Examples
     --------
@@ -57,7 +58,7 @@ def uniform_weights(n_kernels: int, p: float) -> Array:
 
 
 def lp_weights(norms2: ArrayLike, p: float) -> Array:
-    """Closed-form θ from the block norms ‖w_m‖² (seed 003, eq. 24-26; Kloft et al.).
+    """Closed-form θ from the block norms ‖w_m‖² (Lp-MKL-S3VM paper, eq. 24-26; Kloft et al.).
 
     Parameters
     ----------

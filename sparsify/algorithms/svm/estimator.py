@@ -12,7 +12,7 @@ from sklearn.exceptions import NotFittedError
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.metaestimators import available_if
 
-from sparsify.core.estimator import SparseKernelClassifier
+from sparsify.core.classifier import SparseKernelClassifier
 from sparsify.core.formulation import make_formulation
 from sparsify.core.optimize import sampling_plateau
 from sparsify.kernels import Kernel

@@ -16,7 +16,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from sklearn.utils._param_validation import Interval
 
-from sparsify import Declaration, Formulation, Kernel, Marginal, Outputs, SparseSVC, hookimpl
+from sparsify import Declaration, Formulation, Kernel, Marginal, Outputs, hookimpl
 from sparsify.algorithms.svm.distributed import fit_distributed
 from sparsify.algorithms.svm.fast import SVMDualMarginal
 from sparsify.core.params import check_params
@@ -57,7 +57,6 @@ class SVM(Formulation):
     """
 
     name = "svm"
-    estimator = SparseSVC
     fit_distributed = staticmethod(fit_distributed)
 
     _parameter_constraints: ClassVar[dict[str, list[Any]]] = {
@@ -158,3 +157,10 @@ def check_costs(
 @hookimpl
 def register_formulations(register) -> None:  # type: ignore[no-untyped-def]
     register(SVM)
+
+
+@hookimpl
+def register_estimators(register) -> None:  # type: ignore[no-untyped-def]
+    from sparsify.algorithms.svm.estimator import SparseSVC
+
+    register(SparseSVC, formulation="svm")

@@ -1,0 +1,79 @@
+"""Argument types of the ``sparsify`` parser: the values its options accept.
+
+Each type turns the text of one option into its value or raises
+`argparse.ArgumentTypeError` with the message the parser shows after
+``sparsify: error: argument --NAME:``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+from collections.abc import Callable
+from typing import Any
+
+
+def _int_at_least(low: int) -> Callable[[str], int]:
+    """An argparse type: an integer >= ``low``."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"must be an integer >= {low}; got {text!r}") from None
+        if value < low:
+            raise argparse.ArgumentTypeError(f"must be an integer >= {low}; got {value}")
+        return value
+
+    return parse
+
+
+_positive_int = _int_at_least(1)
+_nonneg_int = _int_at_least(0)
+
+
+def _float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a number; got {text!r}") from None
+    if not math.isfinite(value):
+        raise argparse.ArgumentTypeError(f"must be a finite number; got {text!r}")
+    return value
+
+
+def _positive_float(text: str) -> float:
+    value = _float(text)
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"must be > 0; got {value:g}")
+    return value
+
+
+def _ratio(text: str) -> float:
+    value = _float(text)
+    if not 0 < value <= 1:
+        raise argparse.ArgumentTypeError(f"must be in (0, 1]; got {value:g}")
+    return value
+
+
+def _gamma(text: str) -> float | str:
+    if text in ("scale", "auto"):
+        return text
+    try:
+        return _positive_float(text)
+    except argparse.ArgumentTypeError:
+        raise argparse.ArgumentTypeError(
+            f"must be 'scale', 'auto' or a number > 0; got {text!r}"
+        ) from None
+
+
+def _param(text: str) -> tuple[str, Any]:
+    name, sep, value = text.partition("=")
+    if not sep or not name.strip():
+        raise argparse.ArgumentTypeError(f"expected NAME=VALUE; got {text!r}")
+    for convert in (int, float):
+        try:
+            return name.strip().replace("-", "_"), convert(value)
+        except ValueError:
+            pass
+    return name.strip().replace("-", "_"), value

@@ -1,0 +1,124 @@
+"""The data of the commands: data files read with the command's options, the default data.
+
+`_read` reads one file (`sparsify.datasets.read_data_file`) with the
+``--header``/``--zero-based`` choices of the command; `_load_fit_data` gives
+``fit`` its training and test data (the embedded Banana data when no
+``--data`` is given), validated and with one LIBSVM indexing for both files.
+"""
+
+from __future__ import annotations
+
+import argparse
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+if TYPE_CHECKING:
+    from sparsify.datasets import DataFile
+
+
+@dataclass
+class _Data:
+    X: NDArray[np.float64]
+    y: NDArray[Any] | None
+    X_test: NDArray[np.float64] | None
+    y_test: NDArray[Any] | None
+    source: str
+    test_source: str | None
+    # How the files were read (sparsify.datasets.DataFile.notes), for the report and JSON.
+    reading: dict[str, list[str]] = field(default_factory=dict)
+    csv_header: bool | None = None
+    libsvm_indexing: str | None = None
+
+
+def _read(path: Path, split: int, args: argparse.Namespace, *, labels: bool | None = True,
+          n_features: int | None = None, zero_based: bool | None = None) -> DataFile:
+    """`read_data_file` with the command's --header and --zero-based choices."""
+    from sparsify.datasets import read_data_file
+
+    if zero_based is None:
+        zero_based = getattr(args, "zero_based", None)
+    return read_data_file(path, split, header=getattr(args, "header", None),
+                          zero_based=zero_based, labels=labels, n_features=n_features)
+
+
+def _indexing(*files: DataFile | None) -> str | None:
+    """'zero-based', 'one-based', or None when no file is LIBSVM."""
+    for f in files:
+        if f is not None and f.zero_based is not None:
+            return "zero-based" if f.zero_based else "one-based"
+    return None
+
+
+def _validated(X: Any, y: Any, what: str) -> tuple[NDArray[np.float64], NDArray[Any]]:
+    from sklearn.utils.validation import check_array, check_X_y
+
+    try:
+        if y is None:
+            return check_array(X, dtype=np.float64, input_name="X"), None  # type: ignore[return-value]
+        return check_X_y(X, y, dtype=np.float64)
+    except ValueError as exc:
+        raise ValueError(f"{what}: {exc}") from exc
+
+
+def _load_fit_data(args: argparse.Namespace) -> _Data:
+    data, split, test = args.data, args.split, getattr(args, "test", None)
+    if data is None:
+        if test is not None:
+            raise ValueError("--test needs --data: the embedded Banana data has its own test set.")
+        from sparsify.datasets import load_banana
+
+        X, y, X_test, y_test = load_banana()
+        return _Data(X, y, X_test, y_test, "banana (embedded, split 1)", "banana test part")
+    train = _read(data, split, args)
+    has_splits = train.X_test is not None
+    if test is not None and has_splits:
+        raise ValueError(f"{data} already has a test part (split {split}); drop --test.")
+    tested = None if test is None else _read(test, 1, args)
+    if (tested is not None and args.zero_based is None and train.uses_index_zero is not None
+            and tested.uses_index_zero is not None
+            and train.uses_index_zero != tested.uses_index_zero):
+        # One data set, one indexing: zero-based when either file uses index 0.
+        which = data if train.uses_index_zero else test
+        if train.uses_index_zero:
+            tested = _read(test, 1, args, zero_based=True)
+        else:
+            train = _read(data, split, args, zero_based=True)
+        note = f"LIBSVM indices: zero-based (detected over --data and --test: {which} uses index 0)"
+        train = replace(train, notes=_swap_note(train.notes, note))
+        tested = replace(tested, notes=_swap_note(tested.notes, note))
+    source = f"{data} (split {split})" if has_splits else str(data)
+    X, y = _validated(train.X, train.y, f"training data {source}")
+    test_source: str | None = f"{data} (split {split}, test part)" if has_splits else None
+    X_test, y_test = train.X_test, train.y_test
+    reading = {str(data): list(train.notes)}
+    if tested is not None:
+        # All labelled rows of the test file, whether or not it has splits of its own.
+        X_test = tested.X if tested.X_test is None else np.vstack([tested.X, tested.X_test])
+        y_test = tested.y if tested.y_test is None else np.concatenate([tested.y, tested.y_test])
+        test_source = str(test)
+        reading[str(test)] = list(tested.notes)
+    if X_test is not None:
+        if tested is not None and _indexing(train, tested):
+            # LIBSVM omits zero features: pad the narrower matrix with zero columns.
+            n = max(X.shape[1], X_test.shape[1])
+            X = _pad_columns(X, n) if train.format == "libsvm" else X
+            X_test = _pad_columns(X_test, n) if tested.format == "libsvm" else X_test
+        X_test, y_test = _validated(X_test, y_test, f"test data {test_source}")
+        if X_test.shape[1] != X.shape[1]:
+            raise ValueError(f"The test data {test_source} has {X_test.shape[1]} features but "
+                             f"the training data {source} has {X.shape[1]}.")
+    csv = [f.header for f in (train, tested) if f is not None and f.format == "csv"]
+    return _Data(X, y, X_test, y_test, source, test_source, reading,
+                 csv_header=csv[0] if csv else None, libsvm_indexing=_indexing(train, tested))
+
+
+def _swap_note(notes: tuple[str, ...], note: str) -> tuple[str, ...]:
+    return tuple(note if n.startswith("LIBSVM indices") else n for n in notes)
+
+
+def _pad_columns(X: NDArray[np.float64], n: int) -> NDArray[np.float64]:
+    return X if X.shape[1] >= n else np.hstack([X, np.zeros((len(X), n - X.shape[1]))])

@@ -1,0 +1,189 @@
+"""``sparsify fit``: train a sparse kernel machine and compare it with the full one.
+
+Checks outputs, names, data and parameters first, fits with a progress bar
+(`sparsify.cli.progress`), compares with the full machine
+(`sparsify.cli.report`) and only then writes the model file and the plot.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+import warnings
+from datetime import datetime, timezone
+from pathlib import Path
+
+import numpy as np
+
+import sparsify
+from sparsify.cli.data import _load_fit_data
+from sparsify.cli.files import _check_paths, _write_atomically
+from sparsify.cli.lookup import _check_solver, _estimator_class
+from sparsify.cli.output import _label, _print_json, _stdout_to_stderr
+from sparsify.cli.plot_file import _plot_format, _render_plot
+from sparsify.cli.progress import _n_binary_problems, _progress
+from sparsify.cli.report import (
+    _compare_classifier,
+    _compare_detector,
+    _compare_regressor,
+    _kernel_gamma,
+    _print_fit_report,
+)
+
+
+def _cmd_fit(args: argparse.Namespace) -> int:
+    from sklearn.base import is_classifier, is_outlier_detector, is_regressor
+    from sklearn.utils.multiclass import check_classification_targets
+
+    from sparsify.kernels import make_kernel
+
+    # Cheap checks first: outputs, names, data; the fit is the expensive part.
+    _check_paths({"--data": args.data, "--test": args.test},
+                 {"--out": args.out, "--plot": args.plot})
+    _, est_cls, est_params = _estimator_class(args.formulation)
+    _check_solver(args.solver)
+
+    data = _load_fit_data(args)
+    X, y = data.X, data.y
+
+    estimator = est_cls()
+    accepted = estimator.get_params()
+    n_expansion: int | float = (args.n_expansion if args.n_expansion is not None
+                                else args.expansion_ratio if args.expansion_ratio is not None
+                                else 0.1)
+    wanted = {
+        "n_expansion": n_expansion, "kernel": args.kernel, "gamma": args.gamma,
+        "degree": args.degree, "coef0": args.coef0, "C": args.C, "init": args.init,
+        "n_init": args.n_init, "solver": args.solver, "max_iter": args.max_iter,
+        "random_state": args.seed, "verbose": args.verbose,
+    }
+    # None means not given: keep the estimator's default
+    optional = {"degree", "coef0", "C", "init", "n_init", "max_iter"}
+    params = {k: v for k, v in wanted.items()
+              if k in accepted and not (k in optional and v is None)}
+    given = {k for k in optional if wanted[k] is not None}
+    if args.gamma != "scale":
+        given.add("gamma")
+    for name in sorted(given - set(accepted)):
+        warnings.warn(f"--{name.replace('_', '-')} is ignored: the {args.formulation!r} "
+                      f"estimator {est_cls.__name__} has no parameter {name!r}.", UserWarning,
+                      stacklevel=1)
+    params.update(est_params)
+    for name, value in args.param:
+        if name not in accepted:
+            raise ValueError(f"--param {name}: the {args.formulation!r} estimator "
+                             f"{est_cls.__name__} has no parameter {name!r}; it has "
+                             f"{sorted(accepted)}.")
+        params[name] = value
+    estimator.set_params(**params)
+    p = estimator.get_params()
+
+    detector = is_outlier_detector(estimator)
+    if detector:
+        inliers = np.asarray(y == args.inlier_label)
+        if not inliers.any():
+            raise ValueError(f"No training row has the inlier label {args.inlier_label!r}; pass "
+                             f"--inlier-label with one of {sorted(map(_label, set(y)))}.")
+        if args.plot is not None:
+            raise ValueError("--plot draws classifiers only; drop it for an outlier detector.")
+        X = X[inliers]
+    regressor = is_regressor(estimator)
+    if regressor:
+        try:
+            y = np.asarray(y, dtype=np.float64)
+        except ValueError:
+            raise ValueError(f"The {args.formulation!r} estimator {est_cls.__name__} is a "
+                             f"regressor: the targets of {data.source} must be numbers.") from None
+        if args.plot is not None:
+            raise ValueError("--plot draws classifiers only; drop it for a regressor.")
+    if is_classifier(estimator):
+        check_classification_targets(y)
+        classes = np.unique(y)
+        if len(classes) < 2:
+            raise ValueError(f"The training data {data.source} has only one class "
+                             f"({_label(classes[0])!r}); a classifier needs at least 2.")
+    n_distinct = len(np.unique(X, axis=0))
+    if isinstance(n_expansion, int) and n_expansion > n_distinct:
+        raise ValueError(f"--n-expansion {n_expansion} asks for more expansion vectors than the "
+                         f"{n_distinct} distinct training points; lower it or use "
+                         "--expansion-ratio.")
+    # Resolves the kernel names (unknown ones fail here) exactly as the estimator will.
+    kernel = make_kernel(p.get("kernel", args.kernel), X, p.get("gamma", args.gamma),
+                         p.get("degree", 3), p.get("coef0", 0.0))
+    if args.out is not None:
+        from sparsify.io.saveable import check_saveable
+
+        check_saveable(estimator, kernel)  # a model file holds data only: refuse before fitting
+    if args.plot is not None:
+        if X.shape[1] != 2:
+            raise ValueError(f"--plot needs data with 2 features; {data.source} has "
+                             f"{X.shape[1]}.")
+        _plot_format(args.plot)
+
+    n_problems = 1 if detector or regressor else _n_binary_problems(estimator, y)
+    with _stdout_to_stderr(args.json), _progress(args, estimator, n_problems):
+        start = time.perf_counter()
+        estimator.fit(X, None if detector else y)
+        fit_seconds = time.perf_counter() - start
+
+    has_test = data.X_test is not None
+    if detector:
+        result = _compare_detector(estimator, p, X, data, args.inlier_label)
+    elif regressor:
+        result = _compare_regressor(estimator, X, y, data)
+    else:
+        result = _compare_classifier(estimator, p, X, y, data, args.C)
+    result = {
+        **result,
+        "n_expansion": len(estimator.expansion_vectors_),
+        "fit_seconds": fit_seconds,
+        "formulation": args.formulation,
+        "estimator": est_cls.__name__,
+        "kernel": p.get("kernel", args.kernel),
+        "gamma": _kernel_gamma(estimator.kernel_),
+        "n_expansion_requested": n_expansion,
+        "n_expansion_per_problem": np.asarray(
+            getattr(estimator, "n_expansion_", len(estimator.expansion_vectors_))).tolist(),
+        "n_iter": np.asarray(getattr(estimator, "n_iter_", [])).tolist(),
+        "init": p.get("init"),
+        "solver": p.get("solver", args.solver),
+        "seed": args.seed,
+        "classes": ([] if regressor
+                    else [_label(c) for c in getattr(estimator, "classes_", [-1, 1])]),
+        "data": data.source,
+        "test_data": data.test_source,
+        "reading": data.reading,
+        "csv_header": data.csv_header,
+        "libsvm_indexing": data.libsvm_indexing,
+        "n_train": len(X),
+        "n_test": len(data.X_test) if has_test else 0,
+        "n_features": int(X.shape[1]),
+        "model": args.out,
+        "plot": args.plot,
+        "sparsify_version": sparsify.__version__,
+    }
+
+    # Render everything in memory, then write all files at once.
+    outputs: list[tuple[Path, bytes]] = []
+    if args.out is not None:
+        from sparsify.io import dumps_model
+
+        outputs.append((args.out, dumps_model(estimator, metadata={
+            "formulation": args.formulation,
+            "kernel": result["kernel"],
+            "n_features": result["n_features"],
+            "classes": result["classes"],
+            "data": data.source,
+            "test_error": result["test_error"],
+            "inlier_label": result.get("inlier_label"),  # predict's error rate for detectors
+            "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        })))
+    if args.plot is not None:
+        outputs.append((args.plot, _render_plot(estimator, data, args.plot, result)))
+    _write_atomically(outputs)
+
+    if args.json:
+        _print_json(result)
+    else:
+        _print_fit_report(result)
+    return 0

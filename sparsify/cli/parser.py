@@ -1,0 +1,246 @@
+"""The ``sparsify`` argument parser: its subcommands, options and help texts.
+
+`build_parser` builds the whole parser; every subcommand's ``func`` default is
+the function of its command module (`sparsify.cli.fit`, `sparsify.cli.predict`,
+`sparsify.cli.check_gradient`, `sparsify.cli.plugins_cmd`). Those modules
+import their heavy dependencies inside the command functions, so building the
+parser (``sparsify --help``, ``--version``) stays light.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import NoReturn
+
+import sparsify
+from sparsify.cli.argtypes import (
+    _float,
+    _gamma,
+    _nonneg_int,
+    _param,
+    _positive_float,
+    _positive_int,
+    _ratio,
+)
+from sparsify.cli.check_gradient import _cmd_check_gradient
+from sparsify.cli.fit import _cmd_fit
+from sparsify.cli.plugins_cmd import _cmd_plugins
+from sparsify.cli.predict import _cmd_predict
+
+_LIBSVM_HINT = "(.npz in the benchmark format, .csv with the label last, LIBSVM text otherwise)"
+
+
+class _Parser(argparse.ArgumentParser):
+    """ArgumentParser whose errors are the one-line ``sparsify: error: ...`` of the CLI."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"sparsify: error: {message} (see '{self.prog} --help')\n")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """Build the ``sparsify`` argument parser with its subcommands.
+
+    Returns
+    -------
+    argparse.ArgumentParser
+    """
+    parser = _Parser(
+        prog="sparsify",
+        description=(
+            "Sparse kernel machines by design: the direct sparse kernel method "
+            "(Wu, Schölkopf & Bakır 2006), a kernel classifier with exactly Nz optimised "
+            "expansion vectors (XVs)."
+        ),
+        epilog="Run 'sparsify COMMAND --help' for the options of a command.",
+    )
+    parser.add_argument("--version", action="version",
+                        version=f"sparsify {sparsify.__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True,
+                                parser_class=_Parser)
+
+    fit = sub.add_parser(
+        "fit", help="train a sparse kernel classifier and compare it with the full SVM",
+        description=(
+            "Train a sparse kernel classifier on the embedded Banana data (split 1) or on a "
+            "file, report its test and train error, Nz and fit time, and the full SVM's number "
+            "of support vectors (NSV) and test error for comparison."
+        ),
+    )
+    _add_data_options(fit, with_test=True)
+    fit.add_argument("--formulation", default="svm", metavar="NAME",
+                     help="registered formulation (see 'sparsify plugins'; default: %(default)s)")
+    fit.add_argument("--kernel", default="rbf", metavar="NAME",
+                     help="kernel name, or names joined by '+' for a sum, e.g. 'rbf+linear' "
+                          "(default: %(default)s)")
+    fit.add_argument("--gamma", type=_gamma, default="scale", metavar="{scale,auto,FLOAT}",
+                     help="kernel coefficient of rbf/poly: 'scale' = 1/(d·Var(X)), 'auto' = 1/d, "
+                          "or a number > 0 (default: %(default)s)")
+    fit.add_argument("--degree", type=_positive_int, default=None, metavar="INT",
+                     help="degree of the poly kernel (default: the estimator's, 3)")
+    fit.add_argument("--coef0", type=_float, default=None, metavar="FLOAT",
+                     help="constant of the poly kernel (default: the estimator's, 0)")
+    fit.add_argument("--C", type=_positive_float, default=None, metavar="FLOAT",
+                     help="regularisation C > 0, as in sklearn.svm.SVC (default: 1.0)")
+    size = fit.add_mutually_exclusive_group()
+    size.add_argument("--n-expansion", type=_positive_int, default=None, metavar="N",
+                      help="number of expansion vectors Nz (per binary problem)")
+    size.add_argument("--expansion-ratio", type=_ratio, default=None, metavar="R",
+                      help="Nz as a ratio in (0, 1] of the full SVM's number of support "
+                           "vectors (default: 0.1)")
+    fit.add_argument("--init", choices=("auto", "random", "balanced", "kmeans"), default=None,
+                     help="initial XVs: random distinct training points, the same drawn evenly "
+                          "from the classes (classifiers only), or k-means centres; auto: "
+                          "balanced for more than two classes, else random (default: the "
+                          "estimator's; auto for svm)")
+    fit.add_argument("--n-init", type=_positive_int, default=None, metavar="N",
+                     help="starts per binary problem; the one with the lowest W(Z) is kept "
+                          "(default: 1)")
+    fit.add_argument("--solver", default="auto", metavar="NAME",
+                     help="'auto' (the formulation's exact fast path if it has one, else "
+                          "the generic path with Clarabel, OSQP, ECOS) or a cvxpy backend for "
+                          "the generic path: clarabel, ecos, osqp (default: %(default)s)")
+    fit.add_argument("--max-iter", type=_nonneg_int, default=None, metavar="N",
+                     help="maximum L-BFGS iterations per binary problem (default: 200)")
+    fit.add_argument("--seed", type=_nonneg_int, default=0, metavar="S",
+                     help="random seed of the initial XVs (default: %(default)s)")
+    fit.add_argument("--out", type=Path, default=None, metavar="MODEL",
+                     help="save the fitted model to this file: a data-only model file "
+                          "(docs/model-format.md) that 'predict' reads")
+    fit.add_argument("--plot", type=Path, default=None, metavar="PNG",
+                     help="save a decision-boundary plot (2-D data only; needs matplotlib: "
+                          'pip install "sparsify[plot]")')
+    fit.add_argument("--inlier-label", type=lambda t: _param(f"label={t}")[1], default=1,
+                     metavar="LABEL",
+                     help="for outlier detectors (e.g. --formulation oneclass): train on the "
+                          "rows with this label; test rows with another label are outliers "
+                          "(default: %(default)s)")
+    fit.add_argument("--param", action="append", default=[], metavar="NAME=VALUE",
+                     type=_param,
+                     help="any other parameter of the formulation's estimator, e.g. "
+                          "--param nu=0.1 (repeatable; numbers are parsed as int or float)")
+    fit.add_argument("--json", action="store_true",
+                     help="print one JSON object on stdout instead of the report")
+    fit.add_argument("-v", "--verbose", action="count", default=0,
+                     help="-v: one line per finished problem (class, iterations, W, seconds); "
+                          "-vv: also one per L-BFGS iteration (on stderr with --json), instead "
+                          "of the progress bar; the bar is shown only when stderr is a terminal "
+                          "and --json is not given")
+    fit.set_defaults(func=_cmd_fit)
+
+    predict = sub.add_parser(
+        "predict", help="predict with a saved model",
+        description=(
+            "Load a model saved by 'sparsify fit --out' and predict the labels of a data file: "
+            "its test part when it has one (an .npz with splits), otherwise every row. "
+            "Predictions go to stdout, one per line (how the file was read and the error, if "
+            "the file has labels, then go to stderr), or to --out as CSV. Whether a .csv has a "
+            "label column is decided by --labels/--no-labels or by its column count, and "
+            "stated. Model files hold data only (kernel, XVs, coefficients; a checksum): "
+            "loading one never runs code, and a damaged one is refused."
+        ),
+    )
+    predict.add_argument("--model", type=Path, required=True, metavar="MODEL",
+                         help="model file written by 'sparsify fit --out'")
+    predict.add_argument("--data", type=Path, required=True, metavar="FILE",
+                         help=f"data to predict {_LIBSVM_HINT}")
+    predict.add_argument("--split", type=_positive_int, default=1, metavar="K",
+                         help="split of an .npz with splits, counted from 1 (default: 1)")
+    _add_reading_options(predict)
+    labels = predict.add_mutually_exclusive_group()
+    labels.add_argument("--labels", dest="labels", action="store_const", const=True,
+                        default=None,
+                        help="the last column of the .csv is the label (default: labelled if "
+                             "the file has one column more than the model's features, "
+                             "unlabelled if it has as many; any other count is an error)")
+    labels.add_argument("--no-labels", dest="labels", action="store_const", const=False,
+                        help="every column is a feature; for .npz and LIBSVM: ignore the "
+                             "labels, so no error rate")
+    predict.add_argument("--out", type=Path, default=None, metavar="CSV",
+                         help="write the predictions to this CSV file (one column, "
+                              "'prediction')")
+    predict.add_argument("--json", action="store_true",
+                         help="print one JSON object on stdout (with the predictions unless "
+                              "--out is given)")
+    predict.set_defaults(func=_cmd_predict)
+
+    check = sub.add_parser(
+        "check-gradient", help="compare the gradient of W(Z) with finite differences",
+        description=(
+            "Compare the gradient of the marginal function W(Z), computed from the dual "
+            "solution, with central finite differences, on a small random problem or on the "
+            "training part of a file (for a classifier with more than two classes: the first "
+            "class against the rest). The finite differences are extrapolated, with a step "
+            "chosen from the measured noise of W, and estimate their own error. Exit status "
+            "0 when the relative error is at most --threshold plus that estimate and the "
+            "estimate itself is at most --threshold (a check too noisy to tell fails), "
+            "1 otherwise."
+        ),
+    )
+    check.add_argument("--formulation", required=True, metavar="NAME",
+                       help="registered formulation (see 'sparsify plugins')")
+    check.add_argument("--kernel", default="rbf", metavar="NAME",
+                       help="kernel name, or names joined by '+' (default: %(default)s)")
+    check.add_argument("--gamma", type=_gamma, default="scale", metavar="{scale,auto,FLOAT}",
+                       help="kernel coefficient of rbf/poly (default: %(default)s)")
+    check.add_argument("--solver", default="auto", metavar="NAME",
+                       help="'auto' (the fast path, if any) or a cvxpy backend "
+                            "(default: %(default)s)")
+    check.add_argument("--data", type=Path, default=None, metavar="FILE",
+                       help=f"data file {_LIBSVM_HINT} (default: a small random problem)")
+    check.add_argument("--split", type=_positive_int, default=1, metavar="K",
+                       help="split of an .npz with splits, counted from 1 (default: 1)")
+    _add_reading_options(check)
+    check.add_argument("--n-expansion", type=_positive_int, default=4, metavar="N",
+                       help="number of expansion vectors Nz (default: %(default)s)")
+    check.add_argument("--seed", type=_nonneg_int, default=0, metavar="S",
+                       help="random seed of the problem and of Z (default: %(default)s)")
+    check.add_argument("--threshold", type=_positive_float, default=1e-6, metavar="T",
+                       help="the relative accuracy to verify (default: %(default)g)")
+    check.add_argument("--json", action="store_true",
+                       help="print one JSON object on stdout")
+    check.set_defaults(func=_cmd_check_gradient)
+
+    plugins = sub.add_parser(
+        "plugins", help="list the formulations, kernels and solvers found",
+        description=(
+            "List the registered formulations, kernels and solver backends with the plugin "
+            "and distribution each came from."
+        ),
+    )
+    plugins.add_argument("--json", action="store_true", help="print one JSON object on stdout")
+    plugins.set_defaults(func=_cmd_plugins)
+    return parser
+
+
+def _add_data_options(parser: argparse.ArgumentParser, *, with_test: bool) -> None:
+    parser.add_argument("--data", type=Path, default=None, metavar="FILE",
+                        help=f"training data {_LIBSVM_HINT}; default: the embedded Banana "
+                             "data, split 1")
+    parser.add_argument("--split", type=_positive_int, default=1, metavar="K",
+                        help="split of an .npz with splits, counted from 1 (default: 1)")
+    if with_test:
+        parser.add_argument("--test", type=Path, default=None, metavar="FILE",
+                            help="test data, for a --data file without a test part")
+    _add_reading_options(parser)
+
+
+def _add_reading_options(parser: argparse.ArgumentParser) -> None:
+    """--header/--no-header and --zero-based/--one-based: how to read data files."""
+    header = parser.add_mutually_exclusive_group()
+    header.add_argument("--header", dest="header", action="store_const", const=True,
+                        default=None,
+                        help="CSV: the first line is a header (default: detected: a header "
+                             "when a feature cell of line 1 is text, data when line 1 is all "
+                             "numbers; an ambiguous line 1 is an error that asks for this "
+                             "option or --no-header)")
+    header.add_argument("--no-header", dest="header", action="store_const", const=False,
+                        help="CSV: the first line is data")
+    base = parser.add_mutually_exclusive_group()
+    base.add_argument("--zero-based", dest="zero_based", action="store_const", const=True,
+                      default=None,
+                      help="LIBSVM: feature indices start at 0 (default: detected once for the "
+                           "whole file, or for --data and --test together: zero-based if and "
+                           "only if some row uses index 0)")
+    base.add_argument("--one-based", dest="zero_based", action="store_const", const=False,
+                      help="LIBSVM: feature indices start at 1 (the LIBSVM convention)")

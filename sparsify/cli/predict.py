@@ -1,0 +1,90 @@
+"""``sparsify predict``: predict the labels of a data file with a saved model file.
+
+Predictions go to stdout one per line (the rest of the report to stderr), to
+``--out`` as CSV, or into one JSON object with ``--json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import warnings
+from typing import Any
+
+import numpy as np
+
+from sparsify.cli.data import _indexing, _read, _validated
+from sparsify.cli.files import _check_paths, _write_atomically
+from sparsify.cli.output import _label, _print_json
+
+
+def _cmd_predict(args: argparse.Namespace) -> int:
+    from sklearn.base import is_outlier_detector
+
+    _check_paths({"--model": args.model, "--data": args.data}, {"--out": args.out})
+    from sparsify.io import load_model
+
+    estimator = load_model(args.model)  # data only: nothing in the file can run
+    n_features = int(estimator.n_features_in_)
+
+    labels = args.labels if args.labels is not None or n_features is not None else True
+    data = _read(args.data, args.split, args, labels=labels, n_features=n_features)
+    X, y = data.X, data.y
+    if data.X_test is not None:  # an .npz with splits: predict its held-out part
+        X, y = data.X_test, data.y_test
+    X, y = _validated(X, y, f"data {args.data}")
+    if n_features is not None and X.shape[1] != n_features:
+        raise ValueError(f"{args.data} has {X.shape[1]} features but the model {args.model} "
+                         f"was trained on {n_features} (read with {'; '.join(data.notes)}).")
+
+    predictions = estimator.predict(X)
+    values = [_label(v) for v in predictions]
+    obj: dict[str, Any] = {
+        "model": args.model, "data": args.data, "n_samples": len(values), "error": None,
+        "labelled": data.labelled, "reading": list(data.notes), "csv_header": data.header,
+        "libsvm_indexing": _indexing(data),
+        "formulation": estimator.formulation_,
+        "sparsify_version": estimator.sparsify_version_, "out": args.out,
+    }
+    report = f"{len(values)} predictions"
+    if is_outlier_detector(estimator):
+        # +1 inlier, -1 outlier; an error rate needs to know which label meant "inlier".
+        n_in = int(np.sum(predictions == 1))
+        inlier = estimator.metadata.get("inlier_label")
+        obj.update(n_inliers=n_in, n_outliers=len(values) - n_in, inlier_label=inlier)
+        report += f": {n_in} inliers (+1), {len(values) - n_in} outliers (-1)"
+        if y is not None and inlier is not None:
+            truth = np.where(np.asarray(y == inlier), 1, -1)
+            obj["error"] = float(np.mean(predictions != truth))
+            report += f", error {obj['error']:.4f} (inliers: label {_label(inlier)})"
+        elif y is not None:
+            report += ("; no error rate: the model file does not say which label was the "
+                       "inlier class (refit it with 'sparsify fit --out')")
+    elif y is not None:
+        obj["error"] = float(np.mean(predictions != y))
+        report += f", error {obj['error']:.4f}"
+        classes = getattr(estimator, "classes_", None)
+        if classes is not None and not np.isin(np.unique(y), classes).all():
+            warnings.warn(f"{args.data} has labels the model never saw (it knows "
+                          f"{[_label(c) for c in classes]}); the error counts them as "
+                          "wrong.", UserWarning, stacklevel=1)
+
+    if args.out is not None:
+        text = "prediction\n" + "".join(f"{v}\n" for v in values)
+        _write_atomically([(args.out, text.encode())])
+
+    if args.json:
+        if args.out is None:
+            obj["predictions"] = values
+        _print_json(obj)
+        return 0
+    reading = f"read {args.data}: {'; '.join(data.notes)}"
+    if args.out is not None:
+        print(reading)
+        print(f"{report}; written to {args.out}")
+    else:
+        # stdout stays one prediction per line; the rest goes to stderr
+        print(reading, file=sys.stderr)
+        sys.stdout.write("".join(f"{v}\n" for v in values))
+        print(report, file=sys.stderr)
+    return 0

@@ -1,0 +1,144 @@
+"""The report of ``sparsify fit``: comparisons with the full machine and the text report.
+
+The sparse model is compared with the full SVM (`sklearn.svm.SVC`, same
+kernel and C) or, for an outlier detector, with the full
+`sklearn.svm.OneClassSVM` (same kernel and ν); a regressor is reported by its
+RMSE, MAE and R². `_print_fit_report` prints the result that ``--json``
+prints as one object.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from sparsify.cli.output import _label
+
+if TYPE_CHECKING:
+    from sparsify.cli.data import _Data
+
+
+def _kernel_gamma(kernel: Any) -> float | None:
+    """The resolved gamma of a kernel (the first one of a sum that has one), or None."""
+    if hasattr(kernel, "gamma"):
+        return float(kernel.gamma)
+    for part in getattr(kernel, "kernels", ()):
+        gamma = _kernel_gamma(part)
+        if gamma is not None:
+            return gamma
+    return None
+
+
+def _compare_classifier(estimator: Any, p: dict[str, Any], X: Any, y: Any, data: _Data,
+                        C_arg: float | None) -> dict[str, Any]:
+    """Errors of the sparse classifier and of the full SVM with the same kernel and C."""
+    from sparsify.core.classifier import full_svm
+
+    C = float(p["C"]) if "C" in p else (C_arg if C_arg is not None else 1.0)
+    start = time.perf_counter()
+    full = full_svm(estimator.kernel_, C).fit(X, y)
+    seconds = time.perf_counter() - start
+    has_test = data.X_test is not None
+    return {
+        "test_error": _error(estimator, data.X_test, data.y_test) if has_test else None,
+        "train_error": _error(estimator, X, y),
+        "full_svm_n_support": int(np.sum(full.n_support_)),
+        "full_svm_test_error": _error(full, data.X_test, data.y_test) if has_test else None,
+        "full_svm_fit_seconds": seconds,
+        "C": C,
+    }
+
+
+def _compare_detector(estimator: Any, p: dict[str, Any], X: Any, data: _Data,
+                      inlier: Any) -> dict[str, Any]:
+    """Errors and ROC AUC of the sparse detector and of the full OneClassSVM (same ν, kernel).
+
+    ``X`` holds the training inliers; test rows labelled ``inlier`` are +1, others −1.
+    """
+    from sklearn.metrics import roc_auc_score
+
+    from sparsify.algorithms.oneclass.estimator import full_oneclass_svm
+
+    start = time.perf_counter()
+    full = full_oneclass_svm(estimator.kernel_, p["nu"]).fit(X)
+    seconds = time.perf_counter() - start
+    out: dict[str, Any] = {
+        "train_error": float(np.mean(estimator.predict(X) != 1)),
+        "full_svm_n_support": len(full.support_),
+        "full_svm_fit_seconds": seconds,
+        "full_machine": "OneClassSVM",
+        "nu": p["nu"],
+        "inlier_label": _label(inlier),
+        "test_error": None, "full_svm_test_error": None, "test_auc": None, "full_test_auc": None,
+    }
+    if data.X_test is not None:
+        truth = np.where(np.asarray(data.y_test == inlier), 1, -1)
+        out["test_error"] = float(np.mean(estimator.predict(data.X_test) != truth))
+        out["full_svm_test_error"] = float(np.mean(full.predict(data.X_test) != truth))
+        if len(np.unique(truth)) == 2:
+            out["test_auc"] = float(roc_auc_score(truth, estimator.decision_function(data.X_test)))
+            out["full_test_auc"] = float(roc_auc_score(truth, full.decision_function(data.X_test)))
+    return out
+
+
+def _compare_regressor(estimator: Any, X: Any, y: Any, data: _Data) -> dict[str, Any]:
+    """RMSE, MAE and R² of the sparse regressor on the training and the test data."""
+    out: dict[str, Any] = {"full_machine": None, "test_error": None, "full_svm_test_error": None}
+    sets = {"train": (X, y), "test": (data.X_test, data.y_test)}
+    for part, (Xp, yp) in sets.items():
+        if Xp is None:
+            out.update({f"{part}_rmse": None, f"{part}_mae": None, f"{part}_r2": None})
+            continue
+        yp = np.asarray(yp, dtype=np.float64)
+        residual = yp - estimator.predict(Xp)
+        total = float(np.sum((yp - yp.mean()) ** 2))
+        out[f"{part}_rmse"] = float(np.sqrt(np.mean(residual**2)))
+        out[f"{part}_mae"] = float(np.mean(np.abs(residual)))
+        out[f"{part}_r2"] = 1.0 - float(residual @ residual) / total if total > 0 else None
+    return out
+
+
+def _error(clf: Any, X: Any, y: Any) -> float:
+    return float(np.mean(clf.predict(X) != y))
+
+
+def _fmt(value: float | None, spec: str = ".4f") -> str:
+    return "n/a (no test data)" if value is None else format(value, spec)
+
+
+def _print_fit_report(r: dict[str, Any]) -> None:
+    gamma = "" if r["gamma"] is None else f", gamma={r['gamma']:.4g}"
+    hyper = f", C={r['C']:g}" if "C" in r else f", nu={r['nu']:g}" if "nu" in r else ""
+    print(f"sparsify {r['sparsify_version']}: {r['formulation']} ({r['estimator']}), "
+          f"kernel {r['kernel']}{gamma}{hyper}")
+    print(f"data:      {r['data']}: {r['n_train']} training points, {r['n_test']} test points, "
+          f"{r['n_features']} features")
+    for path, notes in r["reading"].items():
+        print(f"read:      {path}: {'; '.join(notes)}")
+    n_iter = int(np.sum(r["n_iter"]))
+    if "train_rmse" in r:  # a regressor
+        for part in ("train", "test"):
+            if r[f"{part}_rmse"] is not None:
+                r2 = "n/a" if r[f"{part}_r2"] is None else f"{r[f'{part}_r2']:.4f}"
+                print(f"{part + ':':10s} RMSE {r[f'{part}_rmse']:.4g}, MAE {r[f'{part}_mae']:.4g}, "
+                      f"R² {r2}")
+        print(f"sparse:    Nz = {r['n_expansion']} expansion vectors, fit "
+              f"{r['fit_seconds']:.2f} s ({n_iter} L-BFGS iterations)")
+        if r["model"] is not None:
+            print(f"model saved to {r['model']}")
+        return
+    print(f"sparse:    Nz = {r['n_expansion']} expansion vectors, test error "
+          f"{_fmt(r['test_error'])}, train error {r['train_error']:.4f}, "
+          f"fit {r['fit_seconds']:.2f} s ({n_iter} L-BFGS iterations)")
+    full = r.get("full_machine", "SVM")
+    print(f"full {full}: NSV = {r['full_svm_n_support']} support vectors, test error "
+          f"{_fmt(r['full_svm_test_error'])}")
+    if r.get("test_auc") is not None:
+        print(f"ROC AUC:   sparse {r['test_auc']:.4f}, full {r['full_test_auc']:.4f} "
+              f"(inliers: label {r['inlier_label']})")
+    if r["model"] is not None:
+        print(f"model saved to {r['model']}")
+    if r["plot"] is not None:
+        print(f"plot saved to {r['plot']}")

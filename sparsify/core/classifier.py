@@ -1,0 +1,378 @@
+"""The classifier task: binary and one-vs-rest sparse kernel classifiers.
+
+`SparseKernelClassifier` is `sparsify.core.estimator.SparseKernelEstimator`
+for classification: labels of any type, one binary problem (targets ±1) or one
+per class (one-vs-rest, in parallel), per-point weights class_weight[y_i] ·
+sample_weight_i, a ratio ``n_expansion`` of the full SVM's number of support
+vectors, and Platt scaling on out-of-fold decision values. `full_svm` and
+`validate_classification` serve the baselines too.
+"""
+
+from __future__ import annotations
+
+from numbers import Integral, Real
+from typing import Any, ClassVar
+
+import numpy as np
+from joblib import Parallel, delayed
+from numpy.typing import ArrayLike, NDArray
+from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.model_selection import StratifiedKFold
+from sklearn.preprocessing import LabelEncoder
+from sklearn.svm import SVC
+from sklearn.utils import check_random_state
+from sklearn.utils._param_validation import StrOptions
+from sklearn.utils.class_weight import compute_class_weight
+from sklearn.utils.multiclass import check_classification_targets, type_of_target
+from sklearn.utils.validation import _check_sample_weight, validate_data
+
+from sparsify.core.calibration import fit_platt, platt_proba
+from sparsify.core.estimator import SparseKernelEstimator, _fit_start, _problem_name
+from sparsify.core.optimize import CLASSIFIER_INIT_METHODS
+from sparsify.kernels import RBF, Kernel, Linear, Polynomial
+
+__all__ = ["SparseKernelClassifier", "full_svm", "validate_classification"]
+
+Array = NDArray[np.float64]
+
+
+def full_svm(kernel: Kernel, C: float) -> SVC:
+    """An unfitted `sklearn.svm.SVC` with the same kernel and C (the full SVM).
+
+    Built-in kernels map to SVC's own; any other kernel is passed as a callable.
+
+    Examples
+    --------
+    >>> full_svm(RBF(0.5), C=10.0)
+    SVC(C=10.0, gamma=0.5)
+    """
+    if isinstance(kernel, RBF):
+        return SVC(C=C, kernel="rbf", gamma=kernel.gamma)
+    if isinstance(kernel, Polynomial):
+        return SVC(C=C, kernel="poly", gamma=kernel.gamma, degree=kernel.degree,
+                   coef0=kernel.coef0)
+    if isinstance(kernel, Linear):
+        return SVC(C=C, kernel="linear")
+    return SVC(C=C, kernel=kernel)
+
+
+def validate_classification(
+    estimator: BaseEstimator, X: ArrayLike, y: ArrayLike, *, binary_only: bool = False
+) -> tuple[Array, NDArray[np.intp]]:
+    """The checks every sparse classifier's ``fit`` starts with; sets ``classes_``.
+
+    Returns X as float64 and the class codes 0..K−1. Any label type works; one
+    class, or more than two with ``binary_only``, is a ValueError.
+    """
+    X, y = validate_data(estimator, X, y, dtype=np.float64)
+    check_classification_targets(y)
+    encoder = LabelEncoder().fit(y)
+    estimator.classes_ = encoder.classes_
+    if len(encoder.classes_) < 2:
+        # tolist() gives the plain Python label: 0, not np.int64(0)
+        raise ValueError(
+            f"{type(estimator).__name__} needs samples of at least 2 classes in the data; got "
+            f"1 class ({encoder.classes_.tolist()[0]!r})."
+        )
+    if binary_only and len(encoder.classes_) > 2:
+        raise ValueError(
+            "Only binary classification is supported. The type of the target is "
+            f"{type_of_target(y, input_name='y')}; train one model per class (one-vs-rest) "
+            "for more classes."
+        )
+    return X, encoder.transform(y)
+
+
+def _n_expansion(
+    X: Array,
+    y: NDArray[Any],
+    kernel: Kernel,
+    n_expansion: int | float,
+    full_C: float,
+    sample_weight: Array | None = None,
+) -> tuple[int, int | None]:
+    """Nz of one binary problem, and the full SVM's NSV when ``n_expansion`` is a ratio.
+
+    The full SVM is fitted with ``sample_weight`` (its costs C · sample_weight),
+    so a weighted sparse machine is compared with the weighted full one.
+    """
+    n_distinct = len(np.unique(X, axis=0))
+    if isinstance(n_expansion, float):
+        full = full_svm(kernel, full_C).fit(X, y, sample_weight=sample_weight)
+        full_nsv = int(full.n_support_.sum())
+        return min(max(1, round(n_expansion * full_nsv)), n_distinct), full_nsv
+    if n_expansion > n_distinct:
+        raise ValueError(
+            f"n_expansion={n_expansion} asks for more expansion vectors than the {n_distinct} "
+            "distinct training points; lower n_expansion or pass a ratio in (0, 1]."
+        )
+    return n_expansion, None
+
+
+def _point_weights(
+    estimator: BaseEstimator,
+    codes: NDArray[np.intp],
+    sample_weight: ArrayLike | None,
+    class_weight: dict[Any, float] | str | None,
+) -> tuple[Array, Array, Array] | None:
+    """Per-point weights class_weight[y_i] · sample_weight_i, or None when there are none.
+
+    ``codes`` index ``estimator.classes_`` (the labels y_i). Returns
+    the product, the validated sample weights (ones if None) and the class
+    weights in ``classes_`` order (scikit-learn's SVC semantics:
+    `sklearn.utils.class_weight.compute_class_weight`, "balanced" from the
+    unweighted class counts).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sparsify import SparseSVC
+    >>> clf = SparseSVC()
+    >>> clf.classes_ = np.array(["a", "b"])
+    >>> w, sw, cw = _point_weights(clf, np.array([0, 0, 0, 1]), None, "balanced")
+    >>> w.round(3).tolist(), cw.round(3).tolist()
+    ([0.667, 0.667, 0.667, 2.0], [0.667, 2.0])
+    """
+    name = type(estimator).__name__
+    classes = estimator.classes_  # type: ignore[attr-defined]
+    if sample_weight is None and class_weight is None:
+        return None
+    sw = _check_sample_weight(sample_weight, np.empty((len(codes), 0)), dtype=np.float64,
+                              copy=True)
+    if (sw < 0).any():
+        i = int(np.flatnonzero(sw < 0)[0])
+        raise ValueError(
+            f"The sample_weight passed to {name}.fit must be >= 0 (a weight of 0 leaves the "
+            f"sample out). Got {float(sw[i])!r} at index {i} instead."
+        )
+    if isinstance(class_weight, dict):
+        known = set(classes.tolist())
+        for label, weight in class_weight.items():
+            if label not in known:
+                raise ValueError(
+                    f"The 'class_weight' parameter of {name} has the label {label!r}, which is "
+                    f"not a class of y ({classes.tolist()}); use the labels of y as its keys."
+                )
+            if not (isinstance(weight, Real) and np.isfinite(weight) and weight >= 0):
+                raise ValueError(
+                    f"The weight of class {label!r} in the 'class_weight' parameter of {name} "
+                    f"must be a finite float >= 0. Got {weight!r} instead."
+                )
+    cw = compute_class_weight(class_weight, classes=classes, y=classes[codes])
+    return cw[codes] * sw, sw, cw
+
+
+def _weighted_scale_gamma(X: Array, sample_weight: Array) -> float:
+    """gamma="scale" with a weighted variance: 1 / (d · Var_w(X)), a weight counting as repeats.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sparsify.kernels import resolve_gamma
+    >>> X = np.array([[0.0], [1.0], [3.0]])
+    >>> repeated = np.array([[0.0], [0.0], [1.0], [3.0]])
+    >>> bool(np.isclose(_weighted_scale_gamma(X, np.array([2.0, 1.0, 1.0])),
+    ...                 resolve_gamma("scale", repeated)))
+    True
+    """
+    w = sample_weight / sample_weight.sum()
+    mean = float(w @ X.mean(axis=1))
+    var = float(w @ ((X - mean) ** 2).mean(axis=1))
+    return 1.0 / (X.shape[1] * var) if var > 0 else 1.0
+
+
+class SparseKernelClassifier(ClassifierMixin, SparseKernelEstimator):
+    """The classifier task of the fit driver (binary, or one-vs-rest for more classes).
+
+    A subclass names its formulation (`formulation_class`), whose ``out.y``
+    is ±1; a ratio ``n_expansion`` refers to the full SVM with the estimator's
+    ``C`` (1.0 if it has none). A subclass with per-point costs (`SparseSVC`)
+    takes ``weights`` in `_formulation_params` and calls `_fit` with its
+    ``sample_weight``; one with a ``probability`` parameter gets Platt scaling.
+
+    Examples
+    --------
+    A classifier from a declared formulation, its parameters made from the
+    formulation's:
+
+    >>> import cvxpy as cp
+    >>> from sklearn.datasets import make_moons
+    >>> from sparsify import Declaration, Formulation
+    >>> class L2SVM(Formulation):
+    ...     name = "doc_l2svm"
+    ...     def __init__(self, C=1.0):
+    ...         self.C = C
+    ...     def declare(self, out):
+    ...         b = cp.Variable()
+    ...         loss = cp.sum_squares(cp.pos(1 - cp.multiply(out.y, out.f + b)))
+    ...         return Declaration(cp.Minimize(0.5 * out.norm_w2 + self.C * loss), [], b)
+    >>> class SparseL2SVC(SparseKernelClassifier):
+    ...     formulation_class = L2SVM
+    >>> X, y = make_moons(80, noise=0.1, random_state=0)
+    >>> clf = SparseL2SVC(n_expansion=6, C=10.0, gamma=2.0, max_iter=15, random_state=0)
+    >>> bool(clf.fit(X, y).score(X, y) > 0.9)
+    True
+    """
+
+    #: Folds of the internal cross-validation that gives Platt scaling its
+    #: out-of-fold decision values (libsvm's and so SVC's number).
+    n_probability_folds: ClassVar[int] = 5
+
+    default_params: ClassVar[dict[str, Any]] = {"init": "auto"}
+    ratio_meaning: ClassVar[str] = ("of the full SVM's number of support vectors (the paper's "
+                                    "Nz/NSV), per binary problem")
+
+    _parameter_constraints: ClassVar[dict[str, list[Any]]] = {
+        **SparseKernelEstimator._parameter_constraints,
+        "init": [StrOptions({"auto", *CLASSIFIER_INIT_METHODS})],
+    }
+
+    def _resolve_n_expansion(self, X: Array, target: NDArray[Any] | None, kernel: Kernel,
+                             weights: Array | None) -> tuple[int, int | None]:
+        n_exp = (self.n_expansion if isinstance(self.n_expansion, Integral)
+                 else float(self.n_expansion))
+        return _n_expansion(X, target, kernel, n_exp, getattr(self, "C", 1.0), weights)
+
+    def fit(self, X: ArrayLike, y: ArrayLike) -> SparseKernelClassifier:
+        """Fit the sparse kernel machine.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Training inputs.
+        y : array-like of shape (n_samples,)
+            Class labels, of any type.
+
+        Returns
+        -------
+        self
+        """
+        return self._fit(X, y)
+
+    def _fit(
+        self, X: ArrayLike, y: ArrayLike, sample_weight: ArrayLike | None = None
+    ) -> SparseKernelClassifier:
+        """`fit` with per-point weights class_weight[y_i] · sample_weight_i (when either is set).
+
+        A point of weight 0 is left out before anything else (the initial XVs,
+        gamma="scale", the number of distinct points), so it is the same as
+        not passing it; every other weight multiplies the point's cost.
+        """
+        self._validate_params()
+        X, codes = validate_classification(self, X, y)
+        weighted = _point_weights(self, codes, sample_weight, getattr(self, "class_weight", None))
+        weights = sw = None
+        if hasattr(self, "class_weight"):
+            self.class_weight_ = np.ones(len(self.classes_)) if weighted is None else weighted[2]
+        if weighted is not None:
+            weights, sw, _ = weighted
+            keep = weights > 0
+            self._check_weighted_classes(codes[keep])
+            X, codes, weights, sw = X[keep], codes[keep], weights[keep], sw[keep]
+        gamma = self.gamma
+        if sample_weight is not None and isinstance(gamma, str) and gamma == "scale":
+            # a weight counts as repeats of the point, for the kernel's scale too
+            gamma = _weighted_scale_gamma(X, sw)
+        targets = (
+            [np.where(codes == 1, 1, -1)]
+            if len(self.classes_) == 2
+            else [np.where(codes == k, 1, -1) for k in range(len(self.classes_))]
+        )
+        # one-vs-rest: the one class is about 1/K of the points, too few for a random start
+        init = self.init if self.init != "auto" else "balanced" if len(targets) > 1 else "random"
+        rng = check_random_state(self.random_state)
+        names = [_problem_name(self.classes_, k, len(targets), 0, 1) for k in range(len(targets))]
+        kernel = self._fit_problems(X, targets, weights, gamma=gamma, init=init, names=names,
+                                    rng=rng)
+        for attr in ("probA_", "probB_"):  # a refit without probability drops the old ones
+            self.__dict__.pop(attr, None)
+        if getattr(self, "probability", False):
+            # drawn after the main fit's seeds, so that fit is the same with or without it
+            cv_seed = int(rng.randint(np.iinfo(np.int32).max))
+            self.probA_, self.probB_ = self._platt_scaling(
+                X, codes, targets, kernel, weights, sw, init, cv_seed)
+        return self
+
+    def _check_weighted_classes(self, kept_codes: NDArray[np.intp]) -> None:
+        """Every class needs a sample of positive weight; say which one has none."""
+        present = np.bincount(kept_codes, minlength=len(self.classes_)) > 0
+        if not present.all():
+            label = self.classes_.tolist()[int(np.flatnonzero(~present)[0])]
+            raise ValueError(
+                f"{type(self).__name__} needs samples of at least 2 classes with a positive "
+                f"weight, and of every class in y; class {label!r} has none (its "
+                "sample_weight × class_weight is 0 on every sample). Give it a positive "
+                "weight or leave its samples out of X and y."
+            )
+
+    def _platt_scaling(
+        self,
+        X: Array,
+        codes: NDArray[np.intp],
+        targets: list[NDArray[np.int_]],
+        kernel: Kernel,
+        weights: Array | None,
+        sample_weight: Array | None,
+        init: str,
+        seed: int,
+    ) -> tuple[Array, Array]:
+        """Platt's sigmoid per binary problem, on decision values of stratified k-fold models.
+
+        Each fold model solves the same problem as the fitted one (kernel,
+        costs, Nz, L-BFGS settings; one start) on the other folds' points; its
+        decision values on the held-out fold are what the sigmoid is fitted to.
+        A fold whose training part has one class of a binary problem gives
+        that class's sign as decision value, as libsvm does.
+        """
+        n_folds = self.n_probability_folds
+        largest = int(np.bincount(codes).max())
+        if largest < n_folds:
+            raise ValueError(
+                f"{type(self).__name__}(probability=True) fits Platt's sigmoid on "
+                f"{n_folds}-fold cross-validation and needs at least {n_folds} samples of "
+                f"positive weight in its largest class; got {largest}. Add samples or set "
+                "probability=False."
+            )
+        folds = list(StratifiedKFold(n_folds, shuffle=True, random_state=seed).split(X, codes))
+        rng = np.random.RandomState(seed)
+        seeds = rng.randint(np.iinfo(np.int32).max, size=(len(folds), len(targets)))
+        jobs, slots = [], []
+        for i, (train, _) in enumerate(folds):
+            formulation = self._make_formulation(None if weights is None else weights[train])
+            n_distinct = len(np.unique(X[train], axis=0))
+            for k, t in enumerate(targets):
+                if len(np.unique(t[train])) < 2:
+                    continue  # filled with the one class's sign below
+                nz = min(int(self.n_expansion_[k]), n_distinct)
+                jobs.append(delayed(_fit_start)(
+                    X[train], t[train], formulation, kernel, nz, init, self.solver,
+                    self.solver_tol, self.max_iter, self.tol, int(seeds[i, k]), None, 0, "",
+                    self._plateau(len(train))))
+                slots.append((i, k))
+        n_jobs = self.n_jobs if len(jobs) > 1 else None
+        runs = dict(zip(slots, Parallel(n_jobs=n_jobs)(jobs), strict=True))
+        decision = np.empty((len(X), len(targets)))
+        for i, (train, test) in enumerate(folds):
+            for k, t in enumerate(targets):
+                run = runs.get((i, k))
+                if run is None:
+                    decision[test, k] = float(t[train][0])
+                else:
+                    decision[test, k] = kernel(X[test], run["Z"]) @ run["coef"] + run["intercept"]
+        ab = [fit_platt(decision[:, k], t > 0, sample_weight) for k, t in enumerate(targets)]
+        return np.array([a for a, _ in ab]), np.array([b for _, b in ab])
+
+    def _proba_from_decision(self, decision: Array) -> Array:
+        """Class probabilities from decision values: Platt's sigmoid per problem, normalised."""
+        if decision.ndim == 1:
+            p = platt_proba(decision, self.probA_[0], self.probB_[0])
+            return np.column_stack([1.0 - p, p])
+        s = platt_proba(decision, self.probA_, self.probB_)
+        total = s.sum(axis=1, keepdims=True)
+        # every sigmoid underflowed to 0 (decision values far beyond the training ones):
+        # the same normalisation in the log domain
+        if (total == 0).any():
+            log_s = -np.logaddexp(0.0, self.probA_ * decision + self.probB_)
+            s = np.where(total == 0, np.exp(log_s - log_s.max(axis=1, keepdims=True)), s)
+            total = s.sum(axis=1, keepdims=True)
+        return s / total  # type: ignore[no-any-return]

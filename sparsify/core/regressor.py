@@ -1,0 +1,87 @@
+"""The regressor task: sparse kernel regression with any declared formulation.
+
+`SparseKernelRegressor` is `sparsify.core.estimator.SparseKernelEstimator`
+for real targets: the formulation's ``out.y`` is y itself, one problem, and
+the prediction is the kernel machine τ(x) = Σ_j β_j k(z_j, x) + b.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+from sklearn.base import RegressorMixin
+from sklearn.utils.validation import validate_data
+
+from sparsify.core.estimator import SparseKernelEstimator
+
+__all__ = ["SparseKernelRegressor"]
+
+Array = NDArray[np.float64]
+
+
+class SparseKernelRegressor(RegressorMixin, SparseKernelEstimator):
+    """The regressor task of the fit driver: real targets, one problem, τ(x) as the prediction.
+
+    A subclass names its formulation (`formulation_class`), whose ``out.y``
+    is the targets y; its parameters are made from the formulation's (see
+    `sparsify.core.estimator.SparseKernelEstimator`). A ratio ``n_expansion``
+    is a fraction of the distinct training points.
+
+    Examples
+    --------
+    Kernel ridge regression declared in cvxpy, and its sparse estimator:
+
+    >>> import cvxpy as cp
+    >>> import numpy as np
+    >>> from sparsify import Declaration, Formulation
+    >>> class Ridge(Formulation):
+    ...     name = "doc_kridge"
+    ...     def __init__(self, alpha=1.0):
+    ...         self.alpha = alpha
+    ...     def declare(self, out):
+    ...         b = cp.Variable()
+    ...         loss = cp.sum_squares(out.f + b - out.y)
+    ...         return Declaration(cp.Minimize(loss + self.alpha * out.norm_w2), [], b)
+    >>> class SparseRidge(SparseKernelRegressor):
+    ...     formulation_class = Ridge
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.uniform(-3, 3, size=(80, 1))
+    >>> y = np.sin(X).ravel() + 0.1 * rng.normal(size=80)
+    >>> reg = SparseRidge(n_expansion=5, alpha=0.1, gamma=0.5, max_iter=30, random_state=0)
+    >>> bool(reg.fit(X, y).score(X, y) > 0.9)
+    True
+    >>> reg.predict(X[:2]).shape
+    (2,)
+    """
+
+    ratio_meaning: ClassVar[str] = "a fraction of the distinct training points"
+
+    def fit(self, X: ArrayLike, y: ArrayLike) -> SparseKernelRegressor:
+        """Fit β, b and the XVs.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Training inputs.
+        y : array-like of shape (n_samples,)
+            Real targets.
+
+        Returns
+        -------
+        self
+        """
+        self._validate_params()
+        X, y = validate_data(self, X, y, dtype=np.float64, y_numeric=True)
+        self._fit_problems(X, [np.asarray(y, dtype=np.float64)])
+        return self
+
+    def predict(self, X: ArrayLike) -> Array:
+        """Predict τ(x) = Σ_j β_j k(z_j, x) + b.
+
+        Returns
+        -------
+        ndarray of shape (n_samples,)
+        """
+        return self.decision_function(X)
