@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from sparsify.core.marginal import Marginal
     from sparsify.kernels import Kernel
 
-__all__ = ["Declaration", "Formulation", "Outputs", "make_formulation"]
+__all__ = ["Declaration", "Formulation", "FullSolution", "Outputs", "make_formulation"]
 
 
 @dataclass(frozen=True)
@@ -59,6 +59,28 @@ class Outputs:
     norm_w: cp.Expression | None = None
 
 
+@dataclass(frozen=True)
+class FullSolution:
+    """The full kernel problem's solution (Z = X) from `Formulation.solve_precomputed`.
+
+    Attributes
+    ----------
+    coef : ndarray of shape (N,)
+        β on every training point (zero off the support vectors).
+    intercept : float
+        b.
+    value : float
+        The optimal value (the S3VM's: ½ βᵀKβ + Σ_i c_i max(0, 1 − y_i (Kβ + b)_i)).
+    outputs : ndarray of shape (N,)
+        g = Kβ + b on the training points.
+    """
+
+    coef: NDArray[np.float64]
+    intercept: float
+    value: float
+    outputs: NDArray[np.float64]
+
+
 @dataclass
 class Declaration:
     """What a formulation returns: a convex problem over `Outputs`.
@@ -83,7 +105,8 @@ class Formulation(ABC):
 
     Subclasses set `name`, take their hyperparameters in ``__init__`` and
     implement `declare`. They may override `n_outputs`,
-    `nondifferentiable` and `marginal`.
+    `nondifferentiable`, `marginal` (an exact solver of W(Z) and ∇W(Z) of their
+    own) and `solve_precomputed` (an exact solver of the full kernel problem).
 
     Rules the core enforces when it builds the problem (each breach is a
     ``ValueError`` naming the formulation): the problem must be DCP and DPP, it
@@ -145,6 +168,17 @@ class Formulation(ABC):
         Override this for a formulation that is not a cvxpy problem (an
         eigenproblem) or that has a faster exact solver; the generic path
         (``None``) stays its reference in the tests.
+        """
+        return None
+
+    def solve_precomputed(self, K: NDArray[np.float64], y: NDArray[Any] | None,
+                          tol: float = 1e-8) -> FullSolution | None:
+        """Optional: solve the full kernel problem (Z = X) on a kernel matrix, or None.
+
+        Override this for a formulation with an exact solver of its own on a
+        precomputed kernel (the S3VM's is libsvm's SMO), which an estimator may
+        use where no XV moves; the generic path with Z = X stays its reference in
+        the tests. The default has none.
         """
         return None
 

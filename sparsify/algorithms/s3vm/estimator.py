@@ -208,8 +208,8 @@ class _Dense:
         est = self.est
         form = est._formulation(c_star, self.labeled)
         K = self.gram(theta)
-        if est.solver == "auto" and hasattr(form, "solve_precomputed"):
-            sol = form.solve_precomputed(K, y, est.solver_tol)
+        sol = form.solve_precomputed(K, y, est.solver_tol) if est.solver == "auto" else None
+        if sol is not None:  # the formulation's own full-kernel solver
             return _State(sol.coef, sol.intercept, sol.outputs, sol.value)
         kernel = combined_kernel(self.kernels, theta)
         ev = CvxpyMarginal(form, self.X, y, kernel, len(self.X),
@@ -262,8 +262,10 @@ class _Sparse:
         form = est._formulation(c_star, self.labeled)
         kernel = combined_kernel(self.kernels, theta)
         moving = move and est.xv == "free" and est.max_iter > 0
-        if not moving and est.solver == "auto" and hasattr(form, "solve_precomputed"):
-            return self._solve_fixed(form, kernel, y)
+        if not moving and est.solver == "auto":
+            state = self._solve_fixed(form, kernel, y)
+            if state is not None:
+                return state
         marginal = make_marginal(form, self.X, y, kernel, len(self.Z), est.solver,
                                  est.solver_tol)
         if moving:
@@ -280,8 +282,8 @@ class _Sparse:
         b = float(ev.intercept)
         return _State(ev.coef, b, kernel(self.X, self.Z) @ ev.coef + b, ev.value)
 
-    def _solve_fixed(self, form: Formulation, kernel: Kernel, y: Array) -> _State:
-        """The convex problem at fixed XVs by libsvm, without a gradient.
+    def _solve_fixed(self, form: Formulation, kernel: Kernel, y: Array) -> _State | None:
+        """The convex problem at fixed XVs by libsvm, without a gradient (None: no libsvm).
 
         At fixed Z it is an SVM on the features F = K_XZ V Λ^{-1/2} (K_ZZ = V Λ Vᵀ),
         i.e. on the rank-Nz kernel F Fᵀ = K_XZ K_ZZ⁻¹ K_ZX; libsvm's SMO solves it
@@ -297,7 +299,9 @@ class _Sparse:
         keep = lam > 1e-12 * lam.max()
         T = V[:, keep] / np.sqrt(lam[keep])
         F = K_xz @ T
-        sol = form.solve_precomputed(F @ F.T, y, self.est.solver_tol)  # type: ignore[attr-defined]
+        sol = form.solve_precomputed(F @ F.T, y, self.est.solver_tol)
+        if sol is None:
+            return None
         beta = T @ (F.T @ sol.coef)
         return _State(beta, sol.intercept, sol.outputs, sol.value)
 
@@ -943,7 +947,7 @@ class SemiSupervisedSVC(KernelMachineMixin, ClassifierMixin, BaseEstimator):
 
         def step(th: Array, iteration: int) -> Array:
             K = sum(t * G for t, G in zip(th, grams, strict=True))
-            sol[:] = [form.solve_precomputed(K, y_lab, self.solver_tol)]  # type: ignore[attr-defined]
+            sol[:] = [form.solve_precomputed(K, y_lab, self.solver_tol)]
             beta = sol[0].coef
             return np.array([t * t * float(beta @ G @ beta)
                              for t, G in zip(th, grams, strict=True)])

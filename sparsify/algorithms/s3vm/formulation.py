@@ -20,7 +20,6 @@ the full kernel problem (Z = X) libsvm on the precomputed kernel
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from numbers import Real
 from typing import Any
 
@@ -33,32 +32,11 @@ from sparsify import Declaration, Evaluation, Formulation, Kernel, Marginal, Out
 from sparsify.algorithms.s3vm.estimator import SemiSupervisedSVC
 from sparsify.algorithms.svm.fast import SVMDualMarginal
 from sparsify.algorithms.svm.formulation import SVM
+from sparsify.core.formulation import FullSolution
 from sparsify.core.marginal import diagonal_scale
 from sparsify.core.params import check_params
 
 Array = NDArray[np.float64]
-
-
-@dataclass(frozen=True)
-class FullSolution:
-    """The full kernel problem's solution (Z = X) from `S3VM.solve_precomputed`.
-
-    Attributes
-    ----------
-    coef : ndarray of shape (N,)
-        β on every training point (zero off the support vectors).
-    intercept : float
-        b.
-    value : float
-        The primal objective ½ βᵀKβ + Σ_i c_i max(0, 1 − y_i (Kβ + b)_i).
-    outputs : ndarray of shape (N,)
-        g = Kβ + b on the training points.
-    """
-
-    coef: Array
-    intercept: float
-    value: float
-    outputs: Array
 
 
 class LowRankSVMMarginal(Marginal):
