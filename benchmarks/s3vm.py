@@ -303,7 +303,9 @@ def fit_config(cfg: Config, task: Task, mask: NDArray[np.bool_], balance: float 
     single = cfg.key in ("s3vm", "s3vm-base", "s3vm-qn")
     return Fit(trans, score, test, seconds,
                None if theta is None or single else np.asarray(theta, dtype=float),
-               getattr(model, "n_expansion_", None), getattr(model, "s3vm_objective_", None))
+               None if getattr(model, "n_expansion_", None) is None
+               else int(model.n_expansion_[0]),
+               getattr(model, "s3vm_objective_", None))
 
 
 # --------------------------------------------------------------------------- selection

@@ -15,7 +15,7 @@ import sys
 import cvxpy as cp
 
 import sparsify
-from sparsify import Declaration, Formulation, SparseSVC, hookimpl
+from sparsify import Declaration, Formulation, SparseKernelClassifier, hookimpl
 from sparsify.core.gradcheck import check_gradient
 from sparsify.datasets import load_banana
 
@@ -34,18 +34,20 @@ class L2SVM(Formulation):
         return Declaration(cp.Minimize(0.5 * out.norm_w2 + self.C * loss), [], intercept=b)
 
 
-class SparseL2SVC(SparseSVC):
-    """SparseSVC's parameters, the L2-loss formulation."""
+class SparseL2SVC(SparseKernelClassifier):
+    """The shared parameters (n_expansion, kernel, ...) and L2SVM's C."""
 
-    formulation_name = "l2svm"
-
-
-L2SVM.estimator = SparseL2SVC
+    formulation_class = L2SVM
 
 
 @hookimpl
 def register_formulations(register):  # type: ignore[no-untyped-def]
     register(L2SVM)
+
+
+@hookimpl
+def register_estimators(register):  # type: ignore[no-untyped-def]
+    register(SparseL2SVC)  # what `sparsify fit --formulation l2svm` trains
 
 
 def main() -> None:

@@ -24,6 +24,7 @@ _LAZY = {
     "SparseKernelClassifier": "sparsify.core.classifier",
     "SparseKernelRegressor": "sparsify.core.regressor",
     "SparseOutlierDetector": "sparsify.core.outlier",
+    "SparseKernelTransformer": "sparsify.core.transformer",
     "expansion_coefficients": "sparsify.core.expansion",
     "Declaration": "sparsify.core.formulation",
     "Formulation": "sparsify.core.formulation",
@@ -79,6 +80,7 @@ __all__ = [
     "SparseKernelClassifier",
     "SparseKernelLogisticRegression",
     "SparseKernelRegressor",
+    "SparseKernelTransformer",
     "SparseOneClassSVM",
     "SparseOutlierDetector",
     "SparseSVC",
@@ -135,6 +137,7 @@ if TYPE_CHECKING:  # static analysers and IDEs see the eager imports
     from sparsify.core.outlier import SparseOutlierDetector
     from sparsify.core.registry import register_plugin
     from sparsify.core.regressor import SparseKernelRegressor
+    from sparsify.core.transformer import SparseKernelTransformer
     from sparsify.kernels import RBF, Kernel, Linear, Polynomial, SumKernel
     from sparsify.kernels.manifold import ManifoldKernel
     from sparsify.kernels.taylor import TaylorGaussianFeatures, TaylorRBF

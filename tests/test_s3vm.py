@@ -12,8 +12,10 @@ from sklearn.svm import SVC
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from sparsify import RBF, CvxpyMarginal, Linear, Polynomial, SumKernel
-from sparsify.algorithms.s3vm.estimator import SemiSupervisedSVC, switch_labels
+from sparsify.algorithms.s3vm.engines import _Sparse
+from sparsify.algorithms.s3vm.estimator import SemiSupervisedSVC
 from sparsify.algorithms.s3vm.formulation import S3VM, LowRankSVMMarginal
+from sparsify.algorithms.s3vm.labels import switch_labels
 from sparsify.algorithms.svm.fast import SVMDualMarginal
 from sparsify.algorithms.svm.formulation import SVM
 from sparsify.core.gradcheck import check_gradient, random_problem
@@ -222,6 +224,30 @@ def test_unlabeled_points_beat_the_supervised_svm_on_two_moons(seed: int) -> Non
     assert clf.n_switches_ > 0
 
 
+@pytest.mark.parametrize("params", [{}, {"n_expansion": 6, "max_iter": 3, "random_state": 0},
+                                    {"optimizer": "smooth-qn"}])
+def test_it_is_on_the_fit_driver_with_its_fitted_attribute_shapes(params: dict) -> None:
+    from sparsify.algorithms.s3vm import estimator
+    from sparsify.algorithms.s3vm.smooth import s3vm_objective
+    from sparsify.core.estimator import SparseKernelEstimator
+
+    assert issubclass(SemiSupervisedSVC, SparseKernelEstimator)
+    assert SemiSupervisedSVC.formulation_name == "s3vm"
+    assert SemiSupervisedSVC._formulation_type() is S3VM
+    # the moved names are still importable from the estimator module
+    assert estimator.switch_labels is switch_labels and estimator.s3vm_objective is s3vm_objective
+    X, y, _ = _moons(seed=1, n=80)
+    clf = SemiSupervisedSVC(C=10.0, gamma=2.0, **params).fit(X, y)
+    nz = len(clf.expansion_vectors_)
+    assert clf.n_expansion_.shape == clf.n_iter_.shape == clf.objective_.shape == (1,)
+    assert clf.n_expansion_[0] == nz and clf.expansion_coef_.shape == (1, nz)
+    assert clf.coef_ is clf.expansion_coef_ and clf.full_n_support_ is None
+    (history,) = clf.objective_history_
+    assert len(history) == clf.n_iter_[0] and history[-1] == clf.objective_[0]
+    with pytest.raises(ValueError, match="solver"):
+        SemiSupervisedSVC(solver="no-such-solver").fit(X, y)
+
+
 def test_transduction_keeps_given_labels_and_the_balance() -> None:
     X, y, _ = _moons()
     unl = y == -1
@@ -237,7 +263,7 @@ def test_without_unlabeled_points_it_is_the_svm() -> None:
     clf = SemiSupervisedSVC(C=5.0, gamma=1.5).fit(X, y_true)
     svc = SVC(C=5.0, gamma=1.5, tol=1e-8).fit(X, y_true)
     np.testing.assert_allclose(clf.decision_function(X), svc.decision_function(X), atol=1e-6)
-    assert clf.n_expansion_ == svc.n_support_.sum()
+    np.testing.assert_array_equal(clf.n_expansion_, [svc.n_support_.sum()])
     np.testing.assert_array_equal(clf.transduction_, y_true)
 
 
@@ -290,7 +316,7 @@ def test_dense_fit_agrees_with_the_generic_path() -> None:
     # Clarabel stops short of 1e-9 on this full-rank (Nz = N) problem
     generic = SemiSupervisedSVC(C=10.0, gamma=2.0, solver="clarabel",
                                 solver_tol=1e-8).fit(X, y)
-    assert fast.objective_ == pytest.approx(generic.objective_, rel=1e-6)
+    np.testing.assert_allclose(fast.objective_, generic.objective_, rtol=1e-6)
     np.testing.assert_array_equal(fast.transduction_, generic.transduction_)
     np.testing.assert_allclose(fast.decision_function(X), generic.decision_function(X),
                                atol=1e-4)
@@ -302,15 +328,13 @@ def test_sparse_fit_agrees_with_the_generic_path() -> None:
               "solver_tol": 1e-10}
     fast = SemiSupervisedSVC(**params).fit(X, y)
     generic = SemiSupervisedSVC(**params, solver="clarabel").fit(X, y)
-    assert fast.objective_ == pytest.approx(generic.objective_, rel=1e-5)
+    np.testing.assert_allclose(fast.objective_, generic.objective_, rtol=1e-5)
     np.testing.assert_array_equal(fast.transduction_, generic.transduction_)
 
 
 @pytest.mark.parametrize("kernel", [RBF(2.0), SumKernel((RBF(0.5), RBF(4.0)), (0.7, 0.5))])
 def test_fixed_xv_resolve_by_libsvm_agrees_with_the_generic_path(kernel) -> None:  # type: ignore[no-untyped-def]
     """The re-solves after label switching (XVs fixed) use libsvm on K_XZ K_ZZ⁻¹ K_ZX."""
-    from sparsify.algorithms.s3vm.estimator import _Sparse
-
     X, y, form = _stage(60, seed=4)
     est = SemiSupervisedSVC(C=form.C, n_expansion=7, solver_tol=1e-10)
     engine = _Sparse(est, X, [kernel], form.labeled, 7, seed=0)
@@ -330,15 +354,15 @@ def test_sparse_version_moves_free_xvs_and_keeps_data_xvs() -> None:
                              random_state=0).fit(X, y)
     data = SemiSupervisedSVC(C=10.0, gamma=2.0, n_expansion=8, xv="data",
                              random_state=0).fit(X, y)
-    assert free.expansion_vectors_.shape == (8, 2) and free.n_expansion_ == 8
+    assert free.expansion_vectors_.shape == (8, 2) and free.n_expansion_.tolist() == [8]
     on_data = [np.any(np.all(np.isclose(X, z), axis=1)) for z in data.expansion_vectors_]
     assert all(on_data)
     assert not any(np.any(np.all(np.isclose(X, z), axis=1)) for z in free.expansion_vectors_)
-    assert free.objective_ < data.objective_  # moving the XVs lowers the objective
+    assert free.objective_[0] < data.objective_[0]  # moving the XVs lowers the objective
     assert np.mean(free.transduction_[unl] != y_true[unl]) < 0.05
     ratio = SemiSupervisedSVC(C=10.0, gamma=2.0, n_expansion=0.05, max_iter=2,
                               random_state=0).fit(X, y)
-    assert ratio.n_expansion_ == 10
+    assert ratio.n_expansion_.tolist() == [10]
 
 
 def test_mkl_learns_lp_norm_weights() -> None:
@@ -435,8 +459,8 @@ def test_smooth_quasi_newton_optimizer_for_comparison() -> None:
     np.testing.assert_array_equal(qn.transduction_[unl], (qn.decision_function(X[unl]) > 0))
     assert np.mean(qn.decision_function(X[unl])) == pytest.approx(0.0, abs=1e-6)  # r = 0.5
     # both report the paper's eq. 1; with switching it never exceeds the convex stage's value
-    assert qn.objective_ == pytest.approx(qn.s3vm_objective_)
-    assert exact.s3vm_objective_ <= exact.objective_ + 1e-9
+    assert qn.objective_[0] == pytest.approx(qn.s3vm_objective_)
+    assert exact.s3vm_objective_ <= exact.objective_[0] + 1e-9
     with pytest.raises(ValueError, match="dense model only"):
         SemiSupervisedSVC(optimizer="smooth-qn", n_expansion=5).fit(X, y)
 

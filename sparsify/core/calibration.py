@@ -115,4 +115,5 @@ def platt_proba(decision: ArrayLike, A: ArrayLike, B: ArrayLike) -> Array:
     [0.5, 0.881]
     """
     f = np.asarray(decision, dtype=float)
-    return expit(-(np.asarray(A) * f + np.asarray(B)))  # type: ignore[no-any-return]
+    p: Array = expit(-(np.asarray(A) * f + np.asarray(B)))
+    return p

@@ -64,7 +64,8 @@ def validate_classification(
     Returns X as float64 and the class codes 0..K−1. Any label type works; one
     class, or more than two with ``binary_only``, is a ValueError.
     """
-    X, y = validate_data(estimator, X, y, dtype=np.float64)
+    X_valid: Array
+    X_valid, y = validate_data(estimator, X, y, dtype=np.float64)
     check_classification_targets(y)
     encoder = LabelEncoder().fit(y)
     estimator.classes_ = encoder.classes_
@@ -80,7 +81,7 @@ def validate_classification(
             f"{type_of_target(y, input_name='y')}; train one model per class (one-vs-rest) "
             "for more classes."
         )
-    return X, encoder.transform(y)
+    return X_valid, encoder.transform(y)
 
 
 def _n_expansion(
@@ -134,7 +135,7 @@ def _point_weights(
     ([0.667, 0.667, 0.667, 2.0], [0.667, 2.0])
     """
     name = type(estimator).__name__
-    classes = estimator.classes_  # type: ignore[attr-defined]
+    classes = estimator.classes_
     if sample_weight is None and class_weight is None:
         return None
     sw = _check_sample_weight(sample_weight, np.empty((len(codes), 0)), dtype=np.float64,
@@ -229,7 +230,8 @@ class SparseKernelClassifier(ClassifierMixin, SparseKernelEstimator):
 
     def _resolve_n_expansion(self, X: Array, target: NDArray[Any] | None, kernel: Kernel,
                              weights: Array | None) -> tuple[int, int | None]:
-        n_exp = (self.n_expansion if isinstance(self.n_expansion, Integral)
+        assert target is not None  # a classification problem has its ±1 targets
+        n_exp = (int(self.n_expansion) if isinstance(self.n_expansion, Integral)
                  else float(self.n_expansion))
         return _n_expansion(X, target, kernel, n_exp, getattr(self, "C", 1.0), weights)
 
@@ -272,6 +274,7 @@ class SparseKernelClassifier(ClassifierMixin, SparseKernelEstimator):
         gamma = self.gamma
         if sample_weight is not None and isinstance(gamma, str) and gamma == "scale":
             # a weight counts as repeats of the point, for the kernel's scale too
+            assert sw is not None  # set above: a sample_weight makes weighted not None
             gamma = _weighted_scale_gamma(X, sw)
         targets = (
             [np.where(codes == 1, 1, -1)]
@@ -375,4 +378,5 @@ class SparseKernelClassifier(ClassifierMixin, SparseKernelEstimator):
             log_s = -np.logaddexp(0.0, self.probA_ * decision + self.probB_)
             s = np.where(total == 0, np.exp(log_s - log_s.max(axis=1, keepdims=True)), s)
             total = s.sum(axis=1, keepdims=True)
-        return s / total  # type: ignore[no-any-return]
+        proba: Array = s / total
+        return proba

@@ -6,16 +6,16 @@ every task: the parameters (``n_expansion``, the kernel, the initial XVs,
 ``n_init`` starts through joblib, the L-BFGS budget), one fit per problem and
 start, the convergence warning and progress lines, and uniform fitted
 attributes. The task mixins say what the problems are: `sparsify.core.classifier`
-(binary or one-vs-rest, weights, Platt scaling), `sparsify.core.regressor` and
-`sparsify.core.outlier`. A subclass that names its `formulation_class` and
-writes no ``__init__`` gets one made from the shared parameters and the
-formulation's own, so an algorithm's estimator is a few lines.
+(binary or one-vs-rest, weights, Platt scaling), `sparsify.core.regressor`,
+`sparsify.core.outlier` and `sparsify.core.transformer`. A subclass that names
+its `formulation_class` and writes no ``__init__`` gets one made from the shared
+parameters and the formulation's own, so an algorithm's estimator is a few lines.
 """
 
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from numbers import Integral, Real
 from typing import Any, ClassVar
 
@@ -23,7 +23,7 @@ import numpy as np
 from joblib import Parallel, delayed
 from numpy.typing import ArrayLike, NDArray
 from sklearn.base import BaseEstimator
-from sklearn.utils import TransformerTags, check_random_state, gen_batches
+from sklearn.utils import Tags, TransformerTags, check_random_state, gen_batches
 from sklearn.utils._param_validation import Interval, RealNotInt, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
@@ -122,6 +122,15 @@ class KernelMachineMixin(VersionedPickleMixin):
     saved by another major.minor version (`VersionedPickleMixin`).
     """
 
+    # What the mixin reads, for the type checker: the host estimator's fit sets the attributes
+    # and defines fit (`fit_transform` calls it).
+    kernel_: Kernel
+    expansion_vectors_: Array
+    expansion_coef_: Array
+    intercept_: Array
+    classes_: NDArray[Any]
+    fit: Callable[..., Any]
+
     def _kernel_features(self, X: Array) -> Array:
         """k(x_i, z_j) for a block of validated rows; a machine with another kernel overrides it."""
         return self.kernel_(X, self.expansion_vectors_)
@@ -164,10 +173,10 @@ class KernelMachineMixin(VersionedPickleMixin):
         True
         """
         check_is_fitted(self)
-        X = validate_data(self, X, dtype=np.float64, reset=False)
-        out = np.empty((len(X), len(self.expansion_vectors_)))
-        for rows in gen_batches(len(X), self._block_rows()):
-            out[rows] = self._kernel_features(X[rows])
+        X_valid: Array = validate_data(self, X, dtype=np.float64, reset=False)
+        out = np.empty((len(X_valid), len(self.expansion_vectors_)))
+        for rows in gen_batches(len(X_valid), self._block_rows()):
+            out[rows] = self._kernel_features(X_valid[rows])
         return out
 
     def fit_transform(self, X: ArrayLike, y: ArrayLike | None = None, **fit_params: Any) -> Array:
@@ -177,7 +186,8 @@ class KernelMachineMixin(VersionedPickleMixin):
         -------
         ndarray of shape (n_samples, n_expansion_vectors)
         """
-        return self.fit(X, y, **fit_params).transform(X)  # type: ignore[attr-defined]
+        fitted: KernelMachineMixin = self.fit(X, y, **fit_params)
+        return fitted.transform(X)
 
     def decision_function(self, X: ArrayLike) -> Array:
         """Decision values τ(x) = Σ_j β_j k(z_j, x) + b.
@@ -189,11 +199,15 @@ class KernelMachineMixin(VersionedPickleMixin):
         -------
         ndarray of shape (n_samples,) for two classes, else (n_samples, n_classes)
         """
+        return self._machine(X)
+
+    def _machine(self, X: ArrayLike) -> Array:
+        """τ(x) in row blocks: `decision_function`, and a regressor's `predict`."""
         check_is_fitted(self)
-        X = validate_data(self, X, dtype=np.float64, reset=False)
-        out = np.empty((len(X), len(self.intercept_)))
-        for rows in gen_batches(len(X), self._block_rows()):
-            out[rows] = self._kernel_features(X[rows]) @ self.expansion_coef_.T
+        X_valid: Array = validate_data(self, X, dtype=np.float64, reset=False)
+        out = np.empty((len(X_valid), len(self.intercept_)))
+        for rows in gen_batches(len(X_valid), self._block_rows()):
+            out[rows] = self._kernel_features(X_valid[rows]) @ self.expansion_coef_.T
         out += self.intercept_
         return out.ravel() if out.shape[1] == 1 else out
 
@@ -206,9 +220,11 @@ class KernelMachineMixin(VersionedPickleMixin):
         """
         scores = self.decision_function(X)
         idx = (scores > 0).astype(int) if scores.ndim == 1 else scores.argmax(1)
-        return self.classes_[idx]
+        labels: NDArray[Any] = self.classes_[idx]
+        return labels
 
-    def __sklearn_tags__(self):  # type: ignore[no-untyped-def]
+    def __sklearn_tags__(self) -> Tags:
+        # BaseEstimator's, which follows this mixin in the host's MRO: mypy sees only object
         tags = super().__sklearn_tags__()  # type: ignore[misc]
         # transform makes it a transformer as well (a feature map of float64 columns)
         tags.transformer_tags = TransformerTags(preserves_dtype=["float64"])
@@ -308,7 +324,9 @@ class SparseKernelEstimator(KernelMachineMixin, BaseEstimator):
     #: What a ratio ``n_expansion`` is a ratio of, for the generated docstring.
     ratio_meaning: ClassVar[str] = "of the distinct training points"
 
-    _parameter_constraints: ClassVar[dict[str, list[Any]]] = {
+    #: scikit-learn's parameter validation: a list of constraints per parameter, or
+    #: "no_validation" (a formulation's own parameters in a generated ``__init__``).
+    _parameter_constraints: ClassVar[dict[str, Any]] = {
         "n_expansion": [
             Interval(Integral, 1, None, closed="left"),
             Interval(RealNotInt, 0.0, 1.0, closed="right"),
@@ -340,7 +358,8 @@ class SparseKernelEstimator(KernelMachineMixin, BaseEstimator):
     def _formulation_type(cls) -> type[Formulation]:
         if cls.formulation_class is not None:
             return cls.formulation_class
-        return get_registry().get("formulation", cls.formulation_name)  # type: ignore[no-any-return]
+        registered: type[Formulation] = get_registry().get("formulation", cls.formulation_name)
+        return registered
 
     @classmethod
     def _formulation_param_names(cls) -> list[str]:
@@ -385,7 +404,7 @@ class SparseKernelEstimator(KernelMachineMixin, BaseEstimator):
         """
         n_distinct = len(np.unique(X, axis=0))
         if isinstance(self.n_expansion, Integral):
-            if self.n_expansion > n_distinct:
+            if int(self.n_expansion) > n_distinct:
                 raise ValueError(
                     f"n_expansion={self.n_expansion} asks for more expansion vectors than the "
                     f"{n_distinct} distinct training points (n_samples={len(X)}); lower "
@@ -393,7 +412,7 @@ class SparseKernelEstimator(KernelMachineMixin, BaseEstimator):
             return int(self.n_expansion), None
         return min(max(1, round(float(self.n_expansion) * n_distinct)), n_distinct), None
 
-    def _run_problems(self, X: Array, targets: list[NDArray[Any] | None],
+    def _run_problems(self, X: Array, targets: Sequence[NDArray[Any] | None],
                       formulation: Formulation, kernel: Kernel, sizes: list[int],
                       init: str | Array,
                       names: list[str], rng: np.random.RandomState) -> list[dict[str, Any]]:
@@ -422,7 +441,7 @@ class SparseKernelEstimator(KernelMachineMixin, BaseEstimator):
                               self.max_iter)
         return fits
 
-    def _fit_problems(self, X: Array, targets: list[NDArray[Any] | None],
+    def _fit_problems(self, X: Array, targets: Sequence[NDArray[Any] | None],
                       weights: Array | None = None, *, gamma: float | str | None = None,
                       init: str | Array | None = None, names: list[str] | None = None,
                       rng: np.random.RandomState | None = None) -> Kernel:
@@ -507,9 +526,11 @@ def _generate_init(cls: type[SparseKernelEstimator]) -> None:
         for name, value in list(bound.arguments.items())[1:]:
             setattr(self, name, value)
 
+    # typeshed does not declare __signature__ on functions (inspect.signature reads it)
     __init__.__signature__ = signature  # type: ignore[attr-defined]
     __init__.__qualname__ = f"{cls.__qualname__}.__init__"
-    cls.__init__ = __init__  # type: ignore[method-assign]
+    # the point of this function: a constructor made at run time, which mypy cannot follow
+    cls.__init__ = __init__  # type: ignore[method-assign, assignment]
     cls._parameter_constraints = {**cls._parameter_constraints,
                                   **{p.name: "no_validation" for p in own}}
     if not cls.__doc__:
@@ -527,6 +548,7 @@ _TASKS = {
     "classifier": ("sparsify.core.classifier", "SparseKernelClassifier"),
     "regressor": ("sparsify.core.regressor", "SparseKernelRegressor"),
     "outlier_detector": ("sparsify.core.outlier", "SparseOutlierDetector"),
+    "transformer": ("sparsify.core.transformer", "SparseKernelTransformer"),
 }
 
 

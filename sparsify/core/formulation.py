@@ -133,7 +133,8 @@ class Formulation(ABC):
 
     #: The task of the estimator made for it when no plugin registers one
     #: (`sparsify.core.estimator.estimator_for`): "classifier" (``out.y`` is ±1),
-    #: "regressor" (``out.y`` the real targets) or "outlier_detector" (no ``out.y``);
+    #: "regressor" (``out.y`` the real targets), "outlier_detector" (no ``out.y``) or
+    #: "transformer" (``out.y`` as given to fit, or None; the outputs are the features);
     #: None: it has no estimator unless one is registered (``register_estimators``).
     task: ClassVar[str | None] = None
 
@@ -210,7 +211,7 @@ def make_formulation(formulation: str | Formulation, **params: Any) -> Formulati
         return formulation
     from sparsify.core.registry import get_registry
 
-    cls = get_registry().get("formulation", formulation)
+    cls: type[Formulation] = get_registry().get("formulation", formulation)
     try:
         return cls(**params)
     except TypeError as exc:

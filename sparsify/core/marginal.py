@@ -259,7 +259,8 @@ def expansion_factor(K_zz: Array) -> Array:
     True
     """
     lam, V = np.linalg.eigh(K_zz)
-    return np.sqrt(np.clip(lam, 0.0, None))[:, None] * V.T
+    R: Array = np.sqrt(np.clip(lam, 0.0, None))[:, None] * V.T
+    return R
 
 
 def whitening(K_zz: Array) -> Array:
@@ -280,7 +281,8 @@ def whitening(K_zz: Array) -> Array:
     True
     """
     lam, V = np.linalg.eigh(K_zz)
-    return V / np.sqrt(np.clip(lam, np.finfo(float).tiny, None))
+    T: Array = V / np.sqrt(np.clip(lam, np.finfo(float).tiny, None))
+    return T
 
 
 #: What to change when every backend that answered gave the same certain verdict. A
@@ -467,9 +469,9 @@ class DeclaredMarginal(Marginal):
         self._K_zz = K_zz
         sol = self._solve_links(K_xz, K_zz + self.jitter * np.eye(len(Z)))
         intercept = self.declaration.intercept
-        b = np.asarray(intercept.value if isinstance(intercept, cp.Expression) else intercept,
-                       dtype=float)
-        b = float(b) if b.ndim == 0 else b
+        b_array = np.asarray(
+            intercept.value if isinstance(intercept, cp.Expression) else intercept, dtype=float)
+        b = float(b_array) if b_array.ndim == 0 else b_array
         accuracy = sol.accuracy * max(1.0, abs(sol.value))
         if not grad:
             return Evaluation(sol.value, None, sol.beta, b, sol.backend, accuracy)

@@ -10,9 +10,11 @@ import time
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
+from scipy.optimize import OptimizeResult as ScipyOptimizeResult
 from scipy.optimize import minimize
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import check_random_state
@@ -91,7 +93,8 @@ def initial_expansion_vectors(
         )
     rng = check_random_state(random_state)
     if init == "random":
-        return distinct[np.sort(rng.choice(len(distinct), n_expansion, replace=False))].copy()
+        drawn: Array = distinct[np.sort(rng.choice(len(distinct), n_expansion, replace=False))]
+        return drawn.copy()
     if init == "balanced":
         if y is None:
             raise ValueError(
@@ -108,7 +111,8 @@ def initial_expansion_vectors(
         from sklearn.cluster import KMeans
 
         km = KMeans(n_clusters=n_expansion, n_init=3, random_state=rng.randint(2**31 - 1))
-        return km.fit(distinct).cluster_centers_.astype(float)
+        centres: Array = km.fit(distinct).cluster_centers_.astype(float)
+        return centres
     raise ValueError(f"init must be one of {CLASSIFIER_INIT_METHODS}; got {init!r}.")
 
 
@@ -125,7 +129,8 @@ def _balanced_rows(
             if share.sum() < n_expansion and share[k] < len(pools[k]):
                 share[k] += 1
     chosen = np.concatenate([pool[:n] for pool, n in zip(pools, share, strict=True)])
-    return rows[np.sort(chosen)].copy()
+    balanced: Array = rows[np.sort(chosen)]
+    return balanced.copy()
 
 
 @dataclass(frozen=True)
@@ -261,7 +266,7 @@ def minimize_marginal(
     shape = Z0.shape
     start = time.perf_counter()
     best: list[tuple[Array, Evaluation]] = []
-    last: dict = {}
+    last: dict[str, Any] = {}
     history: list[float] = []
     n_eval = 0
 
@@ -278,9 +283,9 @@ def minimize_marginal(
                 best[:] = [(z.reshape(shape).copy(), ev)]
         return ev.value, ev.grad.ravel()
 
-    def on_iteration(intermediate_result: object) -> None:
-        z = intermediate_result.x  # type: ignore[attr-defined]
-        value = float(intermediate_result.fun)  # type: ignore[attr-defined]
+    def on_iteration(intermediate_result: ScipyOptimizeResult) -> None:
+        z = intermediate_result.x
+        value = float(intermediate_result.fun)
         history.append(value)
         grad = last["ev"].grad
         info = IterationInfo(len(history) - 1, value, float(np.linalg.norm(grad)),

@@ -70,8 +70,8 @@ class SparseOutlierDetector(OutlierMixin, SparseKernelEstimator):
         self
         """
         self._validate_params()
-        X = validate_data(self, X, dtype=np.float64)
-        self._fit_problems(X, [None])
+        X_valid: Array = validate_data(self, X, dtype=np.float64)
+        self._fit_problems(X_valid, [None])
         self.offset_ = -float(self.intercept_[0])
         return self
 

@@ -282,6 +282,7 @@ class Registry:
         if self.manager.is_registered(plugin):
             # the same object again: register_plugin(module) on a module an entry point loaded
             other = self.manager.get_name(plugin)
+            assert other is not None  # a registered plugin has a name
             _problem(f"{who} was not registered again: the same module is already loaded as "
                      f"plugin {other!r} from {self._sources.get(other, _UNKNOWN_DISTRIBUTION)!r}, "
                      "and its formulations, kernels, solvers and estimators are registered.")

@@ -12,6 +12,7 @@ from typing import ClassVar
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from sklearn.base import RegressorMixin
+from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import validate_data
 
 from sparsify.core.estimator import SparseKernelEstimator
@@ -73,8 +74,16 @@ class SparseKernelRegressor(RegressorMixin, SparseKernelEstimator):
         self
         """
         self._validate_params()
-        X, y = validate_data(self, X, y, dtype=np.float64, y_numeric=True)
-        self._fit_problems(X, [np.asarray(y, dtype=np.float64)])
+        X_valid: Array
+        try:
+            X_valid, y = validate_data(self, X, y, dtype=np.float64, y_numeric=True)
+            y = np.asarray(y, dtype=np.float64)  # y_numeric converts object arrays only
+        except ValueError as exc:
+            if "could not convert" not in str(exc):
+                raise
+            raise ValueError(f"{type(self).__name__} is a regressor: y must hold numbers "
+                             f"({exc}). For class labels use a classifier.") from None
+        self._fit_problems(X_valid, [y])
         return self
 
     def predict(self, X: ArrayLike) -> Array:
@@ -84,4 +93,7 @@ class SparseKernelRegressor(RegressorMixin, SparseKernelEstimator):
         -------
         ndarray of shape (n_samples,)
         """
-        return self.decision_function(X)
+        return self._machine(X)
+
+    # a regressor has no decision function (scikit-learn's convention): predict is τ(x)
+    decision_function = available_if(lambda self: False)(SparseKernelEstimator.decision_function)

@@ -279,23 +279,24 @@ def solve_with_attempts(
     statuses: list[tuple[SolverBackend, str]] = []
     for backend in backends:
         status, fallback = "not tried", None
+        inaccurate = 0.0  # fallback.inaccurate as a float: set with fallback, never None
         for attempt in backend.attempts(tol):
             if attempt.objective_scale != 1.0 and not rescalable:
                 continue
-            if fallback is not None and attempt.accuracy >= fallback.inaccurate:
+            if fallback is not None and attempt.accuracy >= inaccurate:
                 break  # no attempt left that would be more accurate than the one in hand
             status = run(backend, attempt)
             if status == cp.OPTIMAL:
                 return Solved(backend, attempt, attempt.accuracy, attempt.objective_scale)
             if status == cp.OPTIMAL_INACCURATE and attempt.inaccurate is not None:
                 # accepted, but a later attempt may reach the aim: keep looking first
-                fallback = fallback or attempt
+                if fallback is None:
+                    fallback, inaccurate = attempt, attempt.inaccurate
         if fallback is not None:
             again = run(backend, fallback)
             if again in (cp.OPTIMAL, cp.OPTIMAL_INACCURATE):
-                accuracy = fallback.accuracy if again == cp.OPTIMAL else fallback.inaccurate
-                return Solved(backend, fallback, float(accuracy),  # type: ignore[arg-type]
-                              fallback.objective_scale)
+                accuracy = fallback.accuracy if again == cp.OPTIMAL else inaccurate
+                return Solved(backend, fallback, float(accuracy), fallback.objective_scale)
         statuses.append((backend, status))
     raise Unsolved(statuses, None)
 
@@ -370,7 +371,7 @@ def solve_problem(
 
 
 @hookimpl
-def register_solvers(register) -> None:  # type: ignore[no-untyped-def]
+def register_solvers(register: Callable[[SolverBackend], None]) -> None:
     register(SolverBackend("clarabel", cp.CLARABEL))
     # ECOS's own duals gave gradients off by up to 2e-5 (kernel ridge); refined by SCS from
     # its answer (sparsify.core.conic._refine) within 1e-6 in the table, stated with a margin

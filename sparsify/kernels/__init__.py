@@ -16,7 +16,7 @@ default plugin, exactly like a third-party kernel would.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, fields
 
 import numpy as np
@@ -299,7 +299,7 @@ def check_kernel_vjp(
 
 
 @hookimpl
-def register_kernels(register) -> None:  # type: ignore[no-untyped-def]
+def register_kernels(register: Callable[[type[Kernel]], None]) -> None:
     register(RBF)
     register(Polynomial)
     register(Linear)

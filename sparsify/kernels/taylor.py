@@ -17,6 +17,7 @@ sparse input sparse (Liu, Jiang & Liao, §3.3).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from numbers import Integral, Real
 from typing import Any, ClassVar
@@ -171,12 +172,12 @@ class TaylorGaussianFeatures(VersionedPickleMixin, TransformerMixin, BaseEstimat
         P *= rows[:, None]
         return P
 
-    def __sklearn_tags__(self):  # type: ignore[no-untyped-def]
+    def __sklearn_tags__(self) -> Any:
         tags = super().__sklearn_tags__()
         tags.input_tags.sparse = True
         return tags
 
 
 @hookimpl
-def register_kernels(register) -> None:  # type: ignore[no-untyped-def]
+def register_kernels(register: Callable[[type[Kernel]], None]) -> None:
     register(TaylorRBF)

@@ -22,6 +22,7 @@ convex KFD as its cvxpy reference.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from numbers import Real
 from typing import Any
 
@@ -219,12 +220,12 @@ class SKFD(KFD):
 
 
 @hookimpl
-def register_formulations(register) -> None:  # type: ignore[no-untyped-def]
+def register_formulations(register: Callable[[type[Formulation]], None]) -> None:
     register(KFD)
     register(SKFD)
 
 
 @hookimpl
-def register_estimators(register) -> None:  # type: ignore[no-untyped-def]
+def register_estimators(register: Callable[..., None]) -> None:
     register(SparseKFD, formulation="kfd", params={"method": "convex"})
     register(SparseKFD, formulation="skfd", params={"method": "rayleigh"})

@@ -202,7 +202,7 @@ class SparseKernelLogisticRegression(LogisticMixin, SparseKernelClassifier):
             init = check_array(init, dtype=np.float64)
             if init.shape[1] != X.shape[1]:
                 raise ValueError(f"init has {init.shape[1]} features but X has {X.shape[1]}.")
-        self._fit_problems(X, [target], init=init)  # type: ignore[arg-type]
+        self._fit_problems(X, [target], init=init)
         # the formulation declares N·H: report H
         self.objective_ = self.objective_ / len(X)
         self.objective_history_ = [history / len(X) for history in self.objective_history_]

@@ -17,6 +17,7 @@ cvxpy backend ("clarabel", "ecos") keeps the generic path, its reference in the 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import cvxpy as cp
@@ -118,10 +119,10 @@ class KLR(Formulation):
 
 
 @hookimpl
-def register_formulations(register) -> None:  # type: ignore[no-untyped-def]
+def register_formulations(register: Callable[[type[Formulation]], None]) -> None:
     register(KLR)
 
 
 @hookimpl
-def register_estimators(register) -> None:  # type: ignore[no-untyped-def]
+def register_estimators(register: Callable[..., None]) -> None:
     register(SparseKernelLogisticRegression, formulation="klr")

@@ -19,6 +19,7 @@ The problem is unsupervised: labels, if any, are ignored.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from numbers import Real
 from typing import Any, ClassVar
 
@@ -77,10 +78,10 @@ class OneClass(Formulation):
 
 
 @hookimpl
-def register_formulations(register) -> None:  # type: ignore[no-untyped-def]
+def register_formulations(register: Callable[[type[Formulation]], None]) -> None:
     register(OneClass)
 
 
 @hookimpl
-def register_estimators(register) -> None:  # type: ignore[no-untyped-def]
+def register_estimators(register: Callable[..., None]) -> None:
     register(SparseOneClassSVM, formulation="oneclass")

@@ -20,6 +20,7 @@ the full kernel problem (Z = X) libsvm on the precomputed kernel
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from numbers import Real
 from typing import Any
 
@@ -241,10 +242,10 @@ def _check_labeled(labeled: ArrayLike) -> NDArray[np.bool_]:
 
 
 @hookimpl
-def register_formulations(register) -> None:  # type: ignore[no-untyped-def]
+def register_formulations(register: Callable[[type[Formulation]], None]) -> None:
     register(S3VM)
 
 
 @hookimpl
-def register_estimators(register) -> None:  # type: ignore[no-untyped-def]
+def register_estimators(register: Callable[..., None]) -> None:
     register(SemiSupervisedSVC, formulation="s3vm", params={"unlabeled": 0})

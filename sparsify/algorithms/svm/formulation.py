@@ -8,6 +8,7 @@ weight for `SparseSVC` with weights). With Nz free XVs the core turns it into SL
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from numbers import Real
 from typing import Any, ClassVar
 
@@ -155,12 +156,12 @@ def check_costs(
 
 
 @hookimpl
-def register_formulations(register) -> None:  # type: ignore[no-untyped-def]
+def register_formulations(register: Callable[[type[Formulation]], None]) -> None:
     register(SVM)
 
 
 @hookimpl
-def register_estimators(register) -> None:  # type: ignore[no-untyped-def]
+def register_estimators(register: Callable[..., None]) -> None:
     from sparsify.algorithms.svm.estimator import SparseSVC
 
     register(SparseSVC, formulation="svm")
