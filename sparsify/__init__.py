@@ -23,6 +23,7 @@ _LAZY = {
     "SparseSVC": "sparsify.algorithms.svm.estimator",
     "SparseKernelClassifier": "sparsify.core.classifier",
     "SparseKernelRegressor": "sparsify.core.regressor",
+    "SparseKernelRidge": "sparsify.algorithms.kernel_ridge.estimator",
     "SparseOutlierDetector": "sparsify.core.outlier",
     "SparseKernelTransformer": "sparsify.core.transformer",
     "expansion_coefficients": "sparsify.core.expansion",
@@ -80,6 +81,7 @@ __all__ = [
     "SparseKernelClassifier",
     "SparseKernelLogisticRegression",
     "SparseKernelRegressor",
+    "SparseKernelRidge",
     "SparseKernelTransformer",
     "SparseOneClassSVM",
     "SparseOutlierDetector",
@@ -117,6 +119,7 @@ def __dir__() -> list[str]:
 
 
 if TYPE_CHECKING:  # static analysers and IDEs see the eager imports
+    from sparsify.algorithms.kernel_ridge.estimator import SparseKernelRidge
     from sparsify.algorithms.kfd.estimator import SparseKFD
     from sparsify.algorithms.klr.estimator import SparseKernelLogisticRegression
     from sparsify.algorithms.oneclass.estimator import SparseOneClassSVM
