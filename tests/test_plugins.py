@@ -59,7 +59,7 @@ def _load(monkeypatch, extra: list[EntryPoint], first: bool = False) -> Registry
     return reg
 
 
-BUILTIN_FORMULATIONS = {"svm", "kfd", "skfd", "oneclass", "klr", "s3vm"}
+BUILTIN_FORMULATIONS = {"svm", "kfd", "skfd", "oneclass", "klr", "s3vm", "kernel_ridge"}
 
 
 def _dist(name: str):
