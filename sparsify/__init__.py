@@ -24,6 +24,7 @@ _LAZY = {
     "SparseKernelClassifier": "sparsify.core.classifier",
     "SparseKernelRegressor": "sparsify.core.regressor",
     "SparseKernelRidge": "sparsify.algorithms.kernel_ridge.estimator",
+    "SparseKernelPCA": "sparsify.algorithms.kernel_pca.estimator",
     "SparseOutlierDetector": "sparsify.core.outlier",
     "SparseKernelTransformer": "sparsify.core.transformer",
     "expansion_coefficients": "sparsify.core.expansion",
@@ -80,6 +81,7 @@ __all__ = [
     "SparseKFD",
     "SparseKernelClassifier",
     "SparseKernelLogisticRegression",
+    "SparseKernelPCA",
     "SparseKernelRegressor",
     "SparseKernelRidge",
     "SparseKernelTransformer",
@@ -119,6 +121,7 @@ def __dir__() -> list[str]:
 
 
 if TYPE_CHECKING:  # static analysers and IDEs see the eager imports
+    from sparsify.algorithms.kernel_pca.estimator import SparseKernelPCA
     from sparsify.algorithms.kernel_ridge.estimator import SparseKernelRidge
     from sparsify.algorithms.kfd.estimator import SparseKFD
     from sparsify.algorithms.klr.estimator import SparseKernelLogisticRegression

@@ -10,6 +10,7 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
@@ -21,6 +22,7 @@ from sparsify.cli.files import _write_atomically
 from sparsify.core.gradcheck import check_gradient
 from sparsify.datasets import load_banana
 from sparsify.io import load_model
+from sparsify.io.model_file import FORMAT_VERSION
 
 FAST = ["--n-expansion", "5", "--max-iter", "15"]
 FIT_KEYS = {"test_error", "train_error", "n_expansion", "fit_seconds", "full_svm_n_support",
@@ -430,10 +432,11 @@ def test_predict_refuses_a_newer_model_format(banana_model: tuple[Path, dict[str
     members = _members(banana_model[0].read_bytes())
     header = json.loads(members["header.json"])
     newer = tmp_path / "newer.model"
-    newer.write_bytes(_forge(members, header={**header, "format_version": 2}))
+    version = FORMAT_VERSION + 1
+    newer.write_bytes(_forge(members, header={**header, "format_version": version}))
     code, out, err = _run(capsys, "predict", "--model", newer, "--data", banana_test_csv,
                           "--out", tmp_path / "p.csv")
-    _assert_clean_failure(code, out, err, "model format version 2", "Upgrade sparsify")
+    _assert_clean_failure(code, out, err, f"model format version {version}", "Upgrade sparsify")
     assert not (tmp_path / "p.csv").exists()
 
 
@@ -518,7 +521,8 @@ def test_fit_outlier_detector_compares_with_oneclass_svm(capsys, tmp_path) -> No
     assert 0.5 < r["test_auc"] <= 1 and abs(r["test_auc"] - r["full_test_auc"]) < 0.1
     plot = tmp_path / "p.png"
     assert main(["fit", "--formulation", "oneclass", "--plot", str(plot)]) == 2
-    assert "draws classifiers only" in capsys.readouterr().err and not plot.exists()
+    assert "draws classifiers and regressors, not outlier detectors" in \
+        capsys.readouterr().err and not plot.exists()
     assert main(["fit", "--formulation", "oneclass", "--inlier-label", "7"]) == 2
     assert "No training row has the inlier label 7" in capsys.readouterr().err
 
@@ -534,3 +538,190 @@ def test_formulation_selects_its_estimator_variant(capsys, tmp_path) -> None:
                  "--max-iter", "5", "--json"]) == 0
     r = json.loads(capsys.readouterr().out)
     assert r["estimator"] == "SparseKernelLogisticRegression" and r["n_expansion"] == 4
+
+
+# --------------------------------------------------------------------------- regressors
+
+RIDGE = ["--formulation", "kernel_ridge", "--n-expansion", "6", "--gamma", "0.5", "--param",
+         "alpha=0.1", "--seed", "0"]
+
+
+def _sine_files(directory: Path, n_features: int = 1) -> tuple[Path, Path, np.ndarray,
+                                                                np.ndarray]:
+    """Training and test CSVs of a smooth function with noise: (train, test, X_test, y_test)."""
+    rng = np.random.default_rng(n_features)
+    X = rng.uniform(-3, 3, size=(120, n_features))
+    y = np.sin(X[:, 0]) * (1.0 if n_features == 1 else np.cos(X[:, 1:]).sum(1)) \
+        + 0.05 * rng.normal(size=120)
+    train = _write_csv(directory / "train.csv", X[:80], y[:80])
+    test = _write_csv(directory / "test.csv", X[80:], y[80:])
+    return train, test, X[80:], y[80:]
+
+
+def test_a_regressor_fitted_with_out_predicts_real_values_with_rmse(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    train, test, X_test, y_test = _sine_files(tmp_path)
+    model = tmp_path / "sine.model"
+    code, out, _ = _run(capsys, "fit", *RIDGE, "--data", train, "--test", test, "--out", model,
+                        "--json")
+    assert code == 0
+    fitted = json.loads(out)
+    assert fitted["model"] == str(model) and fitted["test_error"] is None
+    assert fitted["test_r2"] > 0.9, fitted
+    machine = load_model(model)
+    assert machine.decision_rule_ == "identity" and not hasattr(machine, "classes_")
+    assert machine.estimator_class_ == "SparseKernelRidge"
+    assert machine.formulation_ == "kernel_ridge" and machine.estimator_params_["alpha"] == 0.1
+    assert machine.metadata["test_error"] is None and machine.metadata["classes"] == []
+    assert {k: machine.metadata[k] for k in ("test_rmse", "test_mae", "test_r2")} == \
+        {k: fitted[k] for k in ("test_rmse", "test_mae", "test_r2")}
+    expected = machine.predict(X_test)
+
+    # --json: the real predictions in full, RMSE, MAE and R² instead of an error rate
+    code, out, _ = _run(capsys, "predict", "--model", model, "--data", test, "--json")
+    assert code == 0
+    r = json.loads(out)
+    assert r["predictions"] == expected.tolist() and r["error"] is None and r["labelled"]
+    residual = y_test - expected
+    assert r["rmse"] == pytest.approx(np.sqrt(np.mean(residual**2)), rel=1e-12)
+    assert r["mae"] == pytest.approx(np.mean(np.abs(residual)), rel=1e-12)
+    assert r["r2"] == pytest.approx(1 - residual @ residual / np.sum((y_test - y_test.mean())**2),
+                                    rel=1e-12)
+    assert (r["rmse"], r["mae"], r["r2"]) == pytest.approx(
+        (fitted["test_rmse"], fitted["test_mae"], fitted["test_r2"]), rel=1e-12)
+
+    # plain: one real value per line on stdout, the report on stderr
+    code, out, err = _run(capsys, "predict", "--model", model, "--data", test)
+    assert code == 0
+    assert [float(v) for v in out.split()] == expected.tolist()
+    assert f"40 predictions, RMSE {r['rmse']:.4g}, MAE {r['mae']:.4g}, R² {r['r2']:.4f}" in err
+    assert "error" not in err
+
+    # --out: a CSV of the values; unlabelled data: predictions, no metrics
+    csv_out = tmp_path / "pred.csv"
+    assert _run(capsys, "predict", "--model", model, "--data", test, "--out", csv_out)[0] == 0
+    lines = csv_out.read_text().splitlines()
+    assert lines[0] == "prediction" and [float(v) for v in lines[1:]] == expected.tolist()
+    features = _write_csv(tmp_path / "features.csv", X_test, None)
+    code, out, err = _run(capsys, "predict", "--model", model, "--data", features, "--json")
+    r = json.loads(out)
+    assert code == 0 and not r["labelled"] and r["predictions"] == expected.tolist()
+    assert (r["rmse"], r["mae"], r["r2"], r["error"]) == (None, None, None, None)
+
+    # the human report of fit says where the model went
+    code, out, _ = _run(capsys, "fit", *RIDGE, "--data", train, "--test", test, "--out", model)
+    assert code == 0 and "test:      RMSE" in out and f"model saved to {model}" in out
+
+
+def test_predict_with_a_regressor_needs_numeric_targets(tmp_path: Path,
+                                                       capsys: pytest.CaptureFixture[str]) -> None:
+    train, _, X_test, _ = _sine_files(tmp_path)
+    model = tmp_path / "sine.model"
+    assert _run(capsys, "fit", *RIDGE, "--data", train, "--out", model)[0] == 0
+    words = np.where(np.arange(len(X_test)) % 2 == 0, "low", "high")
+    text = "x0,label\n" + "".join(f"{float(x)!r},{w}\n"
+                                   for x, w in zip(X_test[:, 0], words, strict=True))
+    (tmp_path / "words.csv").write_text(text)
+    _assert_clean_failure(*_run(capsys, "predict", "--model", model, "--data",
+                                tmp_path / "words.csv"),
+                          "is a regressor: the targets of", "must be numbers")
+
+
+def test_a_declared_regressor_is_saved_and_predicted_from_the_command_line(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A formulation with task "regressor" and no estimator class: the generic estimator."""
+    import sparsify
+    from sparsify.core.registry import get_registry
+    from tests.test_model_file import DeclaredRidge
+
+    if DeclaredRidge.name not in get_registry().names("formulation"):
+        plugin = SimpleNamespace(register_formulations=sparsify.hookimpl(
+            lambda register: register(DeclaredRidge)))
+        sparsify.register_plugin(plugin, "test_cli_declared_ridge")
+    train, test, X_test, _ = _sine_files(tmp_path)
+    model = tmp_path / "declared.model"
+    code, out, _ = _run(capsys, "fit", "--formulation", DeclaredRidge.name, "--data", train,
+                        "--test", test, "--n-expansion", "4", "--gamma", "0.5", "--param",
+                        "alpha=0.1", "--max-iter", "5", "--out", model, "--json")
+    assert code == 0
+    fitted = json.loads(out)
+    machine = load_model(model)
+    assert machine.decision_rule_ == "identity" and machine.formulation_ == DeclaredRidge.name
+    assert machine.estimator_class_ == fitted["estimator"]
+    code, out, _ = _run(capsys, "predict", "--model", model, "--data", test, "--json")
+    r = json.loads(out)
+    assert code == 0 and r["predictions"] == machine.predict(X_test).tolist()
+    assert r["rmse"] == pytest.approx(fitted["test_rmse"], rel=1e-12)
+
+
+@pytest.mark.parametrize("n_features", [1, 2])
+def test_fit_plot_draws_a_regressor(n_features: int, tmp_path: Path,
+                                    capsys: pytest.CaptureFixture[str]) -> None:
+    pytest.importorskip("matplotlib")
+    train, test, _, _ = _sine_files(tmp_path, n_features)
+    png = tmp_path / "regression.png"
+    code, out, _ = _run(capsys, "fit", *RIDGE, "--data", train, "--test", test, "--plot", png)
+    assert code == 0 and f"plot saved to {png}" in out
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert _files(tmp_path) == {"train.csv", "test.csv", "regression.png"}  # no temporary
+
+
+def test_the_regression_plot_shows_the_curve_the_points_and_the_xvs() -> None:
+    """What the 1-D and 2-D figures hold: checked on the figure objects, not on pixels."""
+    pytest.importorskip("matplotlib")
+    import matplotlib.pyplot as plt
+
+    from sparsify import SparseKernelRidge
+    from sparsify.cli.plotting import plot_regression
+
+    rng = np.random.default_rng(0)
+    X = rng.uniform(-3, 3, size=(60, 1))
+    y = np.sin(X[:, 0])
+    reg = SparseKernelRidge(5, alpha=0.1, gamma=0.5, random_state=0).fit(X, y)
+    fig = plot_regression(reg, X, y, resolution=50, title="sine")
+    try:
+        ax = fig.axes[0]
+        (curve,) = ax.get_lines()
+        x, f = curve.get_data()
+        assert len(x) == 50 and np.allclose(f, reg.predict(np.asarray(x)[:, None]))
+        points, xvs = (c.get_offsets() for c in ax.collections)
+        assert np.allclose(points, np.column_stack([X[:, 0], y]))
+        Z = reg.expansion_vectors_
+        assert np.allclose(xvs, np.column_stack([Z[:, 0], reg.predict(Z)]))  # on the curve
+        assert ax.get_title() == "sine"
+    finally:
+        plt.close(fig)
+
+    X2 = rng.uniform(-2, 2, size=(60, 2))
+    y2 = X2[:, 0] * X2[:, 1]
+    reg2 = SparseKernelRidge(6, alpha=0.1, gamma=0.5, random_state=0).fit(X2, y2)
+    fig = plot_regression(reg2, X2, y2, resolution=30)
+    try:
+        ax = fig.axes[0]
+        assert len(fig.axes) == 2  # the contour's colour bar
+        offsets = [c.get_offsets() for c in ax.collections if len(c.get_offsets())]
+        assert any(o.shape == X2.shape and np.allclose(o, X2) for o in offsets)
+        assert any(np.allclose(o, reg2.expansion_vectors_) for o in offsets
+                   if o.shape == reg2.expansion_vectors_.shape)
+    finally:
+        plt.close(fig)
+    with pytest.raises(ValueError, match="needs data with 1 or 2 features; got 3"):
+        plot_regression(reg2, np.zeros((4, 3)), np.zeros(4))
+
+
+def test_fit_plot_refuses_a_regressor_on_3_features_before_the_fit(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    from sparsify import SparseKernelRidge
+
+    def refuse(self: Any, X: Any, y: Any = None) -> Any:
+        raise AssertionError("fit ran although the command should have stopped before it")
+
+    monkeypatch.setattr(SparseKernelRidge, "fit", refuse)
+    train, _, _, _ = _sine_files(tmp_path, 3)
+    before = _files(tmp_path)
+    _assert_clean_failure(*_run(capsys, "fit", *RIDGE, "--data", train, "--out",
+                                tmp_path / "m.model", "--plot", tmp_path / "p.png"),
+                          "--plot draws a regressor on data with 1 or 2 features",
+                          "train.csv has 3")
+    assert _files(tmp_path) == before

@@ -40,6 +40,8 @@ _SAME_SKLEARN_CHECKS = {
     "skfd": "SparseKFD(method='rayleigh') passes parametrize_with_checks in tests/test_kfd.py",
     "oneclass": "SparseOneClassSVM passes parametrize_with_checks in tests/test_oneclass.py",
     "klr": "SparseKernelLogisticRegression passes parametrize_with_checks in tests/test_klr.py",
+    "kernel_ridge": "SparseKernelRidge passes parametrize_with_checks in "
+                    "tests/test_kernel_ridge.py",
 }
 
 _X3, _Y3 = _three_classes()
@@ -48,6 +50,8 @@ _X3, _Y3 = _three_classes()
 BUILTINS: list[tuple[str, str, dict[str, Any]]] = [
     ("kfd", "kfd", {"kernels": ("rbf", "rbf+linear"), "solvers": ("clarabel", "osqp"),
                     "skip": {"estimator": _SAME_SKLEARN_CHECKS["kfd"]}}),
+    ("kernel_ridge", "kernel_ridge", {"kernels": ("rbf", "poly"), "solvers": ("clarabel",),
+                                      "skip": {"estimator": _SAME_SKLEARN_CHECKS["kernel_ridge"]}}),
     ("oneclass", "oneclass", {"solvers": ("clarabel", "ecos"),
                               "skip": {"estimator": _SAME_SKLEARN_CHECKS["oneclass"]}}),
     # Clarabel's exponential-cone duals are good to 1e-6 to 3e-6 relative (tests/test_klr.py),

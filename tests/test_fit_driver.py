@@ -265,5 +265,17 @@ def test_the_command_line_fits_a_declared_regressor(tmp_path, capsys) -> None:
     assert main(args) == 0
     report = capsys.readouterr().out
     assert "train:     RMSE" in report and "R² 0.9" in report
-    assert main([*args, "--plot", str(tmp_path / "p.png")]) == 2
-    assert "--plot draws classifiers only; drop it for a regressor" in capsys.readouterr().err
+    assert main([*args, "--plot", str(tmp_path / "p.png")]) == 0  # 1-D: the fitted curve
+    assert (tmp_path / "p.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_the_command_line_refuses_a_transformer_with_the_reason(tmp_path, capsys) -> None:
+    from sparsify.cli import main
+
+    rng = np.random.default_rng(5)
+    np.savetxt(tmp_path / "train.csv", np.column_stack([rng.normal(size=(40, 2)),
+                                                        np.tile([0, 1], 20)]), delimiter=",")
+    assert main(["fit", "--formulation", "kernel_pca", "--data", str(tmp_path / "train.csv"),
+                 "--no-header", "--n-expansion", "4"]) == 2
+    err = capsys.readouterr().err
+    assert "SparseKernelPCA is neither a classifier, a regressor nor an outlier detector" in err

@@ -18,14 +18,17 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import cvxpy as cp
 import numpy as np
 import pytest
-from sklearn.base import BaseEstimator, is_classifier, is_outlier_detector
+from sklearn.base import BaseEstimator, is_classifier, is_outlier_detector, is_regressor
 from sklearn.datasets import make_blobs, make_moons
 from sklearn.exceptions import NotFittedError
 from sklearn.svm import SVC
 
 from sparsify import (
+    Declaration,
+    Formulation,
     ImportVectorMachine,
     KernelMatchingReduction,
     Polynomial,
@@ -34,10 +37,13 @@ from sparsify import (
     RVMClassifier,
     SemiSupervisedSVC,
     SparseKernelLogisticRegression,
+    SparseKernelRegressor,
+    SparseKernelRidge,
     SparseKFD,
     SparseOneClassSVM,
     SparseSVC,
 )
+from sparsify.core.estimator import estimator_for
 from sparsify.io import (
     ModelFileError,
     SavedKernelMachine,
@@ -46,7 +52,7 @@ from sparsify.io import (
     loads_model,
     save_model,
 )
-from sparsify.io.model_file import CHECKSUM_MEMBER, HEADER_MEMBER, checksum
+from sparsify.io.model_file import CHECKSUM_MEMBER, FORMAT_VERSION, HEADER_MEMBER, checksum
 from sparsify.kernels import RBF
 from tests.conftest import REPO
 
@@ -71,6 +77,40 @@ def _moons() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 def _blobs() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     X, y = make_blobs(n_samples=75, centers=3, cluster_std=1.0, random_state=2)
     return X[:55], y[:55], X[55:] + 0.01
+
+
+def _sine() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(0)
+    X = rng.uniform(-3, 3, size=(60, 1))
+    return X[:45], np.sin(X[:45, 0]) + 0.1 * rng.normal(size=45), X[45:] + 0.01
+
+
+def _saddle() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(1)
+    X = rng.uniform(-2, 2, size=(60, 2))
+    return X[:45], X[:45, 0] * X[:45, 1], X[45:] + 0.01
+
+
+class DeclaredRidge(Formulation):
+    """min ‖y − f − b‖² + α‖w‖², declared in cvxpy with the task "regressor" and no estimator."""
+
+    name = "model_file_ridge"
+    task = "regressor"
+
+    def __init__(self, alpha: float = 1.0) -> None:
+        self.alpha = alpha
+
+    def declare(self, out):  # type: ignore[no-untyped-def]
+        b = cp.Variable()
+        return Declaration(cp.Minimize(cp.sum_squares(out.y - out.f - b)
+                                       + self.alpha * out.norm_w2), [], b)
+
+
+def _declared_regressor(**params: Any) -> BaseEstimator:
+    """The estimator the fit driver makes from DeclaredRidge's task (no class written)."""
+    made, _ = estimator_for(DeclaredRidge)
+    assert issubclass(made, SparseKernelRegressor) and made is not SparseKernelRidge
+    return made(**params)  # type: ignore[no-any-return]
 
 
 def _semi(y: np.ndarray) -> np.ndarray:
@@ -125,6 +165,15 @@ CASES: dict[str, tuple[Callable[[], BaseEstimator], Callable[[], Any], Callable[
     "KernelMatchingReduction": (lambda: KernelMatchingReduction(C=10.0, n_delete=0.2,
                                                                 random_state=0),
                                 _moons, lambda y: y),
+    "SparseKernelRidge": (lambda: SparseKernelRidge(5, alpha=0.1, gamma=0.5, random_state=0),
+                          _sine, lambda y: y),
+    "SparseKernelRidge-2d-poly": (lambda: SparseKernelRidge(6, alpha=0.1, kernel="poly",
+                                                            degree=2, coef0=1.0, gamma=0.5,
+                                                            max_iter=10, random_state=0),
+                                  _saddle, lambda y: y),
+    "declared-regressor": (lambda: _declared_regressor(n_expansion=4, alpha=0.1, gamma=0.5,
+                                                       max_iter=5, random_state=0),
+                           _sine, lambda y: y),
     "SparseSVDD": (lambda: _svdd_class()(n_expansion=4, nu=0.1, gamma=1.0, max_iter=10,
                                          random_state=0), _moons, lambda y: None),
     "SparseSVDD-rbf+rbf": (lambda: _svdd_class()(n_expansion=4, nu=0.1, kernel="rbf+rbf",
@@ -145,7 +194,16 @@ def _fit(case: str) -> tuple[BaseEstimator, np.ndarray, np.ndarray]:
 
 
 def _assert_same_predictions(est: BaseEstimator, machine: Any, X: np.ndarray) -> None:
-    """Decision values to 1e-12 relative, the same labels, the same probabilities and scores."""
+    """Decision values to 1e-12 relative, the same labels, the same probabilities and scores;
+    a regressor's real predictions to 1e-12 relative."""
+    if is_regressor(est):
+        expected, got = est.predict(X), machine.predict(X)
+        assert got.shape == expected.shape == (len(X),) and got.dtype == np.float64
+        np.testing.assert_allclose(got, expected, rtol=1e-12,
+                                   atol=1e-12 * float(np.abs(expected).max()))
+        assert not hasattr(machine, "decision_function") and not hasattr(est, "decision_function")
+        assert not hasattr(machine, "predict_proba") and not hasattr(machine, "score_samples")
+        return
     expected = est.decision_function(X)
     got = machine.decision_function(X)
     assert got.shape == expected.shape
@@ -181,6 +239,10 @@ def test_round_trip_predicts_what_the_estimator_predicts(case: str) -> None:
         np.testing.assert_array_equal(machine.classes_, est.classes_)
         assert machine.classes_.dtype == est.classes_.dtype
         assert is_classifier(machine)
+    elif is_regressor(est):
+        assert is_regressor(machine) and not is_classifier(machine)
+        assert not hasattr(machine, "classes_") and machine.decision_rule_ == "identity"
+        assert machine.format_version_ == 2
     else:
         assert is_outlier_detector(machine) and not hasattr(machine, "classes_")
     _assert_same_predictions(est, machine, X_test)
@@ -188,6 +250,57 @@ def test_round_trip_predicts_what_the_estimator_predicts(case: str) -> None:
     _assert_same_predictions(est, machine, X)
     np.testing.assert_allclose(machine.transform(X_test), est.transform(X_test), rtol=1e-12,
                                atol=1e-14)
+
+
+@pytest.mark.parametrize(("case", "formulation"), [("SparseKernelRidge", "kernel_ridge"),
+                                                   ("declared-regressor", "model_file_ridge")])
+def test_a_regressor_file_holds_the_rule_identity_and_predicts_real_values(
+        case: str, formulation: str, tmp_path: Path) -> None:
+    est, X, X_test = _fit(case)
+    y = _sine()[1]
+    path = save_model(est, tmp_path / "regressor.spm", metadata={"test_rmse": 0.125})
+    header = json.loads(_members(path.read_bytes())[HEADER_MEMBER])
+    assert (header["decision_rule"], header["classes"], header["probability"], header["offset"]) \
+        == ("identity", None, None, None)
+    assert header["format_version"] == 2 and header["formulation"] == formulation
+    assert header["estimator"]["class"] == type(est).__name__
+    machine = load_model(path)
+    assert machine.metadata == {"test_rmse": 0.125} and machine.formulation_ == formulation
+    predicted = machine.predict(X_test)
+    np.testing.assert_array_equal(predicted, est.predict(X_test))  # the same operations
+    assert len(np.unique(predicted)) == len(X_test)  # real values, not labels
+    assert machine.score(X, y) == pytest.approx(est.score(X, y), rel=1e-12)
+    assert machine.score(X, y) > 0.9
+    with pytest.raises(TypeError, match="cannot be fitted"):
+        machine.fit(X, y)
+
+
+def test_a_classifier_file_stays_format_version_1() -> None:
+    """The lowest version that holds the file: older readers keep reading classifiers."""
+    for case in ("SparseSVC", "SparseOneClassSVM", "SparseKernelLogisticRegression-softmax"):
+        header = json.loads(_members(dumps_model(_fit(case)[0]))[HEADER_MEMBER])
+        assert header["format_version"] == 1, case
+    assert FORMAT_VERSION == 2
+
+
+def test_a_regressor_subclass_that_predicts_otherwise_is_refused() -> None:
+    X, y, X_test = _sine()
+
+    class Shifted(SparseKernelRidge):
+        def predict(self, X: Any) -> np.ndarray:
+            return super().predict(X) + 1.0
+
+    with pytest.raises(ValueError, match=r"Shifted cannot be saved as a model file: it overrides "
+                                         "predict.*pickle"):
+        dumps_model(Shifted(3, gamma=0.5, max_iter=2, random_state=0).fit(X, y))
+
+    class Renamed(SparseKernelRidge):
+        """Predicts as SparseKernelRidge does: it declares the rule through its task."""
+
+    est = Renamed(3, gamma=0.5, max_iter=2, random_state=0).fit(X, y)
+    machine = loads_model(dumps_model(est), "renamed.spm")
+    assert machine.decision_rule_ == "identity" and machine.estimator_class_ == "Renamed"
+    np.testing.assert_array_equal(machine.predict(X_test), est.predict(X_test))
 
 
 def test_the_kernel_is_rebuilt_as_a_sparsify_kernel_or_none_when_bound_to_z() -> None:
@@ -570,11 +683,24 @@ REJECTIONS: dict[str, tuple[Callable[[], bytes], str]] = {
                            "zip archive without header.json"),
     "other format marker": (lambda: _header_edit(_set("format", "other-model")),
                             "has the format marker 'other-model', not 'sparsify-model'"),
-    "newer format version": (lambda: _header_edit(_set("format_version", 2)),
-                             "model format version 2, and this sparsify .* reads versions up to "
-                             "1. Upgrade sparsify"),
+    "newer format version": (lambda: _header_edit(_set("format_version", FORMAT_VERSION + 1)),
+                             f"model format version {FORMAT_VERSION + 1}, and this sparsify .* "
+                             f"reads versions up to {FORMAT_VERSION}. Upgrade sparsify"),
     "format version 0": (lambda: _header_edit(_set("format_version", 0)),
-                         "format_version is 0; this sparsify reads the versions 1 to 1"),
+                         f"format_version is 0; this sparsify reads the versions 1 to "
+                         f"{FORMAT_VERSION}"),
+    "regressor rule in a version 1 file": (lambda: _ridge_edit(_set("format_version", 1)),
+                                           "the decision rule 'identity' needs format_version 2 "
+                                           "or later; the file has 1"),
+    "classes for a regressor": (lambda: _ridge_edit(_set("classes", {"dtype": "<i8",
+                                                                     "values": [0, 1]})),
+                                "an 'identity' model has one output and classes null"),
+    "regressor rule on a classifier's file": (
+        lambda: _header_edit(lambda h: h.update(decision_rule="identity", format_version=2)),
+        "an 'identity' model has one output and classes null"),
+    "probability for a regressor": (lambda: _ridge_edit(_set("probability", "logistic")),
+                                    "'identity' cannot come with the probability method "
+                                    "'logistic'"),
     "format version as a string": (lambda: _header_edit(_set("format_version", "1")),
                                    "format_version is '1'"),
     "checksum mismatch": (_flipped_array_byte,
@@ -655,6 +781,13 @@ REJECTIONS: dict[str, tuple[Callable[[], bytes], str]] = {
 }
 
 
+def _ridge_edit(edit: Callable[[dict[str, Any]], None]) -> bytes:
+    members = _members(dumps_model(_fit("SparseKernelRidge")[0]))
+    header = json.loads(members[HEADER_MEMBER])
+    edit(header)
+    return _forge(members, header=header)
+
+
 def _kmra_edit(edit: Callable[[dict[str, Any]], None] | None, widths: float | None = None
                ) -> bytes:
     members = _members(dumps_model(_fit("KernelMatchingReduction")[0]))
@@ -691,7 +824,7 @@ ODD_VALUES = [None, True, -1, 0, 2, 1.5, 1e308, "", "rbf", [], [1], {}, {"name":
 
 
 @pytest.mark.parametrize("case", ["SparseSVC-one-vs-rest", "SemiSupervisedSVC-mkl-manifold-sparse",
-                                  "KernelMatchingReduction"])
+                                  "KernelMatchingReduction", "SparseKernelRidge"])
 def test_any_header_value_replaced_loads_or_is_refused_cleanly(case: str) -> None:
     """Each header value replaced by odd JSON (the checksum made right, so every later check is
     reached): the file loads and predicts, or is refused with a ModelFileError; no other
@@ -777,7 +910,7 @@ def _reader_code() -> str:
 
 def test_the_documented_reader_needs_only_numpy_json_and_zipfile() -> None:
     code = _reader_code()
-    assert len([line for line in code.splitlines() if line.strip()]) <= 10
+    assert len([line for line in code.splitlines() if line.strip()]) <= 20
     imported = set()
     for node in ast.walk(ast.parse(code)):
         if isinstance(node, ast.Import):
@@ -788,18 +921,35 @@ def test_the_documented_reader_needs_only_numpy_json_and_zipfile() -> None:
 
 
 @pytest.mark.parametrize("case", ["SparseSVC", "SparseSVC-one-vs-rest",
-                                  "SparseKernelLogisticRegression-softmax"])
+                                  "SparseKernelLogisticRegression-softmax", "SparseOneClassSVM",
+                                  "SparseKernelRidge", "SparseKernelRidge-2d-poly",
+                                  "declared-regressor"])
 def test_the_documented_reader_predicts_what_sparsify_predicts(case: str,
                                                                tmp_path: Path) -> None:
     namespace: dict[str, Any] = {}
     exec(compile(_reader_code(), str(DOC), "exec"), namespace)
     est, _, X_test = _fit(case)
     path = save_model(est, tmp_path / "model.spm")
+    machine = load_model(path)
+    if machine.kernel_spec_["name"] != "rbf":
+        with pytest.raises(AssertionError):  # the reader knows "rbf" only, and says so
+            namespace["decision_values"](str(path), X_test)
+        return
     values = namespace["decision_values"](str(path), X_test)
-    expected = load_model(path).decision_function(X_test)
+    # a regressor's f is its prediction (it has no decision_function)
+    expected = machine.predict(X_test) if is_regressor(machine) \
+        else machine.decision_function(X_test)
     assert values.shape == (len(X_test), len(est.intercept_))
     np.testing.assert_allclose(values.reshape(expected.shape), expected, rtol=1e-12,
                                atol=1e-12 * np.abs(expected).max())
+    predicted, want = namespace["predict"](str(path), X_test), est.predict(X_test)
+    assert predicted.shape == want.shape
+    if is_regressor(est):
+        assert predicted.dtype == np.float64
+        np.testing.assert_allclose(predicted, want, rtol=1e-12, atol=1e-12 * np.abs(want).max())
+    else:
+        np.testing.assert_array_equal(predicted, want)
+        assert predicted.dtype == want.dtype
 
 
 def test_the_python_examples_of_the_page_run() -> None:

@@ -77,6 +77,11 @@ def _cmd_fit(args: argparse.Namespace) -> int:
         params[name] = value
     estimator.set_params(**params)
     p = estimator.get_params()
+    if not (is_classifier(estimator) or is_regressor(estimator)
+            or is_outlier_detector(estimator)):
+        raise ValueError(f"The {args.formulation!r} estimator {est_cls.__name__} is neither a "
+                         "classifier, a regressor nor an outlier detector (a transformer, say), "
+                         "so sparsify fit cannot report on it; use it from Python.")
 
     detector = is_outlier_detector(estimator)
     if detector:
@@ -85,7 +90,8 @@ def _cmd_fit(args: argparse.Namespace) -> int:
             raise ValueError(f"No training row has the inlier label {args.inlier_label!r}; pass "
                              f"--inlier-label with one of {sorted(map(_label, set(y)))}.")
         if args.plot is not None:
-            raise ValueError("--plot draws classifiers only; drop it for an outlier detector.")
+            raise ValueError("--plot draws classifiers and regressors, not outlier detectors; "
+                             "drop it for an outlier detector.")
         X = X[inliers]
     regressor = is_regressor(estimator)
     if regressor:
@@ -94,8 +100,6 @@ def _cmd_fit(args: argparse.Namespace) -> int:
         except ValueError:
             raise ValueError(f"The {args.formulation!r} estimator {est_cls.__name__} is a "
                              f"regressor: the targets of {data.source} must be numbers.") from None
-        if args.plot is not None:
-            raise ValueError("--plot draws classifiers only; drop it for a regressor.")
     if is_classifier(estimator):
         check_classification_targets(y)
         classes = np.unique(y)
@@ -115,7 +119,11 @@ def _cmd_fit(args: argparse.Namespace) -> int:
 
         check_saveable(estimator, kernel)  # a model file holds data only: refuse before fitting
     if args.plot is not None:
-        if X.shape[1] != 2:
+        if regressor and X.shape[1] not in (1, 2):
+            raise ValueError(f"--plot draws a regressor on data with 1 or 2 features (a curve "
+                             f"or a filled contour); {data.source} has {X.shape[1]}. Drop "
+                             "--plot.")
+        if not regressor and X.shape[1] != 2:
             raise ValueError(f"--plot needs data with 2 features; {data.source} has "
                              f"{X.shape[1]}.")
         _plot_format(args.plot)
@@ -168,16 +176,19 @@ def _cmd_fit(args: argparse.Namespace) -> int:
     if args.out is not None:
         from sparsify.io import dumps_model
 
-        outputs.append((args.out, dumps_model(estimator, metadata={
+        metadata = {
             "formulation": args.formulation,
             "kernel": result["kernel"],
             "n_features": result["n_features"],
             "classes": result["classes"],
             "data": data.source,
-            "test_error": result["test_error"],
+            "test_error": result["test_error"],  # null for a regressor: its test_rmse, ...
             "inlier_label": result.get("inlier_label"),  # predict's error rate for detectors
             "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        })))
+        }
+        if regressor:
+            metadata.update({key: result[key] for key in ("test_rmse", "test_mae", "test_r2")})
+        outputs.append((args.out, dumps_model(estimator, metadata=metadata)))
     if args.plot is not None:
         outputs.append((args.plot, _render_plot(estimator, data, args.plot, result)))
     _write_atomically(outputs)

@@ -64,7 +64,8 @@ def build_parser() -> argparse.ArgumentParser:
         description=(
             "Train a sparse kernel classifier on the embedded Banana data (split 1) or on a "
             "file, report its test and train error, Nz and fit time, and the full SVM's number "
-            "of support vectors (NSV) and test error for comparison."
+            "of support vectors (NSV) and test error for comparison. A regressor's formulation "
+            "(e.g. kernel_ridge) reports RMSE, MAE and R² instead."
         ),
     )
     _add_data_options(fit, with_test=True)
@@ -108,8 +109,9 @@ def build_parser() -> argparse.ArgumentParser:
                      help="save the fitted model to this file: a data-only model file "
                           "(docs/model-format.md) that 'predict' reads")
     fit.add_argument("--plot", type=Path, default=None, metavar="PNG",
-                     help="save a decision-boundary plot (2-D data only; needs matplotlib: "
-                          'pip install "sparsify[plot]")')
+                     help="save a plot: a classifier's decision boundary (2-D data), a "
+                          "regressor's prediction (1-D or 2-D data), with the XVs; needs "
+                          'matplotlib: pip install "sparsify[plot]"')
     fit.add_argument("--inlier-label", type=lambda t: _param(f"label={t}")[1], default=1,
                      metavar="LABEL",
                      help="for outlier detectors (e.g. --formulation oneclass): train on the "
@@ -131,10 +133,11 @@ def build_parser() -> argparse.ArgumentParser:
     predict = sub.add_parser(
         "predict", help="predict with a saved model",
         description=(
-            "Load a model saved by 'sparsify fit --out' and predict the labels of a data file: "
-            "its test part when it has one (an .npz with splits), otherwise every row. "
-            "Predictions go to stdout, one per line (how the file was read and the error, if "
-            "the file has labels, then go to stderr), or to --out as CSV. Whether a .csv has a "
+            "Load a model saved by 'sparsify fit --out' and predict the labels (a regressor: the "
+            "real values) of a data file: its test part when it has one (an .npz with splits), "
+            "otherwise every row. Predictions go to stdout, one per line (how the file was read "
+            "and the error, or a regressor's RMSE, MAE and R², if the file has labels, then go "
+            "to stderr), or to --out as CSV. Whether a .csv has a "
             "label column is decided by --labels/--no-labels or by its column count, and "
             "stated. Model files hold data only (kernel, XVs, coefficients; a checksum): "
             "loading one never runs code, and a damaged one is refused."

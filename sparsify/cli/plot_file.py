@@ -1,6 +1,7 @@
 """The ``--plot`` file of ``sparsify fit``: its image format checked early, the plot rendered.
 
-The figure itself is `sparsify.cli.plotting.plot_decision_boundary`; this
+The figure itself is `sparsify.cli.plotting.plot_decision_boundary` (a
+classifier) or `sparsify.cli.plotting.plot_regression` (a regressor); this
 module checks before the fit that matplotlib and the image format are
 available, and renders the figure to bytes that `sparsify.cli.files` writes
 with the other outputs.
@@ -36,15 +37,21 @@ def _plot_format(path: Path) -> str:
 
 def _render_plot(estimator: Any, data: _Data, path: Path, result: dict[str, Any]) -> bytes:
     import matplotlib.pyplot as plt
+    from sklearn.base import is_regressor
 
-    from sparsify.cli.plotting import plot_decision_boundary
+    from sparsify.cli.plotting import plot_decision_boundary, plot_regression
 
-    test = "" if result["test_error"] is None else f", test error {result['test_error']:.3f}"
-    fig = plot_decision_boundary(
-        estimator, data.X, data.y, X_test=data.X_test, y_test=data.y_test,
-        title=f"{result['formulation']}, {result['kernel']} kernel: "
-              f"Nz = {result['n_expansion']}{test}",
-    )
+    title = f"{result['formulation']}, {result['kernel']} kernel: Nz = {result['n_expansion']}"
+    if is_regressor(estimator):
+        if result.get("test_rmse") is not None:
+            title += f", test RMSE {result['test_rmse']:.3g}"
+        fig = plot_regression(estimator, data.X, data.y, X_test=data.X_test, y_test=data.y_test,
+                              title=title)
+    else:
+        if result["test_error"] is not None:
+            title += f", test error {result['test_error']:.3f}"
+        fig = plot_decision_boundary(estimator, data.X, data.y, X_test=data.X_test,
+                                     y_test=data.y_test, title=title)
     buf = io.BytesIO()
     try:
         fig.savefig(buf, format=_plot_format(path), dpi=120)

@@ -1,7 +1,9 @@
 """``sparsify predict``: predict the labels of a data file with a saved model file.
 
 Predictions go to stdout one per line (the rest of the report to stderr), to
-``--out`` as CSV, or into one JSON object with ``--json``.
+``--out`` as CSV, or into one JSON object with ``--json``. A regressor's
+predictions are real numbers, and on data with targets the report gives their
+RMSE, MAE and R² instead of an error rate.
 """
 
 from __future__ import annotations
@@ -16,10 +18,11 @@ import numpy as np
 from sparsify.cli.data import _indexing, _read, _validated
 from sparsify.cli.files import _check_paths, _write_atomically
 from sparsify.cli.output import _label, _print_json
+from sparsify.cli.report import _format_regression, _regression_metrics
 
 
 def _cmd_predict(args: argparse.Namespace) -> int:
-    from sklearn.base import is_outlier_detector
+    from sklearn.base import is_outlier_detector, is_regressor
 
     _check_paths({"--model": args.model, "--data": args.data}, {"--out": args.out})
     from sparsify.io import load_model
@@ -37,8 +40,16 @@ def _cmd_predict(args: argparse.Namespace) -> int:
         raise ValueError(f"{args.data} has {X.shape[1]} features but the model {args.model} "
                          f"was trained on {n_features} (read with {'; '.join(data.notes)}).")
 
+    regressor = is_regressor(estimator)
+    if regressor and y is not None:
+        try:
+            y = np.asarray(y, dtype=np.float64)
+        except ValueError:
+            raise ValueError(f"The model {args.model} is a regressor: the targets of {args.data} "
+                             "must be numbers (or pass --no-labels).") from None
     predictions = estimator.predict(X)
-    values = [_label(v) for v in predictions]
+    # a regressor's values in full (shortest round-trip repr); labels as plain JSON values
+    values = [float(v) for v in predictions] if regressor else [_label(v) for v in predictions]
     obj: dict[str, Any] = {
         "model": args.model, "data": args.data, "n_samples": len(values), "error": None,
         "labelled": data.labelled, "reading": list(data.notes), "csv_header": data.header,
@@ -60,6 +71,12 @@ def _cmd_predict(args: argparse.Namespace) -> int:
         elif y is not None:
             report += ("; no error rate: the model file does not say which label was the "
                        "inlier class (refit it with 'sparsify fit --out')")
+    elif regressor:
+        metrics: dict[str, float | None] = {"rmse": None, "mae": None, "r2": None}
+        if y is not None:
+            metrics = _regression_metrics(y, predictions)
+            report += f", {_format_regression(metrics)}"
+        obj.update(metrics)
     elif y is not None:
         obj["error"] = float(np.mean(predictions != y))
         report += f", error {obj['error']:.4f}"

@@ -83,6 +83,24 @@ def _compare_detector(estimator: Any, p: dict[str, Any], X: Any, data: _Data,
     return out
 
 
+def _regression_metrics(y: Any, predicted: Any) -> dict[str, float | None]:
+    """RMSE, MAE and R² of real predictions (R² None when the targets are all equal)."""
+    y = np.asarray(y, dtype=np.float64)
+    residual = y - np.asarray(predicted, dtype=np.float64)
+    total = float(np.sum((y - y.mean()) ** 2))
+    return {
+        "rmse": float(np.sqrt(np.mean(residual**2))),
+        "mae": float(np.mean(np.abs(residual))),
+        "r2": 1.0 - float(residual @ residual) / total if total > 0 else None,
+    }
+
+
+def _format_regression(metrics: dict[str, float | None]) -> str:
+    """'RMSE 0.1, MAE 0.08, R² 0.97' (R² n/a when the targets are all equal)."""
+    r2 = "n/a" if metrics["r2"] is None else f"{metrics['r2']:.4f}"
+    return f"RMSE {metrics['rmse']:.4g}, MAE {metrics['mae']:.4g}, R² {r2}"
+
+
 def _compare_regressor(estimator: Any, X: Any, y: Any, data: _Data) -> dict[str, Any]:
     """RMSE, MAE and R² of the sparse regressor on the training and the test data."""
     out: dict[str, Any] = {"full_machine": None, "test_error": None, "full_svm_test_error": None}
@@ -91,12 +109,8 @@ def _compare_regressor(estimator: Any, X: Any, y: Any, data: _Data) -> dict[str,
         if Xp is None:
             out.update({f"{part}_rmse": None, f"{part}_mae": None, f"{part}_r2": None})
             continue
-        yp = np.asarray(yp, dtype=np.float64)
-        residual = yp - estimator.predict(Xp)
-        total = float(np.sum((yp - yp.mean()) ** 2))
-        out[f"{part}_rmse"] = float(np.sqrt(np.mean(residual**2)))
-        out[f"{part}_mae"] = float(np.mean(np.abs(residual)))
-        out[f"{part}_r2"] = 1.0 - float(residual @ residual) / total if total > 0 else None
+        metrics = _regression_metrics(yp, estimator.predict(Xp))
+        out.update({f"{part}_{name}": value for name, value in metrics.items()})
     return out
 
 
@@ -121,23 +135,20 @@ def _print_fit_report(r: dict[str, Any]) -> None:
     if "train_rmse" in r:  # a regressor
         for part in ("train", "test"):
             if r[f"{part}_rmse"] is not None:
-                r2 = "n/a" if r[f"{part}_r2"] is None else f"{r[f'{part}_r2']:.4f}"
-                print(f"{part + ':':10s} RMSE {r[f'{part}_rmse']:.4g}, MAE {r[f'{part}_mae']:.4g}, "
-                      f"R² {r2}")
+                metrics = {name: r[f"{part}_{name}"] for name in ("rmse", "mae", "r2")}
+                print(f"{part + ':':10s} {_format_regression(metrics)}")
         print(f"sparse:    Nz = {r['n_expansion']} expansion vectors, fit "
               f"{r['fit_seconds']:.2f} s ({n_iter} L-BFGS iterations)")
-        if r["model"] is not None:
-            print(f"model saved to {r['model']}")
-        return
-    print(f"sparse:    Nz = {r['n_expansion']} expansion vectors, test error "
-          f"{_fmt(r['test_error'])}, train error {r['train_error']:.4f}, "
-          f"fit {r['fit_seconds']:.2f} s ({n_iter} L-BFGS iterations)")
-    full = r.get("full_machine", "SVM")
-    print(f"full {full}: NSV = {r['full_svm_n_support']} support vectors, test error "
-          f"{_fmt(r['full_svm_test_error'])}")
-    if r.get("test_auc") is not None:
-        print(f"ROC AUC:   sparse {r['test_auc']:.4f}, full {r['full_test_auc']:.4f} "
-              f"(inliers: label {r['inlier_label']})")
+    else:
+        print(f"sparse:    Nz = {r['n_expansion']} expansion vectors, test error "
+              f"{_fmt(r['test_error'])}, train error {r['train_error']:.4f}, "
+              f"fit {r['fit_seconds']:.2f} s ({n_iter} L-BFGS iterations)")
+        full = r.get("full_machine", "SVM")
+        print(f"full {full}: NSV = {r['full_svm_n_support']} support vectors, test error "
+              f"{_fmt(r['full_svm_test_error'])}")
+        if r.get("test_auc") is not None:
+            print(f"ROC AUC:   sparse {r['test_auc']:.4f}, full {r['full_test_auc']:.4f} "
+                  f"(inliers: label {r['inlier_label']})")
     if r["model"] is not None:
         print(f"model saved to {r['model']}")
     if r["plot"] is not None:

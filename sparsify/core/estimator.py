@@ -295,8 +295,9 @@ class SparseKernelEstimator(KernelMachineMixin, BaseEstimator):
 
     A subclass names its algorithm with `formulation_class` (or a registered
     `formulation_name`) and inherits a task: `sparsify.core.classifier.SparseKernelClassifier`,
-    `sparsify.core.regressor.SparseKernelRegressor` or
-    `sparsify.core.outlier.SparseOutlierDetector`. Without an ``__init__`` of its
+    `sparsify.core.regressor.SparseKernelRegressor`,
+    `sparsify.core.outlier.SparseOutlierDetector` or
+    `sparsify.core.transformer.SparseKernelTransformer`. Without an ``__init__`` of its
     own it gets one whose parameters are `SHARED_PARAMS` (defaults from the
     task's `default_params`) followed by the formulation constructor's, so
     adding a hyperparameter to a formulation adds it to its estimator. The

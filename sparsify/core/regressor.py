@@ -95,5 +95,32 @@ class SparseKernelRegressor(RegressorMixin, SparseKernelEstimator):
         """
         return self._machine(X)
 
+    def _model_file_rule(self) -> dict[str, str | None]:
+        """How a model file describes this regressor: the rule "identity" (predict is τ(x)).
+
+        Returns
+        -------
+        dict
+            ``{"decision_rule": "identity", "formulation": <its name or None>}``, for
+            `sparsify.io.save_model`.
+
+        Raises
+        ------
+        ValueError
+            If the class overrides how τ(x) or the prediction is computed: a model file
+            could not reproduce it.
+        """
+        cls = type(self)
+        for method in ("predict", "_machine", "_kernel_features"):
+            if getattr(cls, method) is not getattr(SparseKernelRegressor, method):
+                raise ValueError(
+                    f"{cls.__name__} cannot be saved as a model file: it overrides {method}, so "
+                    "its predictions may not be the kernel machine τ(x) that the file "
+                    "describes. Save it with pickle or joblib.dump instead, or define "
+                    "_model_file_rule for it.")
+        name = (cls.formulation_class.name if cls.formulation_class is not None
+                else cls.formulation_name)
+        return {"decision_rule": "identity", "formulation": name or None}
+
     # a regressor has no decision function (scikit-learn's convention): predict is τ(x)
     decision_function = available_if(lambda self: False)(SparseKernelEstimator.decision_function)

@@ -30,7 +30,20 @@ def _has_probability(machine: SavedKernelMachine) -> bool:
 
 
 def _is_classifier(machine: SavedKernelMachine) -> bool:
-    return getattr(machine, "decision_rule_", None) not in (None, "outlier_sign")
+    return getattr(machine, "decision_rule_", None) not in (None, "outlier_sign", "identity")
+
+
+def _is_regressor(machine: SavedKernelMachine) -> bool:
+    return getattr(machine, "decision_rule_", None) == "identity"
+
+
+def _has_decision_function(machine: SavedKernelMachine) -> bool:
+    # a regressor has none (scikit-learn's convention, and the saved regressor's): predict is f
+    return not _is_regressor(machine)
+
+
+def _has_score(machine: SavedKernelMachine) -> bool:
+    return _is_classifier(machine) or _is_regressor(machine)
 
 
 def _has_offset(machine: SavedKernelMachine) -> bool:
@@ -42,9 +55,11 @@ class SavedKernelMachine(KernelMachineMixin, BaseEstimator):
 
     Made by `sparsify.io.load_model` / `sparsify.io.loads_model`, never
     by hand. Its predictions are those of the estimator that was saved:
-    ``decision_function``, ``predict``, ``transform``, ``predict_proba``
-    (when the file has a probability method) and ``score_samples`` (outlier
-    detectors).
+    ``decision_function`` (not for a regressor), ``predict``, ``transform``,
+    ``predict_proba`` (when the file has a probability method) and
+    ``score_samples`` (outlier detectors). A regressor's (the rule
+    "identity") ``predict`` is the real value f(x), ``score`` its R², and
+    it has no ``classes_``.
 
     Attributes
     ----------
@@ -68,7 +83,8 @@ class SavedKernelMachine(KernelMachineMixin, BaseEstimator):
     feature_names_in_ : ndarray of str
         Only when the estimator was fitted on named columns.
     decision_rule_ : str
-        "binary_sign", "ovr_argmax", "softmax_argmax" or "outlier_sign".
+        "binary_sign", "ovr_argmax", "softmax_argmax", "outlier_sign" or "identity"
+        (a regressor).
     probability_ : str or None
         "logistic", "softmax", "ovr_logistic", "platt" or None.
     prob_a_, prob_b_ : ndarray of shape (n_outputs,)
@@ -131,14 +147,26 @@ class SavedKernelMachine(KernelMachineMixin, BaseEstimator):
                               len(self.expansion_vectors_))
         return max(1, 2**22 // max(1, width))
 
+    @available_if(_has_decision_function)
+    def decision_function(self, X: ArrayLike) -> Array:
+        """Decision values f(x) = Σ_j β_j k(z_j, x) + b (classifiers and outlier detectors).
+
+        Returns
+        -------
+        ndarray of shape (n_samples,) for one output, else (n_samples, n_outputs)
+        """
+        return self._machine(X)
+
     def predict(self, X: ArrayLike) -> NDArray[Any]:
-        """Labels by the file's decision rule (+1/−1 for an outlier detector).
+        """Labels by the file's decision rule (+1/−1 for an outlier detector; f for a regressor).
 
         Returns
         -------
         ndarray of shape (n_samples,)
         """
-        scores = self.decision_function(X)
+        scores = self._machine(X)
+        if self.decision_rule_ == "identity":
+            return scores
         if self.decision_rule_ == "outlier_sign":
             return np.where(scores >= 0, 1, -1)
         if self.decision_rule_ == "binary_sign":
@@ -153,7 +181,7 @@ class SavedKernelMachine(KernelMachineMixin, BaseEstimator):
         -------
         ndarray of shape (n_samples, n_classes)
         """
-        scores = self.decision_function(X)
+        scores = self._machine(X)
         method = self.probability_
         if method == "platt":
             return self._platt(scores)
@@ -192,16 +220,20 @@ class SavedKernelMachine(KernelMachineMixin, BaseEstimator):
         -------
         ndarray of shape (n_samples,)
         """
-        return self.decision_function(X) + self.offset_  # type: ignore[no-any-return]
+        return self._machine(X) + self.offset_  # type: ignore[no-any-return]
 
-    @available_if(_is_classifier)
+    @available_if(_has_score)
     def score(self, X: ArrayLike, y: ArrayLike) -> float:
-        """Mean accuracy of `predict` on (X, y).
+        """Mean accuracy of `predict` on (X, y); for a regressor, the R² of its predictions.
 
         Returns
         -------
         float
         """
+        if _is_regressor(self):
+            from sklearn.metrics import r2_score
+
+            return float(r2_score(y, self.predict(X)))
         return float(np.mean(self.predict(X) == np.asarray(y)))
 
     def __sklearn_tags__(self):  # type: ignore[no-untyped-def]
@@ -210,6 +242,11 @@ class SavedKernelMachine(KernelMachineMixin, BaseEstimator):
         # is_classifier / is_outlier_detector follow what the file holds
         if rule == "outlier_sign":
             tags.estimator_type = "outlier_detector"
+        elif rule == "identity":
+            from sklearn.utils import RegressorTags
+
+            tags.estimator_type = "regressor"
+            tags.regressor_tags = RegressorTags()
         elif rule is not None:
             from sklearn.utils import ClassifierTags
 

@@ -60,7 +60,9 @@ from sparsify.io.kernel_spec import (
 from sparsify.io.saveable import (
     DECISION_RULES,
     PROBABILITY_METHODS,
+    RULE_FORMAT_VERSIONS,
     RULE_PROBABILITIES,
+    RULES_WITHOUT_CLASSES,
     describe_estimator,
     json_value,
 )
@@ -80,8 +82,9 @@ __all__ = [
 
 #: The format marker of header.json.
 FORMAT = "sparsify-model"
-#: The model format version this sparsify writes; it reads versions 1 to this one.
-FORMAT_VERSION = 1
+#: The newest model format version this sparsify writes (a file gets the lowest version that
+#: holds its decision rule: 2 for "identity", the regressors, else 1); it reads 1 to this one.
+FORMAT_VERSION = 2
 HEADER_MEMBER = "header.json"
 CHECKSUM_MEMBER = "checksum.sha256"
 #: The most array data a model file may hold; writing one takes about three times this memory.
@@ -179,8 +182,9 @@ def dumps_model(estimator: Any, metadata: Mapping[str, Any] | None = None) -> by
         docs/model-format.md): SparseSVC, SparseKFD, SparseOneClassSVM,
         SparseKernelLogisticRegression, SemiSupervisedSVC, ReducedSVC,
         ReducedSetSVC, RVMClassifier, ImportVectorMachine,
-        KernelMatchingReduction, or a plugin's estimator that declares
-        ``_model_file_rule``.
+        KernelMatchingReduction, SparseKernelRidge, any regressor made from a
+        formulation (`sparsify.core.regressor.SparseKernelRegressor`), or a
+        plugin's estimator that declares ``_model_file_rule``.
     metadata : dict or None, default=None
         JSON values to keep with the model (data source, test error, creation
         time, ...); `SavedKernelMachine.metadata` after loading. numpy scalars
@@ -238,7 +242,7 @@ def dumps_model(estimator: Any, metadata: Mapping[str, Any] | None = None) -> by
         )
     header = {
         "format": FORMAT,
-        "format_version": FORMAT_VERSION,
+        "format_version": RULE_FORMAT_VERSIONS.get(d.decision_rule, 1),
         "sparsify_version": sparsify.__version__,
         "estimator": {"class": d.estimator_class, "module": d.estimator_module,
                       "params": d.params, "params_not_saved": d.params_not_saved},
@@ -489,6 +493,10 @@ def _validate_header(header: Any, source: str) -> dict[str, Any]:
     rule, prob = header["decision_rule"], header["probability"]
     _expect(isinstance(rule, str) and rule in DECISION_RULES, source,
             f"decision_rule is {rule!r}; it must be one of {sorted(DECISION_RULES)}")
+    since = RULE_FORMAT_VERSIONS.get(rule, 1)
+    _expect(version >= since, source,
+            f"the decision rule {rule!r} needs format_version {since} or later; the file has "
+            f"{version}")
     _expect(prob is None or (isinstance(prob, str) and prob in PROBABILITY_METHODS), source,
             f"probability is {prob!r}; it must be null or one of {sorted(PROBABILITY_METHODS)}")
     _expect(prob in RULE_PROBABILITIES[rule], source,
@@ -555,9 +563,9 @@ def _expected_shapes(header: Mapping[str, Any], shapes: Mapping[str, tuple[int, 
                                                for h, w in zip(have, want, strict=True)),
                 source, f"array {name!r} has shape {have}; expected {want} (None: any)")
     rule, classes = header["decision_rule"], header["classes"]
-    if rule == "outlier_sign":
+    if rule in RULES_WITHOUT_CLASSES:
         _expect(classes is None and n_outputs == 1, source,
-                "an 'outlier_sign' model has one output and classes null")
+                f"an {rule!r} model has one output and classes null")
     else:
         _expect(isinstance(classes, dict), source, f"the rule {rule!r} needs classes")
         n_classes = len(classes.get("values", [])) if isinstance(classes.get("values"), list) \

@@ -13,6 +13,9 @@ An estimator from another package can declare itself saveable: a
 rule defines ``_model_file_rule(self)`` returning ``{"decision_rule": <rule>,
 "formulation": <name or None>}``, and raises ValueError from it when a fitted
 model does not follow the rule (the example plugin's ``SparseSVDD`` does).
+`sparsify.core.regressor.SparseKernelRegressor` declares the rule "identity"
+this way, so every regressor made from a formulation (its ``task`` "regressor")
+is saveable unless it overrides prediction.
 
 Examples
 --------
@@ -60,6 +63,7 @@ DECISION_RULES = {
     "ovr_argmax": "one output per class (one-vs-rest); classes[argmax_k f_k]",
     "softmax_argmax": "one output per class (a joint softmax model); classes[argmax_k f_k]",
     "outlier_sign": "one output, no classes; +1 (inlier) where f >= 0, else -1 (outlier)",
+    "identity": "one output, no classes (a regressor); the prediction is f itself",
 }
 
 #: How decision values become class probabilities (columns in the order of classes).
@@ -78,7 +82,16 @@ RULE_PROBABILITIES: dict[str, tuple[str | None, ...]] = {
     "ovr_argmax": (None, "ovr_logistic", "platt"),
     "softmax_argmax": (None, "softmax"),
     "outlier_sign": (None,),
+    "identity": (None,),
 }
+
+#: The rules with one output and no classes.
+RULES_WITHOUT_CLASSES = ("outlier_sign", "identity")
+
+#: The model format version each decision rule first appeared in (1 when not listed): a file
+#: is written with the lowest version that holds its rule, so older readers read every file
+#: they can, and refuse the others as "newer: upgrade sparsify".
+RULE_FORMAT_VERSIONS = {"identity": 2}
 
 
 @dataclass(frozen=True)
@@ -87,6 +100,7 @@ class _Entry:
 
     formulation: Callable[[Any], str | None]
     outlier: bool = False
+    regressor: bool = False
     multi_rule: str = "ovr_argmax"  # the rule with more than one output
     probability: Callable[[Any, int], str | None] = lambda est, n_outputs: None
 
@@ -131,6 +145,7 @@ def saveable_estimators() -> dict[type, _Entry]:
         sparsify.ImportVectorMachine: _Entry(
             name(None), multi_rule="softmax_argmax", probability=_logistic),
         sparsify.KernelMatchingReduction: _Entry(name(None)),
+        sparsify.SparseKernelRidge: _Entry(name("kernel_ridge"), regressor=True),
     }
 
 
@@ -274,6 +289,8 @@ def _rule(est: Any, n_outputs: int) -> tuple[str, str | None, str | None]:
     if entry is not None:
         if entry.outlier:
             rule = "outlier_sign"
+        elif entry.regressor:
+            rule = "identity"
         else:
             rule = "binary_sign" if n_outputs == 1 else entry.multi_rule
         return rule, entry.probability(est, n_outputs), entry.formulation(est)
@@ -286,7 +303,10 @@ def _rule(est: Any, n_outputs: int) -> tuple[str, str | None, str | None]:
 
 
 def _classes(est: Any, rule: str, n_outputs: int) -> NDArray[Any] | None:
-    if rule == "outlier_sign":
+    if rule in RULES_WITHOUT_CLASSES:
+        if n_outputs != 1:
+            raise ValueError(f"{type(est).__name__} has {n_outputs} outputs; the decision rule "
+                             f"{rule!r} has one.")
         return None
     classes = np.asarray(est.classes_)
     wanted = 2 if rule == "binary_sign" else n_outputs

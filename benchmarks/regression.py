@@ -1,0 +1,367 @@
+"""Sparse kernel ridge regression beside its peers on the UCI regression sets.
+
+For every regression set in ``--data-dir`` (real-valued ``y`` with predefined splits: in
+../shared/data boston, concrete, energy, kin8nm, naval, protein and yacht with the standard 20
+splits, 5 for protein), side by side in one run, with X and y standardised by the training
+part's statistics and the test RMSE reported on the original scale of y:
+
+- full ``KernelRidge`` and ``SVR`` (scikit-learn) where N ≤ ``--full-max``;
+- ``Nystroem(M)`` + ``Ridge`` (the sampled basis);
+- Titsias's SGPR with M learned inducing points (GPyTorch, benchmarks/sgpr_peer.py, in the
+  separate environment given by ``--gp-python``; it learns its own hyperparameters by the
+  marginal likelihood, started at the kernel width below);
+- ``SparseKernelRidge`` with Nz = M optimised XVs;
+
+for M in ``--sizes`` (and ``--large-sizes`` on ``--large-sets``). One RBF kernel family: the
+kernel ridge's (α, γ) come from a 5-fold cross-validation of ``KernelRidge`` on the training
+part of split 1 (at most ``--cv-max`` points of it) and serve the full KernelRidge, Nystroem +
+Ridge and SparseKernelRidge; the SVR's (C, ε) from its own 5-fold cross-validation at that γ.
+Also measured: kernel evaluations per predicted point (N, the number of support vectors, or M)
+and the prediction time per 1000 points, and this process's peak memory.
+
+Usage, from the repository root::
+
+    python benchmarks/regression.py --data-dir ../shared/data --out docs/results \\
+        --gp-python /path/to/gp-env/bin/python --split-limit kin8nm=5 naval=5 protein=1
+
+writes ``regression.csv`` (one row per set, split, method and M) and ``regression.md``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+import warnings
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from performance import (
+    _write_atomic,
+    available_datasets,
+    benchmark_parser,
+    check_data_dir,
+    cpu_name,
+    write_csv,
+)
+from sklearn.kernel_approximation import Nystroem
+from sklearn.kernel_ridge import KernelRidge
+from sklearn.linear_model import Ridge
+from sklearn.model_selection import GridSearchCV, KFold
+from sklearn.svm import SVR
+from threadpoolctl import threadpool_limits
+
+import sparsify
+from sparsify import SparseKernelRidge
+
+Array = np.ndarray
+
+ALPHAS = [1e-3, 1e-2, 1e-1, 1.0]
+GAMMA_FACTORS = [0.125, 0.25, 0.5, 1.0, 2.0]  # × 1/d, the "auto" width on standardised X
+SVR_CS = [0.3, 1.0, 3.0, 10.0, 30.0]
+SVR_EPSILONS = [0.01, 0.1, 0.3]
+FIELDS = ["set", "split", "N", "d", "method", "M", "rmse", "fit_s", "predict_ms_per_1000",
+          "evals_per_point", "n_iter", "alpha", "gamma", "C", "epsilon", "cv_points",
+          "cv_seconds"]
+HP = ("alpha", "gamma", "C", "epsilon", "cv_points", "cv_seconds")
+
+
+def _load(data_dir: Path, name: str) -> dict[str, Any]:
+    with np.load(data_dir / name / f"{name}.npz", allow_pickle=False) as z:
+        return {k: z[k] for k in z.files}
+
+
+def regression_sets(data_dir: Path) -> list[str]:
+    """The sets of ``data_dir`` with real-valued targets and predefined splits."""
+    out = []
+    for name in available_datasets(data_dir):
+        with np.load(data_dir / name / f"{name}.npz", allow_pickle=False) as z:
+            if {"X", "y", "train_idx", "test_idx"} <= set(z.files) and z["y"].dtype.kind == "f":
+                out.append(name)
+    return out
+
+
+def check_sets(parser: argparse.ArgumentParser, data_dir: Path, names: list[str]) -> None:
+    """Usage errors for sets that are missing or are not regression sets with splits."""
+    check_data_dir(parser, data_dir, names)
+    usable = set(regression_sets(data_dir))
+    for name in names:
+        if name not in usable:
+            parser.error(f"{data_dir / name / (name + '.npz')} is not a regression set with "
+                         "splits (real-valued y, train_idx and test_idx); the ones here are: "
+                         f"{', '.join(sorted(usable)) or 'none'}.")
+
+
+def standardise(X: Array, y: Array, X_test: Array) -> tuple[Array, Array, Array, float, float]:
+    """X and y scaled by the training part's mean and standard deviation (1 where it is 0)."""
+    mu, sd = X.mean(0), X.std(0)
+    sd[sd == 0] = 1.0
+    y_mu, y_sd = float(y.mean()), float(y.std()) or 1.0
+    return (X - mu) / sd, (y - y_mu) / y_sd, (X_test - mu) / sd, y_mu, y_sd
+
+
+def select(X: Array, y: Array, cv_max: int, seed: int) -> dict[str, Any]:
+    """5-fold CV on (a subsample of) split 1's training part: KRR's (α, γ), then SVR's (C, ε)."""
+    rng = np.random.default_rng(seed)
+    if len(X) > cv_max:
+        keep = rng.choice(len(X), cv_max, replace=False)
+        X, y = X[keep], y[keep]
+    folds = KFold(5, shuffle=True, random_state=seed)
+    gammas = [f / X.shape[1] for f in GAMMA_FACTORS]
+    start = time.perf_counter()
+    krr = GridSearchCV(KernelRidge(kernel="rbf"), {"alpha": ALPHAS, "gamma": gammas},
+                       cv=folds, scoring="neg_root_mean_squared_error").fit(X, y)
+    alpha, gamma = krr.best_params_["alpha"], krr.best_params_["gamma"]
+    svr = GridSearchCV(SVR(kernel="rbf", gamma=gamma), {"C": SVR_CS, "epsilon": SVR_EPSILONS},
+                       cv=folds, scoring="neg_root_mean_squared_error").fit(X, y)
+    return {"alpha": alpha, "gamma": gamma, "C": svr.best_params_["C"],
+            "epsilon": svr.best_params_["epsilon"], "cv_points": len(X),
+            "cv_rmse_std_units": -krr.best_score_, "cv_seconds": time.perf_counter() - start}
+
+
+def _timed(fn: Any) -> tuple[Any, float]:
+    t0 = time.perf_counter()
+    out = fn()
+    return out, time.perf_counter() - t0
+
+
+def _predict_ms(predict: Any, X_test: Array) -> tuple[Array, float]:
+    """Predictions and the milliseconds per 1000 points (best of 3 calls)."""
+    best, out = np.inf, None
+    for _ in range(3):
+        out, seconds = _timed(lambda: predict(X_test))
+        best = min(best, seconds)
+    return np.asarray(out, dtype=float), 1000.0 * best / len(X_test) * 1000.0
+
+
+def sgpr(gp_python: str, X: Array, y: Array, X_test: Array, M: int, gamma: float, iters: int,
+         lr: float, seed: int) -> tuple[Array, float]:
+    """SGPR's predictive mean and training seconds, from benchmarks/sgpr_peer.py."""
+    Z0 = X[np.random.default_rng(seed).choice(len(X), M, replace=False)]
+    with tempfile.TemporaryDirectory() as tmp:
+        data, result = Path(tmp) / "data.npz", Path(tmp) / "result.npz"
+        np.savez(data, X=X, y=y, X_test=X_test, Z0=Z0, gamma=gamma, iters=iters, lr=lr,
+                 seed=seed)
+        env = {**os.environ, "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1",
+               "MKL_NUM_THREADS": "1"}
+        subprocess.run([gp_python, str(Path(__file__).parent / "sgpr_peer.py"), str(data),
+                        str(result)], check=True, capture_output=True, text=True, env=env)
+        with np.load(result) as r:
+            return r["mean"], float(r["seconds"])
+
+
+def run_split(name: str, d: dict[str, Any], split: int, hp: dict[str, Any],
+              args: argparse.Namespace) -> list[dict[str, Any]]:
+    tr, te = d["train_idx"][split], d["test_idx"][split]
+    X, y, X_test, y_mu, y_sd = standardise(d["X"][tr], d["y"][tr], d["X"][te])
+    y_test = d["y"][te]
+    sizes = list(args.sizes) + (list(args.large_sizes) if name in args.large_sets else [])
+    sizes = [m for m in sizes if m < len(X)]
+    seed = args.seed + 1000 * split
+    rows: list[dict[str, Any]] = []
+
+    def add(method: str, M: int | None, evals: int, pred: Array, fit_s: float,
+            pred_ms: float, **extra: Any) -> None:
+        rmse = float(np.sqrt(np.mean((y_mu + y_sd * pred - y_test) ** 2)))
+        rows.append({"set": name, "split": split + 1, "N": len(X), "d": X.shape[1],
+                     "method": method, "M": M, "rmse": rmse, "fit_s": fit_s,
+                     "predict_ms_per_1000": pred_ms, "evals_per_point": evals, **extra,
+                     **{k: hp[k] for k in HP}})
+
+    if len(X) <= args.full_max:
+        krr, t = _timed(lambda: KernelRidge(alpha=hp["alpha"], kernel="rbf",
+                                            gamma=hp["gamma"]).fit(X, y))
+        pred, ms = _predict_ms(krr.predict, X_test)
+        add("KernelRidge (full)", None, len(X), pred, t, ms)
+        svr, t = _timed(lambda: SVR(C=hp["C"], epsilon=hp["epsilon"], gamma=hp["gamma"])
+                        .fit(X, y))
+        pred, ms = _predict_ms(svr.predict, X_test)
+        add("SVR (full)", None, len(svr.support_), pred, t, ms)
+    for M in sizes:
+        def nystroem(M: int = M) -> Any:
+            features = Nystroem(gamma=hp["gamma"], n_components=M, random_state=seed)
+            ridge = Ridge(alpha=hp["alpha"])
+            Phi = features.fit_transform(X)
+            ridge.fit(Phi, y)
+            return lambda A: ridge.predict(features.transform(A))
+        predict, t = _timed(nystroem)
+        pred, ms = _predict_ms(predict, X_test)
+        add("Nystroem + Ridge", M, M, pred, t, ms)
+        if args.gp_python:
+            pred, t = sgpr(args.gp_python, X, y, X_test, M, hp["gamma"], args.gp_iters,
+                           args.gp_lr, seed)
+            add("SGPR", M, M, pred, t, float("nan"))
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # max_iter reached is recorded as n_iter
+            skr, t = _timed(lambda M=M: SparseKernelRidge(
+                M, alpha=hp["alpha"], gamma=hp["gamma"], max_iter=args.max_iter,
+                random_state=seed).fit(X, y))
+        pred, ms = _predict_ms(skr.predict, X_test)
+        add("SparseKernelRidge", M, M, pred, t, ms, n_iter=int(skr.n_iter_[0]))
+    return rows
+
+
+def _mean_std(values: list[float]) -> str:
+    a = np.asarray(values, dtype=float)
+    return f"{a.mean():.4g} ± {a.std():.2g}" if len(a) > 1 else f"{a.mean():.4g}"
+
+
+def report(rows: list[dict[str, Any]], hps: dict[str, dict[str, Any]],
+           args: argparse.Namespace, wall: float, peak_mb: float, command: str) -> str:
+    lines = ["# Sparse kernel ridge regression on the UCI regression sets", "",
+             "Generated by `benchmarks/regression.py`; do not edit by hand.", "",
+             "## Command", "", "```", command, "```", "",
+             f"Machine: {os.cpu_count()} CPUs ({cpu_name()}, {platform.platform()}), shared "
+             f"with other work (load average at the end {os.getloadavg()[0]:.2f}); BLAS and "
+             f"torch single-threaded. Python {platform.python_version()}, sparsify "
+             f"{sparsify.__version__}. "
+             + (f"Total run time {wall:.0f} s; peak memory of this process {peak_mb:.0f} MB "
+                "(SGPR runs in its own process)." if np.isfinite(wall) else "")
+             + (f" {args.note}" if getattr(args, "note", None) else ""), "",
+             "Test RMSE on the original scale of y, mean ± standard deviation over the splits "
+             "run; fit seconds are medians; *evals* is the kernel evaluations per predicted "
+             "point; *predict* the milliseconds per 1000 test points (best of 3). X and y are "
+             "standardised with the training part's statistics.", ""]
+    checks = []
+    for name in dict.fromkeys(r["set"] for r in rows):
+        sub = [r for r in rows if r["set"] == name]
+        hp = hps[name]
+        n_splits = len({r["split"] for r in sub})
+        lines += [f"## {name}", "",
+                  f"N = {sub[0]['N']} training points, d = {sub[0]['d']}, {n_splits} split(s). "
+                  f"Kernel ridge α = {hp['alpha']:g}, γ = {hp['gamma']:.4g} (5-fold CV on "
+                  f"{hp['cv_points']} points of split 1, {hp['cv_seconds']:.0f} s); SVR C = "
+                  f"{hp['C']:g}, ε = {hp['epsilon']:g} (standardised units).", "",
+                  "| method | M | test RMSE | fit s | evals | predict ms / 1000 | L-BFGS its |",
+                  "|---|---|---|---|---|---|---|"]
+        keys = list(dict.fromkeys((r["method"], r["M"]) for r in sub))
+        keys.sort(key=lambda k: (k[1] or 0, k[0]))
+        means = {}
+        for method, M in keys:
+            rs = [r for r in sub if (r["method"], r["M"]) == (method, M)]
+            means[(method, M)] = (float(np.mean([r["rmse"] for r in rs])),
+                                  float(np.median([r["fit_s"] for r in rs])))
+            its = [r.get("n_iter") for r in rs if r.get("n_iter") is not None]
+            pred = np.median([r["predict_ms_per_1000"] for r in rs])
+            lines.append(f"| {method} | {M if M else '–'} | {_mean_std([r['rmse'] for r in rs])} "
+                         f"| {means[(method, M)][1]:.3g} "
+                         f"| {int(np.median([r['evals_per_point'] for r in rs]))} "
+                         f"| {'–' if np.isnan(pred) else f'{pred:.3g}'} "
+                         f"| {int(np.median(its)) if its else '–'} |")
+        lines.append("")
+        for M in sorted({m for _, m in keys if m}):
+            skr = means.get(("SparseKernelRidge", M))
+            if skr is None:
+                continue
+            nys = means.get(("Nystroem + Ridge", M))
+            gp = means.get(("SGPR", M))
+            if nys:
+                checks.append((name, M, "RMSE ≤ Nystroem + Ridge", skr[0] <= nys[0],
+                               f"{skr[0]:.4g} vs {nys[0]:.4g}"))
+            if gp:
+                checks.append((name, M, "RMSE ≤ 1.05 × SGPR", skr[0] <= 1.05 * gp[0],
+                               f"{skr[0]:.4g} vs {gp[0]:.4g} ({skr[0] / gp[0]:.3f}×)"))
+                checks.append((name, M, "fit time ≤ SGPR's", skr[1] <= gp[1],
+                               f"{skr[1]:.3g} s vs {gp[1]:.3g} s"))
+    lines += ["## Targets", "", "| set | M | target | met | figures |", "|---|---|---|---|---|"]
+    lines += [f"| {s} | {m} | {what} | {'yes' if ok else '**no**'} | {fig} |"
+              for s, m, what, ok, fig in checks]
+    lines += ["", f"{sum(ok for *_, ok, _ in checks)} of {len(checks)} met.", ""]
+    return "\n".join(lines)
+
+
+def _read_rows(path: Path) -> list[dict[str, Any]]:
+    import csv
+
+    def value(key: str, text: str) -> Any:
+        if key in ("set", "method") or text == "":
+            return None if text == "" and key not in ("set", "method") else text
+        number = float(text)
+        return int(number) if number.is_integer() and key not in ("rmse", "fit_s") else number
+
+    with open(path, newline="") as fh:
+        return [{k: value(k, v) for k, v in row.items()} for row in csv.DictReader(fh)]
+
+
+def merge(args: argparse.Namespace, argv: list[str] | None) -> int:
+    """The page and one CSV from the CSVs of several runs (their sets must not overlap)."""
+    rows = [row for path in args.merge for row in _read_rows(path)]
+    hps = {r["set"]: {k: r[k] for k in HP} for r in rows}
+    command = "python " + " ".join([sys.argv[0], *(argv if argv is not None else sys.argv[1:])])
+    args.out.mkdir(parents=True, exist_ok=True)
+    write_csv(args.out / "regression.csv", rows, FIELDS)
+    text = report(rows, hps, args, float("nan"), float("nan"), command)
+    _write_atomic(args.out / "regression.md", text)
+    print(text)
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = benchmark_parser(__doc__)
+    parser.add_argument("--sets", nargs="+", default=None,
+                        help="regression sets to run (default: every one in --data-dir)")
+    parser.add_argument("--splits", type=int, default=20, help="splits per set (at most)")
+    parser.add_argument("--split-limit", nargs="*", default=[], metavar="SET=N",
+                        help="fewer splits for the named sets, e.g. protein=1")
+    parser.add_argument("--sizes", type=int, nargs="+", default=[50, 200])
+    parser.add_argument("--large-sizes", type=int, nargs="*", default=[500])
+    parser.add_argument("--large-sets", nargs="*", default=["kin8nm", "protein"])
+    parser.add_argument("--full-max", type=int, default=10_000)
+    parser.add_argument("--cv-max", type=int, default=2000)
+    parser.add_argument("--max-iter", type=int, default=200)
+    parser.add_argument("--gp-python", default=None,
+                        help="python of an environment with torch and gpytorch (SGPR)")
+    parser.add_argument("--gp-iters", type=int, default=300)
+    parser.add_argument("--gp-lr", type=float, default=0.05)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--note", default=None,
+                        help="a sentence for the page (the runs a --merge page comes from)")
+    parser.add_argument("--merge", nargs="+", type=Path, default=None, metavar="CSV",
+                        help="write the page from the regression.csv files of earlier runs "
+                             "(run in parallel, say) instead of running anything")
+    args = parser.parse_args(argv)
+    if args.merge:
+        return merge(args, argv)
+    names = args.sets or regression_sets(args.data_dir)
+    if not names:
+        parser.error(f"--data-dir {args.data_dir} holds no regression set with splits.")
+    check_sets(parser, args.data_dir, names)
+    limits = {}
+    for item in args.split_limit:
+        key, _, value = item.partition("=")
+        if key not in names or not value.isdigit():
+            parser.error(f"--split-limit {item!r}: use SET=N with SET among {names}.")
+        limits[key] = int(value)
+    args.out.mkdir(parents=True, exist_ok=True)
+    command = "python " + " ".join([sys.argv[0], *(argv if argv is not None else sys.argv[1:])])
+    start = time.perf_counter()
+    rows: list[dict[str, Any]] = []
+    hps: dict[str, dict[str, Any]] = {}
+    with threadpool_limits(1):
+        for name in names:
+            d = _load(args.data_dir, name)
+            d["X"], d["y"] = d["X"].astype(float), d["y"].astype(float)
+            n_splits = min(args.splits, limits.get(name, args.splits), len(d["train_idx"]))
+            tr, te = d["train_idx"][0], d["test_idx"][0]
+            X, y, *_ = standardise(d["X"][tr], d["y"][tr], d["X"][te])
+            hps[name] = select(X, y, args.cv_max, args.seed)
+            for split in range(n_splits):
+                rows += run_split(name, d, split, hps[name], args)
+                print(f"{name} split {split + 1}/{n_splits} done "
+                      f"({time.perf_counter() - start:.0f} s)", flush=True)
+            write_csv(args.out / "regression.csv", rows, FIELDS)
+    peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    text = report(rows, hps, args, time.perf_counter() - start, peak_mb, command)
+    _write_atomic(args.out / "regression.md", text)
+    print(text)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
