@@ -322,6 +322,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--sets", nargs="+", default=None,
                         help="regression sets to run (default: every one in --data-dir)")
     parser.add_argument("--splits", type=int, default=20, help="splits per set (at most)")
+    parser.add_argument("--first-split", type=int, default=1,
+                        help="start at this split (1-based), to share a set's splits between "
+                             "runs that --merge joins")
     parser.add_argument("--split-limit", nargs="*", default=[], metavar="SET=N",
                         help="fewer splits for the named sets, e.g. protein=1")
     parser.add_argument("--sizes", type=int, nargs="+", default=[50, 200])
@@ -371,7 +374,7 @@ def main(argv: list[str] | None = None) -> int:
             tr, te = d["train_idx"][0], d["test_idx"][0]
             X, y, *_ = standardise(d["X"][tr], d["y"][tr], d["X"][te])
             hps[name] = select(X, y, args.cv_max, args.seed, args)
-            for split in range(n_splits):
+            for split in range(args.first_split - 1, n_splits):
                 rows += run_split(name, d, split, hps[name], args)
                 print(f"{name} split {split + 1}/{n_splits} done "
                       f"({time.perf_counter() - start:.0f} s)", flush=True)

@@ -57,6 +57,12 @@ def test_every_regression_set_is_run_and_reported(tmp_path: Path,
                        str(out / "regression.csv"), "--note", "Two runs."]) == 0
     page = (merged / "regression.md").read_text()
     assert "Two runs." in page and page.split("## Targets")[1] == text.split("## Targets")[1]
+    # a later split alone, to be merged with the first run's
+    later = tmp_path / "later"
+    assert bench.main(["--data-dir", str(tmp_path), "--out", str(later), "--sets", "friedman_b",
+                       "--splits", "2", "--first-split", "2", "--sizes", "5", "--large-sizes",
+                       "--max-iter", "5", "--cv-max", "60"]) == 0
+    assert {r["split"] for r in csv.DictReader((later / "regression.csv").open())} == {"2"}
 
 
 def test_a_set_without_real_targets_is_a_usage_error(tmp_path: Path, monkeypatch,
