@@ -308,7 +308,10 @@ def merge(args: argparse.Namespace, argv: list[str] | None) -> int:
     """The page and one CSV from the CSVs of several runs (their sets must not overlap)."""
     rows = [row for path in args.merge for row in _read_rows(path)]
     hps = {r["set"]: {k: r[k] for k in HP} for r in rows}
-    command = "python " + " ".join([sys.argv[0], *(argv if argv is not None else sys.argv[1:])])
+    given = list(argv if argv is not None else sys.argv[1:])
+    if "--note" in given:  # the note is on the page already; the command says where
+        given[given.index("--note") + 1] = "..."
+    command = "python " + " ".join([sys.argv[0], *given])
     args.out.mkdir(parents=True, exist_ok=True)
     write_csv(args.out / "regression.csv", rows, FIELDS)
     text = report(rows, hps, args, float("nan"), float("nan"), command)
