@@ -43,6 +43,8 @@ from typing import Any
 
 import numpy as np
 from performance import (
+    _load,
+    _timed,
     _write_atomic,
     available_datasets,
     benchmark_parser,
@@ -72,11 +74,6 @@ FIELDS = ["set", "split", "N", "d", "method", "M", "rmse", "fit_s", "predict_ms_
           "evals_per_point", "n_iter", "alpha", "gamma", "C", "epsilon", "cv_points",
           "cv_seconds"]
 HP = ("alpha", "gamma", "C", "epsilon", "cv_points", "cv_seconds")
-
-
-def _load(data_dir: Path, name: str) -> dict[str, Any]:
-    with np.load(data_dir / name / f"{name}.npz", allow_pickle=False) as z:
-        return {k: z[k] for k in z.files}
 
 
 def regression_sets(data_dir: Path) -> list[str]:
@@ -127,12 +124,6 @@ def select(X: Array, y: Array, cv_max: int, seed: int, args: argparse.Namespace
     return {"alpha": alpha, "gamma": gamma, "C": svr.best_params_["C"],
             "epsilon": svr.best_params_["epsilon"], "cv_points": len(X),
             "cv_rmse_std_units": -krr.best_score_, "cv_seconds": time.perf_counter() - start}
-
-
-def _timed(fn: Any) -> tuple[Any, float]:
-    t0 = time.perf_counter()
-    out = fn()
-    return out, time.perf_counter() - t0
 
 
 def _predict_ms(predict: Any, X_test: Array) -> tuple[Array, float]:

@@ -86,8 +86,20 @@ SIGMAS = {  # the paper's Table 2: the three Gaussian widths per data set
     "uspst": (0.1, 0.5, 2.0),
 }
 R_SEED = {"two_moons": 0.5, "g241c": 0.5, "g241d": 0.5, "uspst": 0.2}  # the paper's Table 1
+#: widths for any other binary set of --data-dir (its inputs scaled as every task's, below)
+OTHER_SIGMAS = (0.25, 0.5, 1.0)
+
+
+def sigmas_of(name: str) -> tuple[float, ...]:
+    """The three Gaussian widths of a task: the paper's Table 2, or OTHER_SIGMAS."""
+    return SIGMAS.get(name, OTHER_SIGMAS)
+
+
+def label_of(name: str) -> str:
+    return LABEL.get(name, name)
 C_GRID = (10.0, 100.0, 500.0)  # the paper's §5.1 grid [0 10 100 500]; C = 0 would ignore the labels
 MOONS_NOISE = 0.1
+N_TRAIN_OTHER = 1500  # at most this many training points of a --data-dir set
 N_NEIGHBORS = 5  # the paper's §5.1: kNN graph of the manifold kernels (50 only for TEXT)
 LS_KNN = (5, 10)  # LabelSpreading's kNN graphs, besides its RBF kernels at the paper's widths
 GAMMA_RATIOS = (1.0, 100.0, 1e4)  # γ_I/γ_A of the manifold kernels: the grid of the CV
@@ -159,8 +171,29 @@ def make_task(name: str, data_dir: Path | None, n_test: int, seed: int) -> Task 
                      for i in (tr_idx, te_idx))
         note = (f"{per_train} training and {per_test} test images per digit, disjoint, drawn "
                 "from the whole USPS set (train and test parts) with the run's seed")
-    else:
-        raise ValueError(f"unknown data set {name!r}; choose from {', '.join(DATASETS)}")
+    else:  # any binary set of --data-dir: its first split (or a random one), subsampled
+        path = None if data_dir is None else data_dir / name / f"{name}.npz"
+        if path is None or not path.is_file():
+            return (f"skipped: {name!r} is neither one of {', '.join(DATASETS)} nor a set of "
+                    f"--data-dir (expected {path or f'<data-dir>/{name}/{name}.npz'})")
+        with np.load(path, allow_pickle=False) as z:
+            data = {k: z[k] for k in z.files}
+        classes = np.unique(data["y"])
+        if len(classes) != 2:
+            return f"skipped: {path} has {len(classes)} classes; the S3VM is binary"
+        if "train_idx" in data:
+            tr_all, te_all = data["train_idx"][0], data["test_idx"][0]
+        else:
+            order = rng.permutation(len(data["y"]))
+            tr_all, te_all = order[: len(order) // 2], order[len(order) // 2:]
+        tr_idx = rng.permutation(tr_all)[:N_TRAIN_OTHER]
+        te_idx = rng.permutation(te_all)[:n_test]
+        X, X_test = data["X"][tr_idx].astype(np.float64), data["X"][te_idx].astype(np.float64)
+        y, y_test = (np.where(data["y"][i] == classes[1], 1, -1).astype(np.int64)
+                     for i in (tr_idx, te_idx))
+        note = (f"{len(tr_idx)} training and {len(te_idx)} test points from the "
+                f"{'first split' if 'train_idx' in data else 'a random half'} of {path.name}; "
+                f"widths {OTHER_SIGMAS}, r from the labeled points")
     # One factor for all inputs, so that the paper's widths mean the same on every data set.
     scale = 1.0 / np.sqrt(((X - X.mean(0)) ** 2).sum(1).mean())
     return Task(name, X * scale, y, X_test * scale, y_test, float(scale), note)
@@ -191,7 +224,7 @@ def mkl_kernels(task: Task, gamma_ratio: float, power: int, norm: str) -> list[A
     key = (gamma_ratio, power, norm)
     if key not in task.kernels:
         kernels = SemiSupervisedSVC.default_mkl_kernels(
-            sigmas=list(SIGMAS[task.name]), n_neighbors=N_NEIGHBORS, gamma_ratio=gamma_ratio,
+            sigmas=list(sigmas_of(task.name)), n_neighbors=N_NEIGHBORS, gamma_ratio=gamma_ratio,
             laplacian_power=int(power))
         kernels = [k.bind(task.X) if isinstance(k, ManifoldKernel) else k for k in kernels]
         if norm == "trace":
@@ -382,7 +415,7 @@ def select(task: Task, ratio: float, mask: NDArray[np.bool_], balance: float | N
            methods: Sequence[str], args: argparse.Namespace,
            log: Callable[[dict[str, Any]], None]) -> tuple[list[Config], list[dict[str, Any]]]:
     """The configurations to evaluate, chosen on the labeled points of ``mask``."""
-    sigmas = SIGMAS[task.name]
+    sigmas = sigmas_of(task.name)
     mid = sigmas[1]
     counts = np.bincount((task.y[mask] == 1).astype(int), minlength=2)
     folds = int(min(args.cv_folds, counts.min()))
@@ -649,7 +682,7 @@ def write_markdown(path: Path, rows: list[dict[str, Any]], notes: list[dict[str,
                                             "ind": mean_of(ok, "inductive_error")}
                 failed = len(sel) - len(ok)
                 lines.append(
-                    f"| {LABEL[name]} | {ratio:g} ({n_lab}) | {m} | {hp} | "
+                    f"| {label_of(name)} | {ratio:g} ({n_lab}) | {m} | {hp} | "
                     f"{pm([r['transductive_error'] for r in ok])} | "
                     f"{pm([r['inductive_error'] for r in ok])} | "
                     f"{pm([r['fit_seconds'] for r in ok], scale=1.0, digits=2)} | "
@@ -661,11 +694,11 @@ def write_markdown(path: Path, rows: list[dict[str, Any]], notes: list[dict[str,
     if th:
         lines += ["### Kernel weights θ (mean over splits)", ""]
         for name in tasks:
-            names = kernel_names(SIGMAS[name])
+            names = kernel_names(sigmas_of(name))
             sel_name = [r for r in th if r["dataset"] == name]
             if not sel_name:
                 continue
-            lines += [f"**{LABEL[name]}**", "",
+            lines += [f"**{label_of(name)}**", "",
                       "| labeled | method | " + " | ".join(names) + " |",
                       "|---|---|" + "---|" * len(names)]
             for ratio in args.labeled:
@@ -700,7 +733,7 @@ def write_markdown(path: Path, rows: list[dict[str, Any]], notes: list[dict[str,
             obj = [(u, v) for u, v in obj if u is not None and v is not None]
             lower = sum(u < v for u, v in obj)
             lines.append(
-                f"| {LABEL[n]} | {r:g} | {pm([a[k]['transductive_error'] for k in both])} | "
+                f"| {label_of(n)} | {r:g} | {pm([a[k]['transductive_error'] for k in both])} | "
                 f"{pm([b[k]['transductive_error'] for k in both])} | "
                 f"{pm([u for u, _ in obj], scale=1.0)} | {pm([v for _, v in obj], scale=1.0)} | "
                 f"{lower} of {len(obj)} | "
@@ -717,7 +750,7 @@ def write_markdown(path: Path, rows: list[dict[str, Any]], notes: list[dict[str,
     for n in notes:
         cv = "" if n["cv_error"] is None or not np.isfinite(n["cv_error"]) else \
             f"{100 * n['cv_error']:.1f}"
-        lines.append(f"| {LABEL[n['dataset']]} | {n['labeled_ratio']:g} | {n['method']} | "
+        lines.append(f"| {label_of(n['dataset'])} | {n['labeled_ratio']:g} | {n['method']} | "
                      f"{n['chosen']} | {n['how']} | {cv} |")
     errs = [r for r in rows if r.get("error")]
     if errs:
@@ -732,7 +765,7 @@ def write_markdown(path: Path, rows: list[dict[str, Any]], notes: list[dict[str,
             lines.append(f"\n({len(errs) - 40} more in the CSV.)")
     for name, task in tasks.items():
         if task.note:
-            lines += ["", f"{LABEL[name]}: {task.note}."]
+            lines += ["", f"{label_of(name)}: {task.note}."]
     lines += ["", "## Notes", "", SUBBFGS_NOTE, "",
               f"Every fit is a row of `{args.name}.csv` (`stage` = select for the "
               "cross-validation fits of the hyperparameter choice, eval for the reported ones).",
@@ -763,7 +796,8 @@ def targets(summary: dict[tuple[str, float, str], dict[str, float]], ev: list[di
                 continue
             ok = s["trans"] < b["trans"]
             out.append(
-                f"- S3VM below the supervised SVM, {LABEL[name]}, {ratio:g} labeled: transductive "
+                f"- S3VM below the supervised SVM, {label_of(name)}, {ratio:g} labeled: "
+                f"transductive "
                 f"{100 * s['trans']:.1f} % vs {100 * b['trans']:.1f} % "
                 f"(inductive {100 * s['ind']:.1f} % vs {100 * b['ind']:.1f} %; "
                 f"{wins(ev, name, ratio, 'S3VM', 'SVM (labeled only)')}): "
@@ -801,7 +835,9 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     ap.add_argument("--data-dir", type=Path, default=Path(env) if env else None,
                     help="folder in the ../shared/data format; needed for uspst "
                          "(default: $SPARSIFY_DATA_DIR)")
-    ap.add_argument("--datasets", nargs="+", default=list(DATASETS), choices=DATASETS)
+    ap.add_argument("--datasets", nargs="+", default=list(DATASETS), metavar="NAME",
+                    help=f"tasks: {', '.join(DATASETS)} (the paper's) or any binary set of "
+                         "--data-dir (default: the paper's)")
     ap.add_argument("--labeled", nargs="+", type=float, default=[0.05, 0.1],
                     help="labeled ratios (default: 0.05 0.1)")
     ap.add_argument("--splits", type=int, default=10, help="random labeled subsets (default 10)")
@@ -862,7 +898,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             continue
         tasks[name] = task
         methods = args.methods or [m for m in METHODS if m not in USPST_ONLY or name == "uspst"]
-        balance = R_SEED[name] if args.balance == "seed" else None
+        balance = R_SEED.get(name) if args.balance == "seed" else None
         base = {"dataset": name, "n_train": len(task.y), "n_test": len(task.y_test),
                 "balance": balance if balance is not None else "labeled"}
         for i_ratio, ratio in enumerate(args.labeled):

@@ -180,6 +180,22 @@ def test_benchmark_skips_uspst_without_data(
 
 
 
+def test_benchmark_takes_any_binary_set_of_the_data_dir(tmp_path: Path) -> None:
+    from tests.benchmark_helpers import write_set
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(300, 4))
+    write_set(tmp_path, "blobs", X, np.where(X[:, 0] > 0, 1, -1), n_train=200, n_splits=2)
+    write_set(tmp_path, "three", X, np.arange(300) % 3, n_train=200, n_splits=1)
+    bench = _benchmark_module()
+    task = bench.make_task("blobs", tmp_path, 50, seed=0)
+    assert task.X.shape == (200, 4) and task.X_test.shape == (50, 4)
+    assert set(task.y) == {-1, 1} and bench.sigmas_of("blobs") == bench.OTHER_SIGMAS
+    assert "first split of blobs.npz" in task.note
+    assert "the S3VM is binary" in bench.make_task("three", tmp_path, 50, seed=0)
+    assert "nor a set of --data-dir" in bench.make_task("nope", tmp_path, 50, seed=0)
+
+
 def _have_estimator() -> bool:
     return importlib.util.find_spec("sparsify.algorithms.s3vm.estimator") is not None
 
