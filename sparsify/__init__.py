@@ -24,6 +24,7 @@ _LAZY = {
     "SparseKernelClassifier": "sparsify.core.classifier",
     "SparseKernelRegressor": "sparsify.core.regressor",
     "SparseKernelRidge": "sparsify.algorithms.kernel_ridge.estimator",
+    "SparseSVR": "sparsify.algorithms.svr.estimator",
     "SparseKernelPCA": "sparsify.algorithms.kernel_pca.estimator",
     "SparseOutlierDetector": "sparsify.core.outlier",
     "SparseKernelTransformer": "sparsify.core.transformer",
@@ -84,6 +85,7 @@ __all__ = [
     "SparseKernelPCA",
     "SparseKernelRegressor",
     "SparseKernelRidge",
+    "SparseSVR",
     "SparseKernelTransformer",
     "SparseOneClassSVM",
     "SparseOutlierDetector",
@@ -123,6 +125,7 @@ def __dir__() -> list[str]:
 if TYPE_CHECKING:  # static analysers and IDEs see the eager imports
     from sparsify.algorithms.kernel_pca.estimator import SparseKernelPCA
     from sparsify.algorithms.kernel_ridge.estimator import SparseKernelRidge
+    from sparsify.algorithms.svr.estimator import SparseSVR
     from sparsify.algorithms.kfd.estimator import SparseKFD
     from sparsify.algorithms.klr.estimator import SparseKernelLogisticRegression
     from sparsify.algorithms.oneclass.estimator import SparseOneClassSVM

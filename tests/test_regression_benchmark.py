@@ -49,6 +49,7 @@ def test_every_regression_set_is_run_and_reported(tmp_path: Path,
     assert 0.3 < min(ridge) and max(ridge) < 5
     text = (out / "regression.md").read_text()
     assert "## friedman_a" in text and "| SparseKernelRidge | 5 |" in text
+    assert "| SparseSVR | 5 |" in text and "| friedman_b | 5 |" in text.split("## SparseSVR")[1]
     assert "RMSE ≤ Nystroem + Ridge" in text and "SGPR" not in text.split("## Targets")[1]
     assert not list(out.glob("*.tmp"))
     # a page from the CSVs of several runs

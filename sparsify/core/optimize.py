@@ -228,7 +228,8 @@ def minimize_marginal(
         0 evaluates W at ``Z0`` and keeps it (β and b for fixed XVs).
     tol : float, default=1e-6
         Stop when the relative decrease of W in an iteration falls below ``tol``
-        (L-BFGS-B's ``ftol``).
+        (L-BFGS-B's ``ftol``, on W scaled so that the test is relative for
+        |W| below 1 too, down to |W(Z0)|).
     callback : callable, optional
         Called with an `IterationInfo` after each iteration; returning
         True stops the optimisation.
@@ -269,6 +270,11 @@ def minimize_marginal(
     last: dict[str, Any] = {}
     history: list[float] = []
     n_eval = 0
+    # L-BFGS-B's ftol test divides the decrease by max(|W|, 1): absolute where |W| < 1.
+    # Handing it W / scale with scale = min(1, |W(Z0)|) keeps the test relative, as
+    # documented, for objectives that start below 1 (a kernel ridge fitting its data
+    # well); at |W(Z0)| ≥ 1 nothing changes (scale 1 divides exactly).
+    scale = 1.0
 
     def fun(z: Array) -> tuple[float, Array]:
         nonlocal n_eval
@@ -281,11 +287,13 @@ def minimize_marginal(
             last.update(z=z.copy(), ev=ev)
             if not best or ev.value < best[0][1].value:
                 best[:] = [(z.reshape(shape).copy(), ev)]
-        return ev.value, ev.grad.ravel()
+        if scale == 1.0:
+            return ev.value, ev.grad.ravel()
+        return ev.value / scale, ev.grad.ravel() / scale
 
     def on_iteration(intermediate_result: ScipyOptimizeResult) -> None:
         z = intermediate_result.x
-        value = float(intermediate_result.fun)
+        value = float(intermediate_result.fun) * scale
         history.append(value)
         grad = last["ev"].grad
         info = IterationInfo(len(history) - 1, value, float(np.linalg.norm(grad)),
@@ -306,6 +314,8 @@ def minimize_marginal(
     levelled: list[str] = []
     z0 = np.asarray(Z0, dtype=float).ravel()
     history.append(fun(z0)[0])
+    if 0.0 < abs(history[0]) < 1.0:
+        scale = abs(history[0])
     message, n_iter, converged = "max_iter=0: the initial XVs are kept", 0, True
     try:
         if max_iter > 0:

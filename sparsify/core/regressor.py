@@ -74,6 +74,11 @@ class SparseKernelRegressor(RegressorMixin, SparseKernelEstimator):
         self
         """
         self._validate_params()
+        self._fit_problems(*self._check_inputs(X, y))
+        return self
+
+    def _check_inputs(self, X: ArrayLike, y: ArrayLike) -> tuple[Array, list[Array]]:
+        """X as float64 and [y] as the one problem's float64 targets, or a clear error."""
         X_valid: Array
         try:
             X_valid, y = validate_data(self, X, y, dtype=np.float64, y_numeric=True)
@@ -83,8 +88,7 @@ class SparseKernelRegressor(RegressorMixin, SparseKernelEstimator):
                 raise
             raise ValueError(f"{type(self).__name__} is a regressor: y must hold numbers "
                              f"({exc}). For class labels use a classifier.") from None
-        self._fit_problems(X_valid, [y])
-        return self
+        return X_valid, [y]
 
     def predict(self, X: ArrayLike) -> Array:
         """Predict τ(x) = Σ_j β_j k(z_j, x) + b.

@@ -33,6 +33,9 @@
 /* Python's max(a, b): a unless b is larger (the numba version's arithmetic). */
 #define PY_MAX(a, b) ((b) > (a) ? (b) : (a))
 
+/* Row i's margin target p_i: 1 for the SVM (p NULL), y_i -+ epsilon for the SVR's rows. */
+#define TARGET(p, i) ((p) != NULL ? (p)[i] : 1.0)
+
 /* n doubles (zeroed when zero is set), or NULL; never a zero-byte request. */
 static double *
 new_doubles(Py_ssize_t n, int zero)
@@ -105,9 +108,9 @@ solve_square(double *M, double *x, Py_ssize_t n)
  * fails.
  */
 static int
-kkt_solved(const double *B, const double *y, const Py_ssize_t *F, Py_ssize_t m,
-           Py_ssize_t nz, const double *K, const double *v, double cy, const double *sol,
-           double scale)
+kkt_solved(const double *B, const double *y, const double *p, const Py_ssize_t *F,
+           Py_ssize_t m, Py_ssize_t nz, const double *K, const double *v, double cy,
+           const double *sol, double scale)
 {
     double residual = 0.0, size = PY_MAX(1.0, fabs(cy));
     for (Py_ssize_t a = 0; a < nz; a++) { /* K beta - B_F^T alpha_F - v */
@@ -128,7 +131,7 @@ kkt_solved(const double *B, const double *y, const Py_ssize_t *F, Py_ssize_t m,
     for (Py_ssize_t k = 0; k < m; k++) {
         Py_ssize_t i = F[k];
         t += y[i] * sol[nz + 1 + k];
-        double g = y[i] * sol[nz] - 1.0; /* B_F beta + y_F b - 1 */
+        double g = y[i] * sol[nz] - TARGET(p, i); /* B_F beta + y_F b - p_F */
         for (Py_ssize_t a = 0; a < nz; a++) {
             g += B[i * nz + a] * sol[a];
         }
@@ -153,16 +156,16 @@ kkt_solved(const double *B, const double *y, const Py_ssize_t *F, Py_ssize_t m,
  * caller keeps up to date:
  *
  *     K beta - B_F^T alpha_F = v        (stationarity in beta)
- *     B_F beta + y_F b       = 1        (free points lie on the margin)
+ *     B_F beta + y_F b       = p_F      (free points lie on the margin: p = 1 for the SVM)
  *     y_F^T alpha_F          = -cy      (stationarity in b)
  *
  * With more margin points than unknowns (m > Nz + 1) alpha_F is not unique:
  * FAILED, and sol is left as it is.
  */
 static int
-active_set_solve(const double *B, const double *y, const Py_ssize_t *F, Py_ssize_t m,
-                 Py_ssize_t nz, const double *K, const double *v, double cy, double scale,
-                 double *sol)
+active_set_solve(const double *B, const double *y, const double *p, const Py_ssize_t *F,
+                 Py_ssize_t m, Py_ssize_t nz, const double *K, const double *v, double cy,
+                 double scale, double *sol)
 {
     Py_ssize_t n = nz + 1 + m;
     if (m > nz + 1) {
@@ -189,10 +192,11 @@ active_set_solve(const double *B, const double *y, const Py_ssize_t *F, Py_ssize
             lhs[row * n + a] = B[i * nz + a];
         }
         lhs[row * n + nz] = lhs[nz * n + row] = y[i];
+        sol[row] = TARGET(p, i);
     }
     int ok = solve_square(lhs, sol, n);
     free(lhs);
-    return ok && kkt_solved(B, y, F, m, nz, K, v, cy, sol, scale);
+    return ok && kkt_solved(B, y, p, F, m, nz, K, v, cy, sol, scale);
 }
 
 /* out = L^-1 rhs for a lower-triangular L (n x n, row-major). */
@@ -215,13 +219,13 @@ forward_substitution(const double *L, const double *rhs, double *out, Py_ssize_t
  * With K = L L^T and the whitened rows Phi_i = L^-1 B_i^T (Phi, filled by the
  * caller for the free points), beta = L^-T (L^-1 v + Phi_F^T alpha_F) and what is
  * left is the bordered system
- * [Phi_F Phi_F^T, y_F; y_F^T, 0] [alpha_F; b] = [1 - Phi_F L^-1 v; -cy]:
+ * [Phi_F Phi_F^T, y_F; y_F^T, 0] [alpha_F; b] = [p_F - Phi_F L^-1 v; -cy]:
  * several times cheaper once Nz is in the tens. Its solution is checked against
  * the unreduced system, which answers where this one does not solve.
  */
 static int
-schur_solve(const double *B, const double *y, const Py_ssize_t *F, Py_ssize_t m,
-            Py_ssize_t nz, const double *K, const double *L, const double *Phi,
+schur_solve(const double *B, const double *y, const double *p, const Py_ssize_t *F,
+            Py_ssize_t m, Py_ssize_t nz, const double *K, const double *L, const double *Phi,
             const double *v, double cy, double scale, double *sol)
 {
     Py_ssize_t n = nz + 1 + m, n1 = m + 1;
@@ -237,7 +241,7 @@ schur_solve(const double *B, const double *y, const Py_ssize_t *F, Py_ssize_t m,
     forward_substitution(L, v, u, nz);
     for (Py_ssize_t k = 0; k < m; k++) {
         Py_ssize_t i = F[k];
-        double t = 1.0;
+        double t = TARGET(p, i);
         for (Py_ssize_t a = 0; a < nz; a++) {
             t -= Phi[i * nz + a] * u[a];
         }
@@ -273,7 +277,7 @@ schur_solve(const double *B, const double *y, const Py_ssize_t *F, Py_ssize_t m,
     for (Py_ssize_t k = 0; k < m; k++) {
         sol[nz + 1 + k] = r[k];
     }
-    status = kkt_solved(B, y, F, m, nz, K, v, cy, sol, scale);
+    status = kkt_solved(B, y, p, F, m, nz, K, v, cy, sol, scale);
 done:
     free(u);
     free(A);
@@ -382,11 +386,12 @@ done:
  * Cholesky factor of K or empty (nL = 0: every move solves the unreduced system).
  * v0 (Nz) and cy0 are sum_j C_j B_j and sum_j C_j y_j over points at their upper
  * bound that are not among the N rows (zero when all points are given), so that a
- * caller can polish a working set of the points.
+ * caller can polish a working set of the points. p (N) holds the rows' margin
+ * targets, or is NULL: 1 for every row (the SVM).
  */
 static int
-active_set(const double *B, const double *y, const double *K, const double *K_inv,
-           const double *L, Py_ssize_t nL, const double *C, double *alpha,
+active_set(const double *B, const double *y, const double *p, const double *K,
+           const double *K_inv, const double *L, Py_ssize_t nL, const double *C, double *alpha,
            unsigned char *upper, unsigned char *is_free, Py_ssize_t N, Py_ssize_t nz,
            double tol, Py_ssize_t max_iter, const double *v0, double cy0, double *beta,
            double *b_out)
@@ -441,10 +446,10 @@ active_set(const double *B, const double *y, const double *K, const double *K_in
                     whitened[i] = 1;
                 }
             }
-            solved = schur_solve(B, y, F, m, nz, K, L, Phi, v, cy, scale, sol);
+            solved = schur_solve(B, y, p, F, m, nz, K, L, Phi, v, cy, scale, sol);
         }
         if (solved == FAILED) {
-            solved = active_set_solve(B, y, F, m, nz, K, v, cy, scale, sol);
+            solved = active_set_solve(B, y, p, F, m, nz, K, v, cy, scale, sol);
         }
         if (solved == NO_MEMORY) {
             status = NO_MEMORY;
@@ -468,7 +473,7 @@ active_set(const double *B, const double *y, const double *K, const double *K_in
                 status = ok;
                 goto done;
             }
-            /* the dual objective's slope along it: (B_F K^-1 (B_F^T alpha_F + v) - 1)^T null */
+            /* the dual objective's slope along it: (B_F K^-1 (B_F^T alpha_F + v) - p_F)^T null */
             for (Py_ssize_t a = 0; a < nz; a++) {
                 u[a] = v[a];
                 for (Py_ssize_t k = 0; k < m; k++) {
@@ -483,7 +488,7 @@ active_set(const double *B, const double *y, const double *K, const double *K_in
             }
             double slope = 0.0;
             for (Py_ssize_t k = 0; k < m; k++) {
-                double s = -1.0;
+                double s = -TARGET(p, F[k]);
                 for (Py_ssize_t a = 0; a < nz; a++) {
                     s += B[F[k] * nz + a] * w[a];
                 }
@@ -522,7 +527,7 @@ active_set(const double *B, const double *y, const double *K, const double *K_in
                 if (is_free[i]) {
                     continue;
                 }
-                double g = y[i] * b - 1.0; /* margin slack y_i(f_i + b) - 1 */
+                double g = y[i] * b - TARGET(p, i); /* margin slack y_i(f_i + b) - p_i */
                 for (Py_ssize_t a = 0; a < nz; a++) {
                     g += B[i * nz + a] * beta[a];
                 }
@@ -621,27 +626,29 @@ take_indices(Held *held, const char *function, PyObject *obj, Py_ssize_t m, Py_s
 }
 
 PyDoc_STRVAR(active_set_doc,
-"active_set(B, y, K, K_inv, L, C, alpha, upper, free, beta, tol, max_iter, v0, cy0)\n"
+"active_set(B, y, K, K_inv, L, C, alpha, upper, free, beta, tol, max_iter, v0, cy0, p=None)\n"
 "-> (ok, b)\n\n"
 "The moves of sparsify.algorithms.svm.fast._warm_active_set. Arrays: B (N, Nz), y, C (N,),\n"
 "K, K_inv (Nz, Nz), L (Nz, Nz) or (0, 0), all float64; alpha (N,) float64, upper and free\n"
 "(N,) bool, updated in place; beta (Nz,) float64, written; v0 (Nz,) float64 and cy0, the\n"
 "sums of C_j B_j and C_j y_j over points at C_j left out of B. Returns whether every KKT\n"
-"condition holds to tol within max_iter moves, and b. The GIL is released meanwhile.");
+"condition holds to tol within max_iter moves, and b. p (N,) float64: the rows' margin\n"
+"targets (None: 1 for every row, the SVM). The GIL is released meanwhile.");
 
 static PyObject *
 py_active_set(PyObject *self, PyObject *args)
 {
     static const char function[] = "active_set";
     PyObject *oB, *oy, *oK, *oK_inv, *oL, *oC, *oalpha, *oupper, *ofree, *obeta, *ov0;
-    PyObject *result = NULL;
-    const double *B, *y, *K, *K_inv, *L, *C, *v0;
+    PyObject *op = Py_None, *result = NULL;
+    const double *B, *y, *K, *K_inv, *L, *C, *v0, *p = NULL;
     double *alpha, *beta, tol, cy0, b = 0.0;
     unsigned char *upper, *is_free;
     Py_ssize_t max_iter, N, nz, nL;
     Held held = {.held = 0};
-    if (!PyArg_ParseTuple(args, "OOOOOOOOOOdnOd:active_set", &oB, &oy, &oK, &oK_inv, &oL, &oC,
-                          &oalpha, &oupper, &ofree, &obeta, &tol, &max_iter, &ov0, &cy0)) {
+    if (!PyArg_ParseTuple(args, "OOOOOOOOOOdnOd|O:active_set", &oB, &oy, &oK, &oK_inv, &oL,
+                          &oC, &oalpha, &oupper, &ofree, &obeta, &tol, &max_iter, &ov0, &cy0,
+                          &op)) {
         return NULL;
     }
     if ((B = take(&held, function, oB, "B", 'd', 0, 2, -1, -1, "(N, Nz)")) == NULL) {
@@ -669,13 +676,15 @@ py_active_set(PyObject *self, PyObject *args)
         || (upper = take(&held, function, oupper, "upper", '?', 1, 1, N, -1, NULL)) == NULL
         || (is_free = take(&held, function, ofree, "free", '?', 1, 1, N, -1, NULL)) == NULL
         || (beta = take(&held, function, obeta, "beta", 'd', 1, 1, nz, -1, NULL)) == NULL
-        || (v0 = take(&held, function, ov0, "v0", 'd', 0, 1, nz, -1, NULL)) == NULL) {
+        || (v0 = take(&held, function, ov0, "v0", 'd', 0, 1, nz, -1, NULL)) == NULL
+        || (op != Py_None
+            && (p = take(&held, function, op, "p", 'd', 0, 1, N, -1, NULL)) == NULL)) {
         goto done;
     }
     int status;
     Py_BEGIN_ALLOW_THREADS
-    status = active_set(B, y, K, K_inv, L, nL, C, alpha, upper, is_free, N, nz, tol, max_iter,
-                        v0, cy0, beta, &b);
+    status = active_set(B, y, p, K, K_inv, L, nL, C, alpha, upper, is_free, N, nz, tol,
+                        max_iter, v0, cy0, beta, &b);
     Py_END_ALLOW_THREADS
     if (status == NO_MEMORY) {
         /* Phi and the null vector's matrix, N x Nz each, dominate: about twice B */
@@ -727,7 +736,7 @@ py_active_set_solve(PyObject *self, PyObject *args)
         goto done;
     }
     memset(sol, 0, (size_t)(nz + 1 + m) * sizeof(double));
-    int status = active_set_solve(B, y, F, m, nz, K, v, cy, scale, sol);
+    int status = active_set_solve(B, y, NULL, F, m, nz, K, v, cy, scale, sol);
     result = status == NO_MEMORY ? PyErr_NoMemory() : PyBool_FromLong(status == SOLVED);
 done:
     free(F);

@@ -67,10 +67,11 @@ dot(const double *a, const double *b, Py_ssize_t n)
  * u and s: CoCoA+'s local subproblem of one row block among sigma (Ma et al. 2015),
  * where u and s start from the sums over every block; 1 on a single machine.
  * alpha, u and s = y^T alpha are updated in place; *epochs counts the
- * passes. Returns CONVERGED or BUDGET (max_epochs reached).
+ * passes. p holds the rows' margin targets (the linear term of the dual), or is
+ * NULL: 1 for every row, the SVM. Returns CONVERGED or BUDGET (max_epochs reached).
  */
 static int
-inner(const double *B, const double *y, const double *C, const double *Qd,
+inner(const double *B, const double *y, const double *p, const double *C, const double *Qd,
       Py_ssize_t N, Py_ssize_t nz, double *alpha, double *u, double *s, double b,
       double rho, double sigma, double eps, Py_ssize_t *index, uint64_t *state,
       Py_ssize_t *epochs, Py_ssize_t max_epochs)
@@ -92,7 +93,7 @@ inner(const double *B, const double *y, const double *C, const double *Qd,
         for (Py_ssize_t k = 0; k < active; k++) {
             Py_ssize_t i = index[k];
             const double *row = B + i * nz;
-            double G = dot(row, u, nz) + y[i] * (b + rho * *s) - 1.0;
+            double G = dot(row, u, nz) + y[i] * (b + rho * *s) - (p != NULL ? p[i] : 1.0);
             double PG = 0.0;
             if (alpha[i] <= 0.0) {
                 if (G > pg_max_old) { /* far outside the margin: leave it out for now */
@@ -159,7 +160,8 @@ inner(const double *B, const double *y, const double *C, const double *Qd,
  * updated in place, u is written. Returns CONVERGED, BUDGET or NO_MEMORY.
  */
 static int
-dual_cd(const double *B, const double *y, const double *C, Py_ssize_t N, Py_ssize_t nz,
+dual_cd(const double *B, const double *y, const double *p, const double *C, Py_ssize_t N,
+        Py_ssize_t nz,
         double *alpha, double *u, double *b, double rho, double eps, Py_ssize_t max_epochs,
         uint64_t seed, Py_ssize_t *epochs, Py_ssize_t *steps)
 {
@@ -186,8 +188,8 @@ dual_cd(const double *B, const double *y, const double *C, Py_ssize_t N, Py_ssiz
     *steps = 0;
     status = BUDGET;
     while (*epochs < max_epochs) {
-        if (inner(B, y, C, Qd, N, nz, alpha, u, &s, *b, rho, 1.0, eps, index, &state, epochs,
-                  max_epochs) != CONVERGED) {
+        if (inner(B, y, p, C, Qd, N, nz, alpha, u, &s, *b, rho, 1.0, eps, index, &state,
+                  epochs, max_epochs) != CONVERGED) {
             break;
         }
         double step = rho * s;
@@ -225,8 +227,8 @@ local_cd(const double *B, const double *y, const double *C, Py_ssize_t N, Py_ssi
             Qd[i] = dot(B + i * nz, B + i * nz, nz) + rho;
         }
         *epochs = 0;
-        status = inner(B, y, C, Qd, N, nz, alpha, u, s, b, rho, sigma, eps, index, &state,
-                       epochs, max_epochs);
+        status = inner(B, y, NULL, C, Qd, N, nz, alpha, u, s, b, rho, sigma, eps, index,
+                       &state, epochs, max_epochs);
     }
     free(Qd);
     free(index);
@@ -268,26 +270,28 @@ take_rows(Held *held, const char *function, PyObject *oB, PyObject *oy, PyObject
 
 
 PyDoc_STRVAR(dual_cd_doc,
-"dual_cd(B, y, C, alpha, u, b, rho, eps, max_epochs, seed) -> (converged, b, epochs, steps)\n\n"
+"dual_cd(B, y, C, alpha, u, b, rho, eps, max_epochs, seed, p=None)\n"
+"-> (converged, b, epochs, steps)\n\n"
 "Dual coordinate descent for the SVM with a free bias on the signed features B (N, Nz),\n"
 "B_i = y_i Phi_i: y, C (N,) float64; alpha (N,) float64, the start, updated in place (each\n"
 "in [0, C_i]); u (Nz,) float64, written (sum_i alpha_i B_i). b is the starting bias, rho > 0 the\n"
 "proximal weight of the bias steps, eps the tolerance on the projected gradient and on\n"
-"the last bias step. Returns whether both met eps within max_epochs passes over the\n"
-"data, the bias, the passes and the bias steps taken. The GIL is released meanwhile.");
+"the last bias step; p (N,) float64 the rows' margin targets (None: 1 for every row, the\n"
+"SVM). Returns whether both met eps within max_epochs passes over the data, the bias,\n"
+"the passes and the bias steps taken. The GIL is released meanwhile.");
 
 static PyObject *
 py_dual_cd(PyObject *self, PyObject *args)
 {
     static const char function[] = "dual_cd";
-    PyObject *oB, *oy, *oC, *oalpha, *ou, *result = NULL;
-    const double *B, *y, *C;
+    PyObject *oB, *oy, *oC, *oalpha, *ou, *op = Py_None, *result = NULL;
+    const double *B, *y, *C, *p = NULL;
     double *alpha, *u, b, rho, eps;
     Py_ssize_t max_epochs, N, nz, epochs = 0, steps = 0;
     unsigned long long seed;
     Held held = {.held = 0};
-    if (!PyArg_ParseTuple(args, "OOOOOdddnK:dual_cd", &oB, &oy, &oC, &oalpha, &ou, &b, &rho,
-                          &eps, &max_epochs, &seed)) {
+    if (!PyArg_ParseTuple(args, "OOOOOdddnK|O:dual_cd", &oB, &oy, &oC, &oalpha, &ou, &b, &rho,
+                          &eps, &max_epochs, &seed, &op)) {
         return NULL;
     }
     if (!(rho > 0.0) || !isfinite(rho) || !(eps > 0.0) || !isfinite(b)) {
@@ -298,12 +302,13 @@ py_dual_cd(PyObject *self, PyObject *args)
                      PyTuple_GET_ITEM(args, 5));
         return NULL;
     }
-    if (!take_rows(&held, function, oB, oy, oC, oalpha, ou, &B, &y, &C, &alpha, &u, &N, &nz)) {
+    if (!take_rows(&held, function, oB, oy, oC, oalpha, ou, &B, &y, &C, &alpha, &u, &N, &nz)
+        || (op != Py_None && (p = take(&held, function, op, "p", 'd', 0, 1, N, -1, NULL)) == NULL)) {
         goto done;
     }
     int status;
     Py_BEGIN_ALLOW_THREADS
-    status = dual_cd(B, y, C, N, nz, alpha, u, &b, rho, eps, max_epochs, (uint64_t)seed,
+    status = dual_cd(B, y, p, C, N, nz, alpha, u, &b, rho, eps, max_epochs, (uint64_t)seed,
                      &epochs, &steps);
     Py_END_ALLOW_THREADS
     if (status == NO_MEMORY) {

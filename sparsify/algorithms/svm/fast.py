@@ -90,7 +90,7 @@ except ImportError as error:  # a source tree used without installing it
 def _warm_active_set(
     B: Array, y: Array, K: Array, K_inv: Array, L: Array, C: Array, alpha: Array,
     upper: NDArray[np.bool_], free: NDArray[np.bool_], tol: float, max_iter: int,
-    held: tuple[Array, float] | None = None,
+    held: tuple[Array, float] | None = None, targets: Array | None = None,
 ) -> tuple[Array, Array, float, NDArray[np.bool_], NDArray[np.bool_]] | None:
     """Primal active-set method on the dual from a guessed α and partition.
 
@@ -112,7 +112,8 @@ def _warm_active_set(
     non-finite value there counts as failure, since C raises no
     floating-point error. ``held`` = (Σ C_j B_j, Σ C_j y_j) over points at
     their upper bound that are not among B's rows: a working set is polished
-    with the rest held at their bounds.
+    with the rest held at their bounds. ``targets`` are the rows' margin
+    targets p (the dual's linear term); None: 1 for every row, the SVM.
     """
     # the C code takes C-contiguous float64 and bool arrays and updates the last three in place
     alpha = np.array(alpha, dtype=float)
@@ -121,9 +122,10 @@ def _warm_active_set(
                             for a in (B, y, K, K_inv, L, C))
     beta = np.empty(B.shape[1])
     v0, cy0 = (np.zeros(B.shape[1]), 0.0) if held is None else held
+    p = None if targets is None else np.ascontiguousarray(targets, dtype=float)
     ok, b = _compiled_active_set(B, y, K, K_inv, L, C, alpha, upper, free, beta, float(tol),
                                  int(max_iter), np.ascontiguousarray(v0, dtype=float),
-                                 float(cy0))
+                                 float(cy0), p)
     return (alpha, beta, b, upper, free) if ok else None
 
 
@@ -192,8 +194,12 @@ def _interior_point(
     tol: float,
     polish: Callable[..., Solution | None],
     max_iter: int = 100,
+    targets: Array | None = None,
 ) -> Solution | None:
     """Mehrotra predictor-corrector on the SVM dual; None if it stalls.
+
+    The dual is min ½‖K^(-½) Bᵀα‖² − pᵀα over 0 ≤ α ≤ C, yᵀα = 0, with the
+    margin targets p = ``targets`` (1 for the SVM where None).
 
     From a relative duality gap of 1e-3 on, the iterate's partition is offered
     to ``polish`` (the exact active-set method) each time the gap has fallen
@@ -204,6 +210,7 @@ def _interior_point(
     few dozen vector operations.
     """
     N = len(y)
+    p = np.ones(N) if targets is None else targets
     alpha = 0.5 * C
     lam, mu, b = np.ones(N), np.ones(N), 0.0
     next_polish = 1e-3  # try the exact polish at gaps 1e-3, then 100× lower each time
@@ -212,10 +219,12 @@ def _interior_point(
         for _ in range(max_iter):
             s = C - alpha
             beta = K_inv @ (B.T @ alpha)
-            g = B @ beta + y * b - 1.0
-            wnorm2 = float(alpha @ (g + 1.0 - y * b))
+            g = B @ beta + y * b - p
+            wnorm2 = float(alpha @ (g + p - y * b))
             primal = 0.5 * wnorm2 + float(C @ np.maximum(0.0, -g))
-            gap = (primal - (alpha.sum() - 0.5 * wnorm2)) / max(1.0, abs(primal))
+            # (the SVM's Σα by numpy's pairwise sum, as before targets existed)
+            linear = float(alpha.sum()) if targets is None else float(p @ alpha)
+            gap = (primal - (linear - 0.5 * wnorm2)) / max(1.0, abs(primal))
             if gap <= next_polish or (best is not None and gap < best[0]):
                 # A bound counts as active where its slack is below its multiplier
                 # (α/C < λ, (C − α)/C < μ): on the central path the two separate
@@ -309,6 +318,9 @@ class SVMDualMarginal(Marginal):
     [-1, -1, 1, 1]
     """
 
+    #: the name evaluations give as their solver, and the problem's name in messages
+    method, title = "svm-dual", "SVM"
+
     def __init__(
         self,
         C: float | Array,
@@ -352,13 +364,20 @@ class SVMDualMarginal(Marginal):
             raise ValueError(f"The {self.formulation_name!r} formulation needs labels y in "
                              "{-1, +1} from both classes among the points with a positive "
                              "cost.")
+        #: the rows' margin targets p (the dual's linear term); None: 1 for every row
+        self.targets: Array | None = None
+        self._prepare(kernel, n_expansion, tol, fallback)
+
+    def _prepare(self, kernel: Kernel, n_expansion: int, tol: float,
+                 fallback: Marginal | None) -> None:
+        """The solver's state, once X (points) and y, C, targets (rows) are set."""
         self.kernel = kernel
         self.n_expansion = int(n_expansion)
         self.tol = float(tol)
-        # an evaluation holds K_XZ and B (N × Nz each) and, briefly, one more N × Nz product
-        N, d = self.X.shape
-        check_memory(8 * N * (3 * self.n_expansion + d + 8),
-                     f"The SVM fast path with N={N}, Nz={self.n_expansion}",
+        # an evaluation holds K_XZ (N × Nz) and B (rows × Nz) and, briefly, one more product
+        (N, d), rows = self.X.shape, len(self.y)
+        check_memory(8 * (N * (self.n_expansion + d) + rows * (2 * self.n_expansion + 8)),
+                     f"The {self.title} fast path with N={N}, Nz={self.n_expansion}",
                      "Use fewer XVs or a subsample of the training points.")
         # the previous solution's α and b: the warm start (α and b do not depend on
         # the whitened basis, which is K_ZZ's eigenvectors, new at each evaluation)
@@ -367,6 +386,7 @@ class SVMDualMarginal(Marginal):
         # coordinate descent's tolerance and passes: it only names the partition, the
         # polish makes it exact (1e-3 was the fastest on a9a of 1e-1 … 1e-4)
         self.cd_eps, self.max_epochs = 1e-3, 1000
+        self.polish_moves = 10  # the polish's budget: this many moves per XV, plus 100
         self.last_epochs = 0  # passes of the last evaluation's coordinate descent
         self.n_active_set = 0
         self.n_interior_point = 0
@@ -374,6 +394,19 @@ class SVMDualMarginal(Marginal):
         # evaluations left that go straight to the interior point, and the next such streak
         self._skip_polish, self._skip_next = 0, SKIP_POLISH
         self._fallback: Marginal | None = fallback
+
+    @property
+    def _p(self) -> Array | float:
+        return 1.0 if self.targets is None else self.targets
+
+    def _signed_rows(self, Phi: Array) -> Array:
+        """The dual's rows B from the whitened features Φ = K_XZ T (overwritten): y∘Φ."""
+        Phi *= self.y[:, None]
+        return Phi
+
+    def _dual_f(self, alpha: Array) -> Array:
+        """ν, the multipliers of f (one per point) from the dual's α (one per row): α∘y."""
+        return alpha * self.y
 
     def _solve(self, B: Array) -> tuple[Array, Array, float]:
         """α, u, b of the dual on the signed whitened rows B = y∘Φ, warm-started.
@@ -395,9 +428,9 @@ class SVMDualMarginal(Marginal):
             alpha, b = (np.zeros(len(y)), 0.0) if last is None else (last[0].copy(), last[1])
             u = np.empty(Nz)
             _, b, self.last_epochs, _ = dual_cd(B, y, C, alpha, u, b, 1.0, self.cd_eps,
-                                                self.max_epochs, 0)
+                                                self.max_epochs, 0, self.targets)
             upper, free = alpha >= C, (alpha > 0) & (alpha < C)
-            work = free | (np.abs(B @ u + y * b - 1.0) <= WORKING_BAND)
+            work = free | (np.abs(B @ u + y * b - self._p) <= WORKING_BAND)
             solved = self._settle(B, alpha, upper, free, work)
             if solved is not None:
                 self.n_active_set += 1
@@ -411,7 +444,8 @@ class SVMDualMarginal(Marginal):
             self._skip_next = min(2 * self._skip_next, 8 * SKIP_POLISH)
         eye = self._identity
         solved = _interior_point(B, y, eye, eye, C, 1e-2 * tol, lambda *start: _warm_active_set(
-            B, y, eye, eye, eye, C, *start, tol, 10 * Nz + 100))
+            B, y, eye, eye, eye, C, *start, tol, 10 * Nz + 100, targets=self.targets),
+            targets=self.targets)
         if solved is None:
             raise _Stalled
         self.n_interior_point += 1
@@ -433,7 +467,7 @@ class SVMDualMarginal(Marginal):
             if solved is None:
                 return None
             alpha, u, b, upper, free = solved
-            slack = B @ u + y * b - 1.0  # y_i f_i − 1 at the polished solution
+            slack = B @ u + y * b - self._p  # y_i f_i − p_i at the polished solution
             missed = ~work & np.where(upper, slack > tol, slack < -tol)
             if not missed.any():
                 return solved
@@ -447,8 +481,9 @@ class SVMDualMarginal(Marginal):
         # a move costs O(|work|·Nz); the interior point some twenty O(N·Nz²) iterations
         result = _warm_active_set(B[work], self.y[work], eye, eye, eye, self.C[work],
                                   alpha[work], upper[work], free[work], self.tol,
-                                  10 * B.shape[1] + 100,
-                                  (C_held @ B[held], float(C_held @ self.y[held])))
+                                  self.polish_moves * B.shape[1] + 100,
+                                  (C_held @ B[held], float(C_held @ self.y[held])),
+                                  None if self.targets is None else self.targets[work])
         if result is None:
             return None
         alpha_w, u, b, upper_w, free_w = result
@@ -460,8 +495,7 @@ class SVMDualMarginal(Marginal):
         Z = check_expansion_vectors(Z, self.n_expansion, self.X.shape[1], self.formulation_name)
         K_xz, K_zz = kernel_blocks(self.kernel, self.X, Z)
         T = whitening(K_zz + self.jitter * np.eye(len(Z)))
-        B = K_xz @ T
-        B *= self.y[:, None]
+        B = self._signed_rows(K_xz @ T)
         try:
             # a division by zero or a NaN is a breakdown too, not a warning to go on from
             with np.errstate(divide="raise", invalid="raise"):
@@ -476,9 +510,10 @@ class SVMDualMarginal(Marginal):
                                                self.kernel, self.n_expansion, tol=self.tol)
             return self._fallback.evaluate(Z, grad)
         beta = T @ u
-        slack = np.maximum(0.0, 1.0 - B @ u - self.y * b)
+        slack = np.maximum(0.0, self._p - B @ u - self.y * b)
         value = float(0.5 * u @ u + self.C @ slack)
         if not grad:
-            return Evaluation(value, None, beta, b, "svm-dual")
-        gradient = link_gradient(self.kernel, self.X, Z, K_xz, K_zz, alpha * self.y, beta, 0.5)
-        return Evaluation(value, gradient, beta, b, "svm-dual")
+            return Evaluation(value, None, beta, b, self.method)
+        gradient = link_gradient(self.kernel, self.X, Z, K_xz, K_zz, self._dual_f(alpha), beta,
+                                 0.5)
+        return Evaluation(value, gradient, beta, b, self.method)

@@ -1,0 +1,1 @@
+"""Support vector regression: its formulation, its exact W(Z) and ∇W(Z), and `SparseSVR`."""

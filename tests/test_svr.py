@@ -1,0 +1,158 @@
+"""SparseSVR: the SVM's exact dual solver on two rows per point against the generic path,
+finite differences and the full SVR (Nz = N); the estimator against scikit-learn."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from sklearn.svm import SVR as FullSVR
+from sklearn.utils.estimator_checks import parametrize_with_checks
+
+import sparsify.core.memory
+from sparsify import RBF, CvxpyMarginal, Polynomial, SparseSVR
+from sparsify.algorithms.svr.fast import SVRDualMarginal
+from sparsify.algorithms.svr.formulation import SVR
+from sparsify.core.errors import MemoryEstimateError
+from sparsify.core.gradcheck import check_gradient
+
+
+def _data(n: int = 80, d: int = 2, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    X = rng.uniform(-2, 2, size=(n, d))
+    return X, np.sin(X[:, 0]) + 0.5 * X[:, -1] ** 2 + 0.1 * rng.normal(size=n)
+
+
+def _primal(K_xz: np.ndarray, K_zz: np.ndarray, y: np.ndarray, beta: np.ndarray, b: float,
+            C: float | np.ndarray, epsilon: float) -> float:
+    excess = np.maximum(0.0, np.abs(y - K_xz @ beta - b) - epsilon)
+    return float(0.5 * beta @ K_zz @ beta + np.sum(C * excess))
+
+
+@pytest.mark.parametrize(("C", "epsilon", "kernel"), [
+    (10.0, 0.1, RBF(0.7)), (100.0, 0.05, RBF(2.0)), (1.0, 0.0, RBF(0.7)),
+    (5.0, 0.2, Polynomial(gamma=0.5, degree=2, coef0=1.0))])
+@pytest.mark.parametrize("seed", [0, 1])
+def test_fast_path_equals_the_generic_path(C: float, epsilon: float, kernel, seed: int) -> None:
+    X, y = _data(seed=seed)
+    # 4 XVs: fewer than the quadratic kernel's 6 features, so its gradient is not zero
+    Z = np.random.default_rng(seed + 10).uniform(-2, 2, size=(4, 2))
+    fast = SVR(C, epsilon).marginal(X, y, kernel, 4, "auto", 1e-9)
+    assert isinstance(fast, SVRDualMarginal)
+    own = fast.evaluate(Z)
+    ref = CvxpyMarginal(SVR(C, epsilon), X, y, kernel, 4, solver="clarabel",
+                        tol=1e-10).evaluate(Z)
+    assert own.solver == "svr-dual" and fast.n_generic == 0
+    # Clarabel at 1e-10 gives W to about 1e-9 relative and its duals to about 1e-7 here;
+    # the fast path's solution is a KKT point to 1e-9
+    assert own.value == pytest.approx(ref.value, rel=1e-6)
+    np.testing.assert_allclose(own.grad, ref.grad, rtol=1e-5, atol=1e-6 * np.abs(ref.grad).max())
+    K_xz, K_zz = kernel(X, Z), kernel(Z, Z)
+    assert _primal(K_xz, K_zz, y, own.coef, own.intercept, C, epsilon) == pytest.approx(
+        own.value, rel=1e-9)
+
+
+def test_per_point_costs_and_zero_costs() -> None:
+    """C_i = 0 leaves point i out: W and ∇W equal those without the point."""
+    X, y = _data(60)
+    C = np.full(60, 3.0)
+    C[:10] = 0.0
+    C[10:20] = 30.0
+    Z = X[20:25] + 0.05
+    own = SVRDualMarginal(C, 0.1, X, y, RBF(0.7), 5, formulation=SVR(C, 0.1)).evaluate(Z)
+    ref = CvxpyMarginal(SVR(C, 0.1), X, y, RBF(0.7), 5, solver="clarabel",
+                        tol=1e-10).evaluate(Z)
+    assert own.value == pytest.approx(ref.value, rel=1e-6)
+    np.testing.assert_allclose(own.grad, ref.grad, rtol=1e-5, atol=1e-6 * np.abs(ref.grad).max())
+    left_out = SVRDualMarginal(C[10:], 0.1, X[10:], y[10:], RBF(0.7), 5,
+                               formulation=SVR(C[10:], 0.1)).evaluate(Z)
+    assert own.value == pytest.approx(left_out.value, rel=1e-12)
+
+
+def test_gradient_matches_finite_differences() -> None:
+    for kernel in ("rbf", "poly"):
+        result = check_gradient("svr", kernel, C=10.0, epsilon=0.05)
+        assert result.passed(1e-6), result
+
+
+@pytest.mark.parametrize("scale", [1e-4, 1e4])
+def test_the_units_of_y_change_nothing_but_the_scale(scale: float) -> None:
+    """y·s with ε·s and C·s: the same problem, W·s², β·s (the tolerances follow y's spread)."""
+    X, y = _data(300, seed=3)
+    Z = X[:8] + 0.1
+    unit = SVRDualMarginal(10.0, 0.1, X, y, RBF(0.7), 8, formulation=SVR(10.0, 0.1))
+    scaled = SVRDualMarginal(10.0 * scale, 0.1 * scale, X, y * scale, RBF(0.7), 8,
+                             formulation=SVR(10.0 * scale, 0.1 * scale))
+    for shift in (0.0, 0.05, 0.1):  # warm starts too
+        a, b = unit.evaluate(Z + shift), scaled.evaluate(Z + shift)
+        assert b.value == pytest.approx(a.value * scale**2, rel=1e-8)
+        np.testing.assert_allclose(b.coef, a.coef * scale, rtol=1e-6,
+                                   atol=1e-8 * scale * np.abs(a.coef).max())
+        np.testing.assert_allclose(b.grad, a.grad * scale**2, rtol=1e-6,
+                                   atol=1e-8 * scale**2 * np.abs(a.grad).max())
+    assert scaled.n_generic == 0 and unit.n_generic == 0
+
+
+def test_z_equal_x_is_the_full_svr() -> None:
+    """Nz = N with Z = X: the full ε-SVR, against scikit-learn's solved to 1e-10."""
+    X, y = _data(50)
+    C, epsilon, kernel = 5.0, 0.1, RBF(0.5)
+    ev = SVRDualMarginal(C, epsilon, X, y, kernel, 50, formulation=SVR(C, epsilon)).evaluate(X)
+    full = FullSVR(C=C, epsilon=epsilon, gamma=0.5, tol=1e-10).fit(X, y)
+    K = kernel(X, X)
+    beta = np.zeros(50)
+    beta[full.support_] = full.dual_coef_[0]
+    # libsvm stops at a projected gradient of 1e-10, which leaves W about 1e-6 above its
+    # minimum here; the fast path's KKT point is not above it
+    reference = _primal(K, K, y, beta, full.intercept_[0], C, epsilon)
+    assert reference * (1 - 1e-6) <= ev.value <= reference * (1 + 1e-12)
+    np.testing.assert_allclose(K @ ev.coef + ev.intercept, full.predict(X), atol=1e-6)
+
+
+def test_a_problem_too_large_for_memory_is_refused_before_allocating(monkeypatch) -> None:
+    X, y = _data(1000)
+    monkeypatch.setattr(sparsify.core.memory, "available_memory", lambda: 10_000)
+    with pytest.raises(MemoryEstimateError, match=r"The SVR fast path with N=1000, Nz=50.*"
+                                                  r"Use fewer XVs"):
+        SVRDualMarginal(1.0, 0.1, X, y, RBF(1.0), 50, formulation=SVR())
+
+
+def test_optimised_xvs_beat_the_initial_ones_and_predict_well() -> None:
+    X, y = _data(400, d=1, seed=3)
+    start = SparseSVR(5, C=10.0, epsilon=0.05, gamma=0.5, max_iter=0, random_state=0).fit(X, y)
+    fitted = SparseSVR(5, C=10.0, epsilon=0.05, gamma=0.5, random_state=0).fit(X, y)
+    assert fitted.objective_[0] < 0.8 * start.objective_[0]
+    history = fitted.objective_history_[0]
+    assert np.all(np.diff(history) <= 1e-12 * history[0])  # L-BFGS never went up
+    X_test, y_test = _data(400, d=1, seed=4)
+    assert fitted.score(X_test, y_test) > 0.85
+    generic = SparseSVR(5, C=10.0, epsilon=0.05, gamma=0.5, max_iter=0, solver="clarabel",
+                        solver_tol=1e-10, random_state=0).fit(X, y)
+    np.testing.assert_allclose(generic.predict(X_test), start.predict(X_test), rtol=1e-5,
+                               atol=1e-6)
+
+
+def test_integer_sample_weights_are_repeats() -> None:
+    X, y = _data(60, seed=5)
+    weights = np.random.default_rng(0).integers(0, 3, size=60)
+    weighted = SparseSVR(4, C=10.0, random_state=0, max_iter=0).fit(X, y, sample_weight=weights)
+    keep = np.repeat(np.arange(60), weights)
+    Z = weighted.expansion_vectors_
+    repeated = SVRDualMarginal(10.0, 0.1, X[keep], y[keep], weighted.kernel_, 4,
+                               formulation=SVR(10.0, 0.1)).evaluate(Z)
+    assert weighted.objective_[0] == pytest.approx(repeated.value, rel=1e-9)
+    with pytest.raises(ValueError, match="at least one non-zero"):
+        SparseSVR(4).fit(X, y, sample_weight=np.zeros(60))
+
+
+def test_bad_parameters_are_clear_errors() -> None:
+    X, y = _data(30)
+    with pytest.raises(ValueError, match=r"The 'epsilon' parameter of SparseSVR must be a float "
+                                         r"in the range \[0.0, inf\)"):
+        SparseSVR(epsilon=-0.1).fit(X, y)
+    with pytest.raises(ValueError, match="y must hold numbers"):
+        SparseSVR(3).fit(X, np.array(["a", "b"] * 15, dtype=object))
+
+
+@parametrize_with_checks([SparseSVR(3, max_iter=5, random_state=0)])
+def test_scikit_learn_conformance(estimator, check) -> None:
+    check(estimator)
