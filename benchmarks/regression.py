@@ -11,7 +11,8 @@ part's statistics and the test RMSE reported on the original scale of y:
   separate environment given by ``--gp-python``; it learns its own hyperparameters by the
   marginal likelihood, started at the kernel width below);
 - ``SparseKernelRidge`` with Nz = M optimised XVs;
-- ``SparseSVR`` with Nz = M optimised XVs, where N ≤ ``--sparse-svr-max-n``;
+- ``SparseSVR`` with Nz = M optimised XVs, where N ≤ ``--sparse-svr-max-n`` and the set is not
+  in ``--no-sparse-svr``;
 
 for M in ``--sizes`` (and ``--large-sizes`` on ``--large-sets``). One RBF kernel family: the
 kernel ridge's (α, γ) come from a 5-fold cross-validation of ``KernelRidge`` on the training
@@ -201,7 +202,7 @@ def run_split(name: str, d: dict[str, Any], split: int, hp: dict[str, Any],
                 random_state=seed).fit(X, y))
         pred, ms = _predict_ms(skr.predict, X_test)
         add("SparseKernelRidge", M, M, pred, t, ms, n_iter=int(skr.n_iter_[0]))
-        if len(X) <= args.sparse_svr_max_n:
+        if len(X) <= args.sparse_svr_max_n and name not in args.no_sparse_svr:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
                 ssvr, t = _timed(lambda M=M: SparseSVR(
@@ -365,6 +366,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--max-iter", type=int, default=200)
     parser.add_argument("--sparse-svr-max-n", type=int, default=20_000,
                         help="fit SparseSVR on the sets with at most this many training points")
+    parser.add_argument("--no-sparse-svr", nargs="*", default=[], metavar="SET",
+                        help="sets on which SparseSVR is not fitted (say why with --note)")
     parser.add_argument("--gp-python", default=None,
                         help="python of an environment with torch and gpytorch (SGPR)")
     parser.add_argument("--gp-iters", type=int, default=300)

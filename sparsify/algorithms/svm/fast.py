@@ -387,6 +387,7 @@ class SVMDualMarginal(Marginal):
         # polish makes it exact (1e-3 was the fastest on a9a of 1e-1 … 1e-4)
         self.cd_eps, self.max_epochs = 1e-3, 1000
         self.polish_moves = 10  # the polish's budget: this many moves per XV, plus 100
+        self.rho = 1.0  # coordinate descent's proximal weight on the bias
         self.last_epochs = 0  # passes of the last evaluation's coordinate descent
         self.n_active_set = 0
         self.n_interior_point = 0
@@ -427,7 +428,7 @@ class SVMDualMarginal(Marginal):
             last = self._last
             alpha, b = (np.zeros(len(y)), 0.0) if last is None else (last[0].copy(), last[1])
             u = np.empty(Nz)
-            _, b, self.last_epochs, _ = dual_cd(B, y, C, alpha, u, b, 1.0, self.cd_eps,
+            _, b, self.last_epochs, _ = dual_cd(B, y, C, alpha, u, b, self.rho, self.cd_eps,
                                                 self.max_epochs, 0, self.targets)
             upper, free = alpha >= C, (alpha > 0) & (alpha < C)
             work = free | (np.abs(B @ u + y * b - self._p) <= WORKING_BAND)
@@ -444,7 +445,8 @@ class SVMDualMarginal(Marginal):
             self._skip_next = min(2 * self._skip_next, 8 * SKIP_POLISH)
         eye = self._identity
         solved = _interior_point(B, y, eye, eye, C, 1e-2 * tol, lambda *start: _warm_active_set(
-            B, y, eye, eye, eye, C, *start, tol, 10 * Nz + 100, targets=self.targets),
+            B, y, eye, eye, eye, C, *start, tol, self.polish_moves * Nz + 100,
+            targets=self.targets),
             targets=self.targets)
         if solved is None:
             raise _Stalled
