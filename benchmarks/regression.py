@@ -311,7 +311,7 @@ def _sparse_svr_lines(rows: list[dict[str, Any]]) -> list[str]:
     lines += [f"| {name} | {M} | {mean(name, 'SparseSVR', M)} | {mean(name, 'SVR (full)', None)} "
               f"| {mean(name, 'Nystroem + Ridge', M)} | {mean(name, 'SparseKernelRidge', M)} |"
               for name, M in pairs]
-    return lines + [""]
+    return [*lines, ""]
 
 
 def _read_rows(path: Path) -> list[dict[str, Any]]:

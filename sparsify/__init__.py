@@ -85,11 +85,11 @@ __all__ = [
     "SparseKernelPCA",
     "SparseKernelRegressor",
     "SparseKernelRidge",
-    "SparseSVR",
     "SparseKernelTransformer",
     "SparseOneClassSVM",
     "SparseOutlierDetector",
     "SparseSVC",
+    "SparseSVR",
     "SumKernel",
     "TaylorGaussianFeatures",
     "TaylorRBF",
@@ -125,12 +125,12 @@ def __dir__() -> list[str]:
 if TYPE_CHECKING:  # static analysers and IDEs see the eager imports
     from sparsify.algorithms.kernel_pca.estimator import SparseKernelPCA
     from sparsify.algorithms.kernel_ridge.estimator import SparseKernelRidge
-    from sparsify.algorithms.svr.estimator import SparseSVR
     from sparsify.algorithms.kfd.estimator import SparseKFD
     from sparsify.algorithms.klr.estimator import SparseKernelLogisticRegression
     from sparsify.algorithms.oneclass.estimator import SparseOneClassSVM
     from sparsify.algorithms.s3vm.estimator import SemiSupervisedSVC
     from sparsify.algorithms.svm.estimator import SparseSVC
+    from sparsify.algorithms.svr.estimator import SparseSVR
     from sparsify.baselines.ivm import ImportVectorMachine
     from sparsify.baselines.kmra import KernelMatchingReduction
     from sparsify.baselines.reduced_set import ReducedSetSVC

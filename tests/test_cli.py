@@ -725,3 +725,17 @@ def test_fit_plot_refuses_a_regressor_on_3_features_before_the_fit(
                           "--plot draws a regressor on data with 1 or 2 features",
                           "train.csv has 3")
     assert _files(tmp_path) == before
+
+
+def test_the_svr_formulation_fits_a_sparse_svr_from_the_command_line(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    train, test, *_ = _sine_files(tmp_path)
+    model = tmp_path / "svr.model"
+    code, out, _ = _run(capsys, "fit", "--formulation", "svr", "--n-expansion", "6", "--gamma",
+                        "0.5", "--param", "C=10", "--param", "epsilon=0.05", "--seed", "0",
+                        "--data", train, "--test", test, "--out", model, "--json")
+    assert code == 0
+    assert json.loads(out)["test_r2"] > 0.9
+    machine = load_model(model)
+    assert machine.estimator_class_ == "SparseSVR" and machine.formulation_ == "svr"
+    assert machine.estimator_params_["epsilon"] == 0.05 and machine.decision_rule_ == "identity"

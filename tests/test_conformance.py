@@ -42,6 +42,7 @@ _SAME_SKLEARN_CHECKS = {
     "klr": "SparseKernelLogisticRegression passes parametrize_with_checks in tests/test_klr.py",
     "kernel_ridge": "SparseKernelRidge passes parametrize_with_checks in "
                     "tests/test_kernel_ridge.py",
+    "svr": "SparseSVR passes parametrize_with_checks in tests/test_svr.py",
 }
 
 _X3, _Y3 = _three_classes()
@@ -52,6 +53,8 @@ BUILTINS: list[tuple[str, str, dict[str, Any]]] = [
                     "skip": {"estimator": _SAME_SKLEARN_CHECKS["kfd"]}}),
     ("kernel_ridge", "kernel_ridge", {"kernels": ("rbf", "poly"), "solvers": ("clarabel",),
                                       "skip": {"estimator": _SAME_SKLEARN_CHECKS["kernel_ridge"]}}),
+    ("svr", "svr", {"kernels": ("rbf", "poly"), "solvers": ("clarabel",),
+                    "skip": {"estimator": _SAME_SKLEARN_CHECKS["svr"]}}),
     ("oneclass", "oneclass", {"solvers": ("clarabel", "ecos"),
                               "skip": {"estimator": _SAME_SKLEARN_CHECKS["oneclass"]}}),
     # Clarabel's exponential-cone duals are good to 1e-6 to 3e-6 relative (tests/test_klr.py),

@@ -42,6 +42,7 @@ from sparsify import (
     SparseKFD,
     SparseOneClassSVM,
     SparseSVC,
+    SparseSVR,
 )
 from sparsify.core.estimator import estimator_for
 from sparsify.io import (
@@ -167,6 +168,8 @@ CASES: dict[str, tuple[Callable[[], BaseEstimator], Callable[[], Any], Callable[
                                 _moons, lambda y: y),
     "SparseKernelRidge": (lambda: SparseKernelRidge(5, alpha=0.1, gamma=0.5, random_state=0),
                           _sine, lambda y: y),
+    "SparseSVR": (lambda: SparseSVR(5, C=10.0, epsilon=0.05, gamma=0.5, max_iter=20,
+                                    random_state=0), _sine, lambda y: y),
     "SparseKernelRidge-2d-poly": (lambda: SparseKernelRidge(6, alpha=0.1, kernel="poly",
                                                             degree=2, coef0=1.0, gamma=0.5,
                                                             max_iter=10, random_state=0),
@@ -253,6 +256,7 @@ def test_round_trip_predicts_what_the_estimator_predicts(case: str) -> None:
 
 
 @pytest.mark.parametrize(("case", "formulation"), [("SparseKernelRidge", "kernel_ridge"),
+                                                   ("SparseSVR", "svr"),
                                                    ("declared-regressor", "model_file_ridge")])
 def test_a_regressor_file_holds_the_rule_identity_and_predicts_real_values(
         case: str, formulation: str, tmp_path: Path) -> None:

@@ -185,3 +185,37 @@ def test_sampling_plateau_is_the_relative_sampling_error() -> None:
     assert sampling_plateau(9_999, "auto") is None  # small data: run to tol or max_iter
     assert sampling_plateau(100, 4) == (4, 0.1)
     assert sampling_plateau(10**6, None) is None
+
+
+class _Scaled(Marginal):
+    """c · W of another marginal: the same minimisers at any scale c > 0."""
+
+    formulation_name = "kernel_ridge"
+
+    def __init__(self, inner: Marginal, c: float) -> None:
+        self.inner, self.c = inner, c
+
+    def evaluate(self, Z, grad=True) -> Evaluation:
+        ev = self.inner.evaluate(Z, grad)
+        return Evaluation(self.c * ev.value, None if ev.grad is None else self.c * ev.grad,
+                          ev.coef, ev.intercept, ev.solver)
+
+
+def test_the_stopping_test_is_relative_below_one_too() -> None:
+    """L-BFGS-B's ftol divides by max(|W|, 1); a W far below 1 must not stop it at once."""
+    from sparsify.algorithms.kernel_ridge.closed_form import RidgeMarginal
+
+    rng = np.random.default_rng(0)
+    X = rng.uniform(-2, 2, size=(200, 2))
+    y = np.sin(X[:, 0]) + 0.1 * rng.normal(size=200)
+    inner = RidgeMarginal(0.1, X, y, RBF(1.0), 5)
+    Z0 = X[:5]
+    assert inner.evaluate(Z0).value > 1  # the reference run: W ≥ 1, the test is relative
+    reference = minimize_marginal(inner, Z0, max_iter=200, tol=1e-6)
+    small = minimize_marginal(_Scaled(inner, 1e-6 / inner.evaluate(Z0).value), Z0,
+                              max_iter=200, tol=1e-6)
+    # the same path up to rounding (scale-invariant L-BFGS, the test made relative)
+    assert reference.n_iter > 5
+    assert abs(small.n_iter - reference.n_iter) <= 2
+    assert small.evaluation.value / small.history[0] == pytest.approx(
+        reference.evaluation.value / reference.history[0], rel=1e-4)

@@ -59,7 +59,7 @@ def _load(monkeypatch, extra: list[EntryPoint], first: bool = False) -> Registry
     return reg
 
 
-BUILTIN_FORMULATIONS = {"svm", "kfd", "skfd", "oneclass", "klr", "s3vm", "kernel_ridge",
+BUILTIN_FORMULATIONS = {"svm", "kfd", "skfd", "oneclass", "klr", "s3vm", "kernel_ridge", "svr",
                         "kernel_pca"}
 
 

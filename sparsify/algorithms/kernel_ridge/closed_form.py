@@ -98,9 +98,7 @@ class RidgeMarginal(Marginal):
         gamma = scipy.linalg.cho_solve(scipy.linalg.cho_factor(gram), F.T @ (self.y - y_mean))
         beta = T @ gamma
         intercept = float(y_mean - F_mean @ gamma)
-        # the residual from the whitened features: K_XZ β cancels badly where K_ZZ is
-        # nearly singular (β large), which made W noisy at small α with many XVs
-        r = (self.y - y_mean) - F @ gamma
+        r = self.y - K_xz @ beta - intercept
         value = float(r @ r + self.alpha * gamma @ gamma)
         gradient = (link_gradient(self.kernel, self.X, Z, K_xz, K_zz, 2.0 * r, beta, self.alpha)
                     if grad else None)
