@@ -11,8 +11,8 @@ part's statistics and the test RMSE reported on the original scale of y:
   separate environment given by ``--gp-python``; it learns its own hyperparameters by the
   marginal likelihood, started at the kernel width below);
 - ``SparseKernelRidge`` with Nz = M optimised XVs;
-- ``SparseSVR`` with Nz = M optimised XVs, where N ≤ ``--sparse-svr-max-n`` and the set is not
-  in ``--no-sparse-svr``;
+- ``SparseSVR`` with Nz = M optimised XVs, where N ≤ ``--sparse-svr-max-n``, M ≤
+  ``--sparse-svr-max-m`` and the set is not in ``--no-sparse-svr``;
 
 for M in ``--sizes`` (and ``--large-sizes`` on ``--large-sets``). One RBF kernel family: the
 kernel ridge's (α, γ) come from a 5-fold cross-validation of ``KernelRidge`` on the training
@@ -202,7 +202,8 @@ def run_split(name: str, d: dict[str, Any], split: int, hp: dict[str, Any],
                 random_state=seed).fit(X, y))
         pred, ms = _predict_ms(skr.predict, X_test)
         add("SparseKernelRidge", M, M, pred, t, ms, n_iter=int(skr.n_iter_[0]))
-        if len(X) <= args.sparse_svr_max_n and name not in args.no_sparse_svr:
+        if (len(X) <= args.sparse_svr_max_n and M <= args.sparse_svr_max_m
+                and name not in args.no_sparse_svr):
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
                 ssvr, t = _timed(lambda M=M: SparseSVR(
@@ -366,6 +367,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--max-iter", type=int, default=200)
     parser.add_argument("--sparse-svr-max-n", type=int, default=20_000,
                         help="fit SparseSVR on the sets with at most this many training points")
+    parser.add_argument("--sparse-svr-max-m", type=int, default=1_000_000,
+                        help="fit SparseSVR for M up to this")
     parser.add_argument("--no-sparse-svr", nargs="*", default=[], metavar="SET",
                         help="sets on which SparseSVR is not fitted (say why with --note)")
     parser.add_argument("--gp-python", default=None,
