@@ -68,6 +68,22 @@ def test_per_point_costs_and_zero_costs() -> None:
     assert own.value == pytest.approx(left_out.value, rel=1e-12)
 
 
+def test_a_large_cost_on_noiseless_data_is_solved_exactly() -> None:
+    """C = 10⁴ and ε = 10⁻³ on a noiseless target: coordinate descent does not name the
+    partition, the interior point and its polish answer, still exactly."""
+    rng = np.random.default_rng(0)
+    X = rng.uniform(-2, 2, size=(150, 2))
+    y = np.sin(X[:, 0]) + 0.5 * X[:, 1] ** 2
+    fast = SVRDualMarginal(1e4, 1e-3, X, y, RBF(0.7), 8, formulation=SVR(1e4, 1e-3))
+    reference = CvxpyMarginal(SVR(1e4, 1e-3), X, y, RBF(0.7), 8, solver="clarabel", tol=1e-10)
+    for shift in (0.0, 0.01):
+        own, ref = fast.evaluate(X[:8] + 0.1 + shift), reference.evaluate(X[:8] + 0.1 + shift)
+        assert own.value == pytest.approx(ref.value, rel=1e-6)
+        np.testing.assert_allclose(own.grad, ref.grad, rtol=1e-5,
+                                   atol=1e-6 * np.abs(ref.grad).max())
+    assert fast.n_interior_point >= 1 and fast.n_generic == 0
+
+
 def test_gradient_matches_finite_differences() -> None:
     for kernel in ("rbf", "poly"):
         result = check_gradient("svr", kernel, C=10.0, epsilon=0.05)
