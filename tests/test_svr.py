@@ -172,3 +172,12 @@ def test_bad_parameters_are_clear_errors() -> None:
 @parametrize_with_checks([SparseSVR(3, max_iter=5, random_state=0)])
 def test_scikit_learn_conformance(estimator, check) -> None:
     check(estimator)
+
+
+def test_constant_targets_fit_inside_the_tube() -> None:
+    """y constant: W = 0 at β = 0 (any b within ε of y); the warm starts stay in their box."""
+    X = np.random.default_rng(0).normal(size=(50, 2))
+    for value in (5.0, 0.0):
+        reg = SparseSVR(3, epsilon=0.1, max_iter=5, random_state=0).fit(X, np.full(50, value))
+        assert reg.objective_[0] == pytest.approx(0.0, abs=1e-12)
+        assert np.all(np.abs(reg.predict(X) - value) <= 0.1 + 1e-9)

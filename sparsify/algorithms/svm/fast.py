@@ -426,7 +426,10 @@ class SVMDualMarginal(Marginal):
             self._skip_polish -= 1
         else:
             last = self._last
-            alpha, b = (np.zeros(len(y)), 0.0) if last is None else (last[0].copy(), last[1])
+            # (clipped: a polished α may stray past a bound by round-off, which the C code
+            # refuses; a no-op otherwise)
+            alpha, b = ((np.zeros(len(y)), 0.0) if last is None
+                        else (np.clip(last[0], 0.0, C), last[1]))
             u = np.empty(Nz)
             _, b, self.last_epochs, _ = dual_cd(B, y, C, alpha, u, b, self.rho, self.cd_eps,
                                                 self.max_epochs, 0, self.targets)
