@@ -35,6 +35,10 @@ takes over an evaluation where the interior point stalls. The gradient is
 Lemma 1 with ν = α∘y and c = ½: ∂W/∂K_XZ = −(α∘y)βᵀ, ∂W/∂K_ZZ = ½ββᵀ. The
 constraint yᵀα = 0 puts support vectors in both classes, so W is differentiable
 (paper, Corollary 2) and no warning is needed here.
+
+The same solvers take a margin target p_r per row in place of 1 (the dual's
+linear term pᵀα): the ε-SVR (`sparsify.algorithms.svr.fast`) is this problem
+on two rows per point.
 """
 
 from __future__ import annotations
