@@ -337,33 +337,14 @@ class SVMDualMarginal(Marginal):
         formulation: Formulation | None = None,
         fallback: Marginal | None = None,
     ) -> None:
-        self.X = np.asarray(X, dtype=float)
-        self.y = np.asarray(y, dtype=float)
-        costs = np.asarray(C, dtype=float)
-        if costs.ndim == 0 and formulation is None:
+        if np.ndim(C) == 0 and formulation is None:
             from sparsify.algorithms.svm.formulation import SVM  # svm imports this module
 
-            formulation = SVM(float(costs))
+            formulation = SVM(float(C))
         if formulation is None:
             raise ValueError("Pass formulation= (the problem the per-point costs C come from); "
                              "the generic fallback needs it.")
-        self.formulation = formulation
-        self.formulation_name = formulation.name
-        if costs.ndim > 1 or (costs.ndim == 1 and costs.shape != self.y.shape):
-            raise ValueError(f"C must be a number or an array of shape {self.y.shape}; "
-                             f"got shape {costs.shape}.")
-        if not np.all(np.isfinite(costs)) or np.any(costs < 0) or not np.any(costs > 0):
-            raise ValueError("The costs C must be finite and >= 0, at least one of them "
-                             "positive.")
-        costs = np.broadcast_to(costs, self.y.shape)
-        # the generic fallback solves the formulation on every point it was given
-        self._X_all, self._y_all = self.X, self.y
-        # the same jitter as the generic path, from every point, so both solve one problem
-        self.jitter = jitter * max(diagonal_scale(kernel, self.X), 1e-300)
-        # C_i = 0 pins α_i to the box [0, 0]: such a point changes neither W(Z) nor
-        # ∇W(Z), and the solvers below divide by C_i, so it is left out of every solve
-        keep = costs > 0
-        self.X, self.y, self.C = self.X[keep], self.y[keep], costs[keep].copy()
+        self.X, self.y, self.C = self._take_points(C, X, y, kernel, jitter, formulation)
         if not np.all(np.isin(self.y, (-1.0, 1.0))) or len(np.unique(self.y)) != 2:
             raise ValueError(f"The {self.formulation_name!r} formulation needs labels y in "
                              "{-1, +1} from both classes among the points with a positive "
@@ -371,6 +352,33 @@ class SVMDualMarginal(Marginal):
         #: the rows' margin targets p (the dual's linear term); None: 1 for every row
         self.targets: Array | None = None
         self._prepare(kernel, n_expansion, tol, fallback)
+
+    def _take_points(self, C: float | Array, X: Array, y: NDArray[Any], kernel: Kernel,
+                     jitter: float, formulation: Formulation) -> tuple[Array, Array, Array]:
+        """X, y and the costs of the points with C_i > 0, the costs checked.
+
+        Also sets the formulation, the data of the generic fallback (every point)
+        and the jitter, as the generic path computes it.
+        """
+        X, y = np.asarray(X, dtype=float), np.asarray(y, dtype=float)
+        self.formulation = formulation
+        self.formulation_name = formulation.name
+        costs = np.asarray(C, dtype=float)
+        if costs.ndim > 1 or (costs.ndim == 1 and costs.shape != y.shape):
+            raise ValueError(f"C must be a number or an array of shape {y.shape}; "
+                             f"got shape {costs.shape}.")
+        if not np.all(np.isfinite(costs)) or np.any(costs < 0) or not np.any(costs > 0):
+            raise ValueError("The costs C must be finite and >= 0, at least one of them "
+                             "positive.")
+        costs = np.broadcast_to(costs, y.shape)
+        # the generic fallback solves the formulation on every point it was given
+        self._X_all, self._y_all = X, y
+        # the same jitter as the generic path, from every point, so both solve one problem
+        self.jitter = jitter * max(diagonal_scale(kernel, X), 1e-300)
+        # C_i = 0 pins α_i to the box [0, 0]: such a point changes neither W(Z) nor
+        # ∇W(Z), and the solvers below divide by C_i, so it is left out of every solve
+        keep = costs > 0
+        return X[keep], y[keep], costs[keep]
 
     def _prepare(self, kernel: Kernel, n_expansion: int, tol: float,
                  fallback: Marginal | None) -> None:

@@ -24,7 +24,7 @@ from numpy.typing import NDArray
 
 from sparsify.algorithms.svm.fast import SVMDualMarginal
 from sparsify.core.formulation import Formulation
-from sparsify.core.marginal import Evaluation, Marginal, diagonal_scale
+from sparsify.core.marginal import Evaluation, Marginal
 from sparsify.kernels import Kernel
 
 Array = NDArray[np.float64]
@@ -93,20 +93,10 @@ class SVRDualMarginal(SVMDualMarginal):
         formulation: Formulation,
         fallback: Marginal | None = None,
     ) -> None:
-        X = np.asarray(X, dtype=float)
-        y = np.asarray(y, dtype=float)
-        costs = np.broadcast_to(np.asarray(C, dtype=float), y.shape)
-        if not np.all(np.isfinite(costs)) or np.any(costs < 0) or not np.any(costs > 0):
-            raise ValueError("The costs C must be finite and >= 0, at least one of them "
-                             "positive.")
         if not np.all(np.isfinite(y)):
             raise ValueError("The targets y must be finite.")
-        self.formulation = formulation
-        self.formulation_name = formulation.name
-        self._X_all, self._y_all = X, y
-        self.jitter = jitter * max(diagonal_scale(kernel, X), 1e-300)
-        keep = costs > 0  # C_i = 0: both of the point's rows have the box [0, 0]
-        self.X, y, costs = X[keep], y[keep], costs[keep]
+        # a point with C_i = 0 is left out: both of its rows would have the box [0, 0]
+        self.X, y, costs = self._take_points(C, X, y, kernel, jitter, formulation)
         # the problem is solved in units of y's spread s (the SVM's margins are 1, which
         # the solvers' tolerances assume): y/s, ε/s and C/s give W/s², β/s, b/s and ∇W/s²
         spread = float(np.ptp(y)) if len(y) > 1 else 0.0
