@@ -7,9 +7,11 @@ import time
 import cvxpy as cp
 import numpy as np
 import pytest
+import scipy.sparse as sp
 
 from sparsify import RBF, CvxpyMarginal, Declaration, Formulation
-from sparsify.core.conic import ConicMarginal, estimate_memory
+from sparsify.core import conic
+from sparsify.core.conic import ConicMarginal, _link_blocks, _link_pattern, estimate_memory
 from sparsify.core.errors import MemoryEstimateError
 from sparsify.core.formulation import make_formulation
 from sparsify.core.gradcheck import check_gradient, random_problem
@@ -57,6 +59,59 @@ def test_the_conic_path_agrees_with_cvxpys_dpp_path(name, params, classes, kerne
     f, f_ref = k(X, Z) @ ev.coef, k(X, Z) @ ref.coef
     np.testing.assert_allclose(f, f_ref, atol=1e-4 * max(1.0, np.abs(f_ref).max()))
     assert np.shape(ev.intercept) == np.shape(ref.intercept)
+
+
+@pytest.mark.parametrize("blocks", [1, 3])
+def test_the_link_rows_are_f_minus_phi_u_and_the_copies_equal_u(blocks: int) -> None:
+    rng = np.random.default_rng(0)
+    N, Nz, K, n, off_f, off_u = 7, 2, 2, 30, 3, 20
+    tail = sp.random(5, 25, density=0.3, random_state=0, format="csc")
+    A, phi, n_head = _link_pattern(off_f, off_u, n, N, Nz, K, tail, blocks)
+    Phi = rng.normal(size=(N, Nz))
+    A.data[phi] = np.tile(-Phi.ravel(order="F"), K)
+    x = rng.normal(size=A.shape[1])
+    u = x[off_u:off_u + Nz * K].reshape((Nz, K), order="F")
+    f = x[off_f:off_f + N * K].reshape((N, K), order="F")
+    out = A @ x
+    assert A.shape == (n_head + 5, n + (blocks * K * Nz if blocks > 1 else 0))
+    if blocks > 1:  # with the link written through the copies, set them equal to u first
+        copies = x[n:].reshape((blocks, K, Nz))
+        np.testing.assert_allclose(out[N * K:n_head], (copies - u.T[None]).ravel())
+        x[n:] = np.broadcast_to(u.T[None], copies.shape).ravel()
+        out = A @ x
+    np.testing.assert_allclose(out[:N * K], (f - Phi @ u).ravel(order="F"))
+    np.testing.assert_allclose(out[n_head:], tail @ x[:25])
+
+
+def test_clarabel_gets_row_blocks_only_where_each_holds_enough_points() -> None:
+    assert _link_blocks(8000, 50, cp.CLARABEL) == 100
+    assert _link_blocks(1599, 50, cp.CLARABEL) == 1  # blocks of fewer than 16 points
+    assert _link_blocks(50_000, 100, cp.CLARABEL) == 1  # blocks of 250 points
+    assert _link_blocks(8000, 50, cp.ECOS) == 1
+
+
+@pytest.mark.parametrize(("case", "solver"), [
+    (case, solver) for case in ("svm2", "klr3", "norm", "no_norm") for solver in BACKENDS
+    # OSQP cannot take KLR's exponential cones nor ‖w‖'s second-order cone (tested above)
+    if not (solver == "osqp" and case in ("klr3", "norm"))])
+def test_the_blocked_link_gives_the_unblocked_answer(case: str, solver: str,
+                                                     monkeypatch) -> None:
+    X, y = _data("klr", 3) if case == "klr3" else random_problem(40, 3)
+    form = {"svm2": make_formulation("svm"), "klr3": make_formulation("klr"),
+            "norm": _NormPenalty(), "no_norm": _NoNorm()}[case]
+    if case == "no_norm":
+        y = y.astype(float)
+    Z = initial_expansion_vectors(X, 4, "random", 0) + 0.05
+    k = make_kernel("rbf", X)
+    answers = []
+    for blocks in (1, 5):
+        monkeypatch.setattr(conic, "_link_blocks", lambda N, Nz, backend, b=blocks: b)
+        answers.append(ConicMarginal(form, X, y, k, 4, solver=solver).evaluate(Z))
+    plain, blocked = answers
+    # two factorisations of one problem: each answer is within the solver's accuracy
+    accuracy = get_registry().get("solver", solver).gradient_accuracy
+    assert blocked.value == pytest.approx(plain.value, rel=1e-7, abs=1e-9)
+    assert np.linalg.norm(blocked.grad - plain.grad) <= 2 * accuracy * np.linalg.norm(plain.grad)
 
 
 def test_the_default_generic_path_is_the_conic_one() -> None:

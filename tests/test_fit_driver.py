@@ -15,15 +15,18 @@ import cvxpy as cp
 import numpy as np
 import pytest
 from sklearn.base import clone
+from sklearn.datasets import make_moons
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from sparsify import (
     Declaration,
     Formulation,
     SparseKernelClassifier,
+    SparseKernelLogisticRegression,
     SparseKernelRegressor,
     SparseKernelTransformer,
     SparseOutlierDetector,
+    SparseSVC,
 )
 from sparsify.core.estimator import SHARED_PARAMS, estimator_for
 from sparsify.kernels import RBF
@@ -279,3 +282,23 @@ def test_the_command_line_refuses_a_transformer_with_the_reason(tmp_path, capsys
                  "--no-header", "--n-expansion", "4"]) == 2
     err = capsys.readouterr().err
     assert "SparseKernelPCA is neither a classifier, a regressor nor an outlier detector" in err
+
+
+@pytest.mark.parametrize("make", [
+    lambda **kw: SparseSVC(5, C=1.0, **kw),
+    lambda **kw: SparseKernelLogisticRegression(5, lam=1e-2, **kw),
+], ids=["SparseSVC", "SparseKernelLogisticRegression"])
+def test_n_iter_no_change_stops_once_w_has_levelled_off(make) -> None:
+    X, y = make_moons(400, noise=0.3, random_state=0)
+    # at N = 400 the window's tolerance is 1/√400 = 5 % of W
+    full = make(n_iter_no_change=None, max_iter=60, tol=0.0, random_state=0).fit(X, y)
+    early = make(n_iter_no_change=3, max_iter=60, tol=0.0, random_state=0).fit(X, y)
+    history = np.asarray(early.objective_history_[0])
+    n = int(early.n_iter_[0])
+    assert n < int(full.n_iter_[0])
+    # it stopped at the first iteration whose last 3 lowered W by less than 5 % of it
+    drops = [(history[k - 3] - history[k]) / abs(history[k]) for k in range(3, n + 1)]
+    assert drops[-1] < 0.05 and all(d >= 0.05 for d in drops[:-1])
+    # "auto" leaves a fit below 10 000 points to tol and max_iter
+    auto = make(max_iter=60, tol=0.0, random_state=0).fit(X, y)
+    assert int(auto.n_iter_[0]) == int(full.n_iter_[0])

@@ -24,6 +24,7 @@ from sparsify.algorithms.svm.fast import (
 from sparsify.algorithms.svm.formulation import SVM
 from sparsify.core.errors import MemoryEstimateError
 from sparsify.core.gradcheck import check_gradient, random_problem
+from sparsify.core.marginal import whitening
 from sparsify.core.optimize import initial_expansion_vectors
 from sparsify.datasets import load_banana, make_checkerboard
 from sparsify.kernels import make_kernel
@@ -80,28 +81,75 @@ def test_warm_start_settles_small_steps_in_a_few_passes() -> None:
 
 def test_after_a_failed_polish_the_interior_point_answers_directly(
         monkeypatch: pytest.MonkeyPatch) -> None:
-    """Large C on a checkerboard: coordinate descent does not name the partition, the polish
-    fails, and the next evaluations go to the interior point without trying it again; every
+    """Large C on a checkerboard: from α = 0 coordinate descent does not name the partition,
+    so the first evaluation goes to the interior point; where a later polish fails (forced
+    here), the next evaluations go to the interior point without trying it again; every
     answer is still the generic path's."""
     X, y = make_checkerboard(500, random_state=0)
     kernel = make_kernel("rbf", X, gamma=1.12)
     fast, generic = _pair(X, y, kernel, 4, 1000.0)
     Z = initial_expansion_vectors(X, 4, "random", 0)
+    fast.evaluate(Z)
+    assert (fast.n_active_set, fast.n_interior_point) == (0, 1)
     calls = []
     monkeypatch.setattr(svm_fast, "dual_cd", lambda *a: calls.append(1) or _dual_cd.dual_cd(*a))
-    for step in range(SKIP_POLISH + 2):
+    monkeypatch.setattr(SVMDualMarginal, "_settle", lambda self, *a: None)
+    for step in range(1, SKIP_POLISH + 3):
         ev = fast.evaluate(Z + 0.01 * step)
-        if step in (0, SKIP_POLISH // 2, SKIP_POLISH + 1):
+        if step in (1, SKIP_POLISH // 2, SKIP_POLISH + 2):
             ref = generic.evaluate(Z + 0.01 * step)
             assert ev.value == pytest.approx(ref.value, rel=1e-6)
             np.testing.assert_allclose(ev.grad, ref.grad, rtol=0,
                                        atol=1e-5 * np.abs(ref.grad).max())
-        if step == SKIP_POLISH:  # the failed polish, then SKIP_POLISH straight to the IP
-            assert (fast.n_active_set, fast.n_interior_point) == (0, SKIP_POLISH + 1)
+        if step == SKIP_POLISH + 1:  # the failed polish, then SKIP_POLISH straight to the IP
+            assert (fast.n_active_set, fast.n_interior_point) == (0, SKIP_POLISH + 2)
             assert len(calls) == 1
     # then coordinate descent and the polish are tried again
     assert len(calls) == 2
-    assert fast.n_active_set + fast.n_interior_point == SKIP_POLISH + 2 and fast.n_generic == 0
+    assert fast.n_interior_point == SKIP_POLISH + 3 and fast.n_generic == 0
+
+
+@pytest.mark.parametrize("band", [0.5, 0.0])
+def test_the_interior_point_on_a_working_set_lands_on_the_full_solution(
+        band: float, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The rows the hint leaves out and the solution needs join the set until none is
+    missed (with a band of 0 the last solution's support alone starts it); the answer is
+    the interior point's on every row."""
+    X, y = make_checkerboard(2000, random_state=0)
+    kernel = make_kernel("rbf", X, gamma=1.12)
+    # 32 XVs: a few hundred of the 2000 rows have α > 0 or lie near the margin
+    fast = SVMDualMarginal(1000.0, X, y, kernel, 32, tol=1e-9)
+    Z = initial_expansion_vectors(X, 32, "random", 0)
+
+    def B_of(Z):  # the signed whitened rows of XVs Z
+        return fast._signed_rows(kernel(fast.X, Z) @ whitening(kernel(Z, Z)
+                                                                + fast.jitter * np.eye(32)))
+
+    full = fast._interior(B_of(Z), None)
+    assert full is not None
+    sizes = []
+    monkeypatch.setattr(svm_fast, "IP_BAND", band)
+    solve = svm_fast._interior_point
+    monkeypatch.setattr(svm_fast, "_interior_point",
+                        lambda B, *a, **k: sizes.append(len(B)) or solve(B, *a, **k))
+    # the hint: the solution for XVs moved as an L-BFGS step would
+    B = B_of(Z + 0.05)
+    alpha, u, b = fast._interior(B, (full[0], full[2]))
+    assert sizes[0] < len(B) / 4  # a working set, not every row
+    assert sizes == sorted(sizes)  # the set only grows
+    if band == 0.0:
+        assert len(sizes) > 1  # rows were missed and joined
+    # the KKT conditions on every row, to the tolerance the polish guarantees
+    slack = B @ u + fast.y * b - 1
+    assert np.all(np.where(alpha <= 0, slack >= -1e-9, True))
+    assert np.all(np.where(alpha >= fast.C, slack <= 1e-9, True))
+    free = (alpha > 0) & (alpha < fast.C)
+    np.testing.assert_allclose(slack[free], 0.0, atol=1e-9)
+    assert fast.y @ alpha == pytest.approx(0.0, abs=1e-9 * fast.C.max())
+    np.testing.assert_allclose(u, B.T @ alpha, atol=1e-9 * max(1.0, np.abs(u).max()))
+    reference = fast._interior(B, None)  # every row
+    assert reference is not None
+    np.testing.assert_allclose(u, reference[1], atol=1e-6 * max(1.0, np.abs(u).max()))
 
 
 def test_xvs_on_all_points_give_the_full_svm() -> None:

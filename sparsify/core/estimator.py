@@ -34,6 +34,7 @@ from sparsify.core.optimize import (
     initial_expansion_vectors,
     minimize_marginal,
     problem_line,
+    sampling_plateau,
     warn_if_not_converged,
 )
 from sparsify.core.registry import get_registry
@@ -393,8 +394,13 @@ class SparseKernelEstimator(KernelMachineMixin, BaseEstimator):
     # ------------------------------------------------------------------ the fit
 
     def _plateau(self, n_samples: int) -> tuple[int, float] | None:
-        """`minimize_marginal`'s plateau test for a fit on ``n_samples`` points (none here)."""
-        return None
+        """`minimize_marginal`'s plateau test for a fit on ``n_samples`` points.
+
+        From the estimator's ``n_iter_no_change`` where it offers one (the
+        estimators with an exact fast path, whose fits reach large N); none
+        otherwise.
+        """
+        return sampling_plateau(n_samples, getattr(self, "n_iter_no_change", None))
 
     def _resolve_n_expansion(self, X: Array, target: NDArray[Any] | None, kernel: Kernel,
                              weights: Array | None) -> tuple[int, int | None]:

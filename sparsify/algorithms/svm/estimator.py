@@ -14,7 +14,6 @@ from sklearn.utils.metaestimators import available_if
 
 from sparsify.core.classifier import SparseKernelClassifier
 from sparsify.core.formulation import make_formulation
-from sparsify.core.optimize import sampling_plateau
 from sparsify.kernels import Kernel
 
 __all__ = ["SparseSVC"]
@@ -209,9 +208,6 @@ class SparseSVC(SparseKernelClassifier):
 
     def _formulation_params(self, weights: Array | None = None) -> dict[str, Any]:
         return {"C": self.C if weights is None else self.C * weights}
-
-    def _plateau(self, n_samples: int) -> tuple[int, float] | None:
-        return sampling_plateau(n_samples, self.n_iter_no_change)
 
     def fit(
         self, X: ArrayLike, y: ArrayLike, sample_weight: ArrayLike | None = None
