@@ -147,6 +147,8 @@ def test_the_interior_point_on_a_working_set_lands_on_the_full_solution(
     np.testing.assert_allclose(slack[free], 0.0, atol=1e-9)
     assert fast.y @ alpha == pytest.approx(0.0, abs=1e-9 * fast.C.max())
     np.testing.assert_allclose(u, B.T @ alpha, atol=1e-9 * max(1.0, np.abs(u).max()))
+    # u is unique (the dual's objective is strictly convex in u = Bᵀα); two answers each
+    # meeting the KKT conditions to 1e-9 differ by that times the problem's conditioning
     reference = fast._interior(B, None)  # every row
     assert reference is not None
     np.testing.assert_allclose(u, reference[1], atol=1e-6 * max(1.0, np.abs(u).max()))

@@ -137,7 +137,9 @@ def _link_pattern(off_f: int, off_u: int, n: int, N: int, Nz: int, K: int,
     n_head = n_f + n_copy
     rows = np.concatenate([np.arange(n_f), phi_rows.ravel(), extra[0], n_head + tail.row])
     cols = np.concatenate([off_f + np.arange(n_f), phi_cols.ravel(), extra[1], tail.col])
-    values = np.concatenate([np.ones(n_f), np.ones(phi_rows.size), extra[2], tail.data])
+    n_phi = phi_rows.size
+    values = np.concatenate([np.ones(n_f), np.ones(n_phi), extra[2], tail.data])
+    del phi_rows, phi_cols  # N·Nz·K each: freed before the CSC is built
     # the entries are numbered so that their place in the CSC's .data can be found
     matrix = sp.csc_matrix((np.arange(1, len(rows) + 1, dtype=float), (rows, cols)),
                            shape=(n_head + tail.shape[0], n + n_copy))
@@ -146,7 +148,7 @@ def _link_pattern(off_f: int, off_u: int, n: int, N: int, Nz: int, K: int,
     matrix.data = values[order]
     place = np.empty_like(order)
     place[order] = np.arange(len(order))
-    return matrix, place[n_f:n_f + phi_rows.size], n_head
+    return matrix, place[n_f:n_f + n_phi], n_head
 
 
 def _link_blocks(N: int, Nz: int, backend: str) -> int:

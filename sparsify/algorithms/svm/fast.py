@@ -443,14 +443,13 @@ class SVMDualMarginal(Marginal):
         descent did not converge. In
         whitened coordinates the metric is the identity: K = K⁻¹ = L = I.
         """
-        y, C, Nz = self.y, self.C, B.shape[1]
+        y, C, Nz, last = self.y, self.C, B.shape[1], self._last
         # what the interior point's working set comes from: the last solution's α and b,
         # or this evaluation's coordinate descent where it ran
-        hint = self._last
+        hint = last
         if self._skip_polish:
             self._skip_polish -= 1
         else:
-            last = self._last
             # (clipped: a polished α may stray past a bound by round-off, which the C code
             # refuses; a no-op otherwise)
             alpha, b = ((np.zeros(len(y)), 0.0) if last is None
