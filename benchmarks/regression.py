@@ -411,7 +411,8 @@ def main(argv: list[str] | None = None) -> int:
                 rows += run_split(name, d, split, hps[name], args)
                 print(f"{name} split {split + 1}/{n_splits} done "
                       f"({time.perf_counter() - start:.0f} s)", flush=True)
-            write_csv(args.out / "regression.csv", rows, FIELDS)
+                # after every split: a run stopped part-way keeps what it measured
+                write_csv(args.out / "regression.csv", rows, FIELDS)
     peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     text = report(rows, hps, args, time.perf_counter() - start, peak_mb, command)
     _write_atomic(args.out / "regression.md", text)

@@ -11,7 +11,7 @@ Parts (``--parts``):
 - ``a9a``: the full training set of ../shared/data/a9a (32 561 × 123), C = 8, γ = 2⁻⁵
   (docs/results/a9a.md's cross-validated values), Nz = M = 100;
 - ``timing``: `sparsify.datasets.make_ringnorm` (20-D) and `make_checkerboard` (2-D, 4 × 4,
-  no label noise) at N = 10⁴ … 10⁶, Nz = 100 and 200: fit time, peak memory, test error on
+  no label noise) at N = 10⁴ … 10⁶, Nz = 100, 200 and 500 (``--nz``): fit time, peak memory, test error on
   10⁵ fresh points, beside Nystroem at M and 5 M and the Bayes error; the slope of log fit
   time against log N from N = 10⁵ on;
 - ``value``: N = 10⁵ at the small budgets M = 16 and 32, where where the XVs are put
@@ -393,6 +393,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--timeout", type=float, default=1200.0, help="seconds per fit")
     parser.add_argument("--svc-timeout", type=float, default=1800.0)
     parser.add_argument("--test-n", type=int, default=100_000)
+    parser.add_argument("--nz", type=int, nargs="+", default=[100, 200, 500],
+                        help="Nz (= M) of the timing part")
     parser.add_argument("--moons-nz", type=int, nargs="+", default=[10, 50, 100, 200, 500])
     parser.add_argument("--moons-seeds", type=int, default=5)
     parser.add_argument("--seed", type=int, default=0)
@@ -413,7 +415,7 @@ def main(argv: list[str] | None = None) -> int:
         ns, ms, value_ms, args.test_n = [400], [4], [3], 500
         args.moons_nz, args.moons_seeds = [5], 1
     else:
-        ns, ms, value_ms = [10_000, 30_000, 100_000, 300_000, 1_000_000], [100, 200], [16, 32]
+        ns, ms, value_ms = [10_000, 30_000, 100_000, 300_000, 1_000_000], args.nz, [16, 32]
     load = os.getloadavg()[0]
     start = time.perf_counter()
     params = ({kind: choose_params(kind, args.seed, 300 if args.quick else 3000)

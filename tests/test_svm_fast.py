@@ -70,6 +70,9 @@ def test_warm_start_settles_small_steps_in_a_few_passes() -> None:
     """Coordinate descent and the polish settle each evaluation; a small step costs little."""
     X, y, _, _ = load_banana()
     fast = SVMDualMarginal(3.0, X, y, make_kernel("rbf", X, gamma=3.0), 10, tol=1e-9)
+    # every pass the cold start needs (about 600 here; by default the first evaluation stops
+    # at 100 and the interior point answers), so both evaluations take the same path
+    fast.first_epochs = fast.max_epochs
     Z = initial_expansion_vectors(X, 10, "random", 0)
     first = fast.evaluate(Z)
     cold = fast.last_epochs
@@ -643,3 +646,21 @@ def test_memory_is_estimated_before_any_kernel_block(monkeypatch) -> None:
     with pytest.raises(MemoryEstimateError, match=r"The SVM fast path with N=200, Nz=10 would "
                        r"need about .* GiB; .* GiB are available\. Use fewer XVs"):
         SVMDualMarginal(1.0, X, y, make_kernel("rbf", X), 10)
+
+
+def test_the_first_evaluation_stops_coordinate_descent_at_first_epochs() -> None:
+    """From α = 0 coordinate descent runs at most `first_epochs` passes; where they do not
+    name the partition the interior point answers, with the generic path's W and ∇W."""
+    X, y, _, _ = load_banana()
+    kernel = make_kernel("rbf", X, gamma=3.0)
+    fast, generic = _pair(X, y, kernel, 10, 3.0)
+    fast.first_epochs = 20  # the cold start needs about 600 passes here
+    Z = initial_expansion_vectors(X, 10, "random", 0)
+    ev, ref = fast.evaluate(Z), generic.evaluate(Z)
+    assert fast.last_epochs == 20
+    assert (fast.n_active_set, fast.n_interior_point, fast.n_generic) == (0, 1, 0)
+    # the tolerances of the other fast-against-generic comparisons in this file
+    assert ev.value == pytest.approx(ref.value, rel=1e-6)
+    np.testing.assert_allclose(ev.grad, ref.grad, rtol=0, atol=1e-5 * np.abs(ref.grad).max())
+    fast.evaluate(Z + 1e-6)  # later evaluations run up to max_epochs, warm-started
+    assert fast.n_active_set == 1

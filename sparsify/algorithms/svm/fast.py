@@ -406,6 +406,11 @@ class SVMDualMarginal(Marginal):
         # coordinate descent's tolerance and passes: it only names the partition, the
         # polish makes it exact (1e-3 was the fastest on a9a of 1e-1 … 1e-4)
         self.cd_eps, self.max_epochs = 1e-3, 1000
+        # the first evaluation's passes, from α = 0: where they do not name the partition the
+        # interior point answers and they only pick its working set, which 100 passes do as
+        # well (checkerboard C = 1000, Nz = 100, N = 10⁶: first evaluation 15.5 s against 30.8 s
+        # with 1000 passes, the same later path; a9a and ringnorm unchanged)
+        self.first_epochs = 100
         self.polish_moves = 10  # the polish's budget: this many moves per XV, plus 100
         self.rho = 1.0  # coordinate descent's proximal weight on the bias
         self.last_epochs = 0  # passes of the last evaluation's coordinate descent
@@ -456,7 +461,9 @@ class SVMDualMarginal(Marginal):
                         else (np.clip(last[0], 0.0, C), last[1]))
             u = np.empty(Nz)
             named, b, self.last_epochs, _ = dual_cd(B, y, C, alpha, u, b, self.rho,
-                                                    self.cd_eps, self.max_epochs, 0,
+                                                    self.cd_eps,
+                                                    self.max_epochs if last else self.first_epochs,
+                                                    0,
                                                     self.targets)
             upper, free = alpha >= C, (alpha > 0) & (alpha < C)
             work = free | (np.abs(B @ u + y * b - self._p) <= WORKING_BAND)

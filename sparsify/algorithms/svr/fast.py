@@ -112,7 +112,7 @@ class SVRDualMarginal(SVMDualMarginal):
         # sit near the tube's edges); with shrinking its late passes are cheap, and a partition
         # named to cd_eps saves the polish more than they cost (kin8nm, Nz = 50: 0.23 s per
         # evaluation against 0.58 s with the SVM's 1000 passes, which left the polish failing)
-        self.max_epochs = 10_000
+        self.max_epochs = self.first_epochs = 10_000
         # and a weaker proximal coupling of the bias: every row shares the bias feature, which
         # at ρ = 1 outweighs the whitened rows (‖Φ_i‖ ≤ 1); ρ = 0.1 took 40 % less time there
         self.rho = 0.1
