@@ -11,10 +11,10 @@ Parts (``--parts``):
 - ``a9a``: the full training set of ../shared/data/a9a (32 561 × 123), C = 8, γ = 2⁻⁵
   (docs/results/a9a.md's cross-validated values), Nz = M = 100;
 - ``timing``: `sparsify.datasets.make_ringnorm` (20-D) and `make_checkerboard` (2-D, 4 × 4,
-  no label noise) at N = 10⁴ … 10⁶, Nz = 100, 200 and 500 (``--nz``): fit time, peak memory, test error on
-  10⁵ fresh points, beside Nystroem at M and 5 M and the Bayes error; the slope of log fit
-  time against log N from N = 10⁵ on;
-- ``value``: N = 10⁵ at the small budgets M = 16 and 32, where where the XVs are put
+  no label noise) at N = 10⁴ … 10⁶, Nz = 100, 200 and 500 (``--nz``): fit time, peak
+  memory, test error on 10⁵ fresh points, beside Nystroem at M and 5 M and the Bayes
+  error; the slope of log fit time against log N from N = 10⁵ on;
+- ``value``: N = 10⁵ at the small budgets M = 16 and 32, where the XVs are put
   matters most;
 - ``moons``: make_moons(5000, noise = 0.3), Nz = 10 … 500, 5 seeds: does every fit succeed.
 
@@ -33,6 +33,7 @@ runs tiny sizes (the smoke test).
 from __future__ import annotations
 
 import argparse
+import csv
 import json
 import os
 import platform
@@ -168,24 +169,46 @@ def choose_params(kind: str, seed: int, n: int = 3000) -> tuple[float, float]:
     return float(search.best_params_["C"]), float(search.best_params_["gamma"])
 
 
-def run_a9a(args: argparse.Namespace) -> list[dict[str, Any]]:
+def save_csv(out: Path, rows: list[dict[str, Any]]) -> None:
+    """Every row so far as ``out``/scale.csv (after each fit: a run stopped part-way keeps
+    what it measured)."""
+    fields = sorted({k for r in rows for k in r}, key=lambda k: (k != "part", k != "set", k))
+    write_csv(out / "scale.csv", rows, fields)
+
+
+def read_csv(path: Path) -> list[dict[str, Any]]:
+    """The rows of a scale.csv as `save_csv` wrote them (empty cells left out)."""
+    text_keys = {"part", "set", "method", "note", "trace"}
+
+    def value(key: str, text: str) -> Any:
+        if key in text_keys:
+            return text
+        number = float(text)
+        return int(number) if number.is_integer() and key not in ("C", "gamma") else number
+
+    with open(path, newline="") as fh:
+        return [{k: value(k, v) for k, v in row.items() if v != ""}
+                for row in csv.DictReader(fh)]
+
+
+def run_a9a(args: argparse.Namespace, rows: list[dict[str, Any]]) -> None:
     spec, C, gamma = ("a9a", str(args.data_dir)), 8.0, 2.0**-5
-    rows = []
     for method, m, timeout in (("SLMC", 100, args.timeout), ("Nystroem", 100, args.timeout),
                                ("Nystroem", 500, args.timeout), ("SVC", 0, args.svc_timeout)):
         rows.append({"part": "a9a", "set": "a9a", "N": 32561, "C": C, "gamma": gamma,
                      **_fresh(timeout, _fit, method, spec, m, C, gamma, args.seed)})
         rows[-1].setdefault("method", method)
         print(f"[scale] {rows[-1]}", flush=True)
+        save_csv(args.out, rows)
     rows.append({"part": "a9a", "set": "a9a", "N": 32561, "C": C, "gamma": gamma,
                  **_svgp(args.gp_python, spec, 100, gamma, args.gp_epochs, args.seed,
                          args.timeout)})
-    return rows
+    save_csv(args.out, rows)
 
 
 def run_synthetic(args: argparse.Namespace, part: str, params: dict[str, tuple[float, float]],
-                  ns: list[int], ms: list[int], svgp: bool) -> list[dict[str, Any]]:
-    rows = []
+                  ns: list[int], ms: list[int], svgp: bool, rows: list[dict[str, Any]]
+                  ) -> None:
     for kind in ("ringnorm", "checkerboard"):
         C, gamma = params[kind]
         for m in ms:
@@ -221,13 +244,12 @@ def run_synthetic(args: argparse.Namespace, part: str, params: dict[str, tuple[f
                                                  args.gp_epochs, args.seed, args.timeout)})
                 for row in rows[-(3 + svgp):]:
                     print(f"[scale] {row}", flush=True)
-    return rows
+                save_csv(args.out, rows)
 
 
-def run_moons(args: argparse.Namespace) -> list[dict[str, Any]]:
+def run_moons(args: argparse.Namespace, rows: list[dict[str, Any]]) -> None:
     X, y = make_moons(5000, noise=0.3, random_state=0)
     X_test, y_test = make_moons(20000, noise=0.3, random_state=1)
-    rows = []
     for m in args.moons_nz:
         for seed in range(args.moons_seeds):
             row: dict[str, Any] = {"part": "moons", "set": "moons", "N": 5000, "method": "SLMC",
@@ -242,7 +264,7 @@ def run_moons(args: argparse.Namespace) -> list[dict[str, Any]]:
             except Exception as exc:  # the finding this part looks for
                 row["note"] = f"{type(exc).__name__}: {exc}"[:300]
             rows.append(row)
-    return rows
+    save_csv(args.out, rows)
 
 
 def _slope(rows: list[dict[str, Any]], kind: str, m: int, n_min: int) -> float | None:
@@ -275,17 +297,16 @@ def _find(rows: list[dict[str, Any]], kind: str, n: int, method: str, m: int) ->
 
 
 def report(rows: list[dict[str, Any]], params: dict[str, tuple[float, float]],
-           args: argparse.Namespace, wall: float, load: tuple[float, float]) -> str:
-    cpu = cpu_name()
+           args: argparse.Namespace, run: str) -> str:
+    """The page; ``run`` says when, how long and under what load the rows were measured."""
     lines = ["# SLMC at scale", "", "Produced by `benchmarks/scale.py` (written to a scratch "
              "folder, then copied here):", "", "    OPENBLAS_NUM_THREADS=1 python "
              + " ".join(sys.argv), "",
-             f"Machine: {os.cpu_count()} CPUs ({cpu}), Python {platform.python_version()}, "
-             f"numpy {np.__version__}, scikit-learn {sklearn.__version__}; one BLAS thread per "
-             f"process; {time.strftime('%Y-%m-%d')}; load average {load[0]:.1f} at the start, "
-             f"{load[1]:.1f} at the end. Total {wall / 60:.1f} min. Each fit in a fresh process; "
-             "peak = Linux VmHWM above what the data took. Cells: test error | fit seconds | "
-             "peak memory.", ""]
+             f"Machine: {os.cpu_count()} CPUs ({cpu_name()}), Python "
+             f"{platform.python_version()}, numpy {np.__version__}, scikit-learn "
+             f"{sklearn.__version__}; one BLAS thread per process; {run} Each fit in a fresh "
+             "process; peak = Linux VmHWM above what the data took. Cells: test error | fit "
+             "seconds | peak memory.", ""]
     for kind, (C, gamma) in params.items():
         lines.append(f"- {kind}: C = {C:g}, γ = {gamma:.4g} (3-fold CV of the full SVC on "
                      "3000 points).")
@@ -401,7 +422,22 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--limit", nargs="*", default=[], metavar="SET=N",
                         help="largest N of the timing part for a set (e.g. checkerboard=30000)")
     parser.add_argument("--quick", action="store_true", help="tiny sizes (the smoke test)")
+    parser.add_argument("--merge", nargs="+", type=Path, default=None, metavar="CSV",
+                        help="write the page from the scale.csv files of earlier runs (run in "
+                             "parallel, say) instead of running anything")
+    parser.add_argument("--note", default="",
+                        help="with --merge: what the runs were (commands, dates, load)")
     args = parser.parse_args(argv)
+    if args.merge:
+        rows = [row for path in args.merge for row in read_csv(path)]
+        params = {r["set"]: (r["C"], r["gamma"]) for r in rows
+                  if r["part"] in ("timing", "value")}
+        args.out.mkdir(parents=True, exist_ok=True)
+        save_csv(args.out, rows)
+        text = report(rows, params, args, f"joined from the CSVs of runs: {args.note}")
+        _write_atomic(args.out / "scale.md", text)
+        print(text)
+        return 0
     try:
         args.limit = {k: int(v) for k, v in (item.split("=") for item in args.limit)}
     except ValueError:
@@ -423,19 +459,18 @@ def main(argv: list[str] | None = None) -> int:
               if {"timing", "value"} & set(args.parts) else {})
     rows: list[dict[str, Any]] = []
     if "a9a" in args.parts:
-        rows += run_a9a(args)
+        run_a9a(args, rows)
     if "timing" in args.parts:
-        rows += run_synthetic(args, "timing", params, ns, ms, svgp=False)
+        run_synthetic(args, "timing", params, ns, ms, False, rows)
     if "value" in args.parts:
-        rows += run_synthetic(args, "value", params, [ns[2] if not args.quick else ns[0]],
-                              value_ms, svgp=True)
+        run_synthetic(args, "value", params, [ns[2] if not args.quick else ns[0]],
+                      value_ms, True, rows)
     if "moons" in args.parts:
-        rows += run_moons(args)
+        run_moons(args, rows)
     wall = time.perf_counter() - start
-    fields = sorted({k for r in rows for k in r}, key=lambda k: (k != "part", k != "set", k))
-    write_csv(args.out / "scale.csv", [{k: v for k, v in r.items() if k != "trace"} | (
-        {"trace": r["trace"]} if "trace" in r else {}) for r in rows], fields)
-    text = report(rows, params, args, wall, (load, os.getloadavg()[0]))
+    text = report(rows, params, args,
+                  f"{time.strftime('%Y-%m-%d')}; load average {load:.1f} at the start, "
+                  f"{os.getloadavg()[0]:.1f} at the end. Total {wall / 60:.1f} min.")
     _write_atomic(args.out / "scale.md", text)
     print(text)
     return 0
