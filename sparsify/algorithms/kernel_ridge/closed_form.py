@@ -9,9 +9,12 @@ is a ridge regression. In the whitened coordinates γ with β = Tγ
 training points' coordinates in an orthonormal basis of span φ(Z)) and with the
 intercept eliminated by centring (b = ȳ − F̄γ),
 
-    γ = (F_cᵀF_c + αI)⁻¹ F_cᵀ y_c,    W = ‖r‖² + α‖γ‖²,   r = y − K_XZ β − b1,
+    γ = (F_cᵀF_c + αI)⁻¹ F_cᵀ y_c,    W = ‖r‖² + α‖γ‖²,   r = y_c − F_c γ (= y − K_XZ β − b1),
 
 one Nz × Nz Cholesky solve whatever K_ZZ's conditioning, O(N·Nz²) in all. The
+residual is taken from the whitened rows: where K_ZZ is numerically singular
+(points on a low-dimensional manifold, as naval's) β = Tγ is large and K_XZ β
+cancels to a few digits, which once made ∇W wrong by orders of magnitude. The
 gradient is Lemma 1 (the envelope theorem on the Lagrangian in β and b):
 ∂W/∂K_XZ = −2 r βᵀ and ∂W/∂K_ZZ = α ββᵀ, mapped to ∂W/∂Z by the kernel's
 vector-Jacobian products (`sparsify.core.marginal.link_gradient` with ν = 2r).
@@ -98,7 +101,9 @@ class RidgeMarginal(Marginal):
         gamma = scipy.linalg.cho_solve(scipy.linalg.cho_factor(gram), F.T @ (self.y - y_mean))
         beta = T @ gamma
         intercept = float(y_mean - F_mean @ gamma)
-        r = self.y - K_xz @ beta - intercept
+        # the residual from the whitened rows, not y − K_XZ β − b: β = Tγ is large where
+        # K_ZZ is ill-conditioned, and K_XZ β then cancels to a few digits
+        r = self.y - y_mean - F @ gamma
         value = float(r @ r + self.alpha * gamma @ gamma)
         gradient = (link_gradient(self.kernel, self.X, Z, K_xz, K_zz, 2.0 * r, beta, self.alpha)
                     if grad else None)
