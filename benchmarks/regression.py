@@ -329,8 +329,24 @@ def _read_rows(path: Path) -> list[dict[str, Any]]:
 
 
 def merge(args: argparse.Namespace, argv: list[str] | None) -> int:
-    """The page and one CSV from the CSVs of several runs (their sets must not overlap)."""
-    rows = [row for path in args.merge for row in _read_rows(path)]
+    """The page and one CSV from the CSVs of several runs (no (set, method, M, split) twice).
+
+    A ``--merge`` item ``PATH::METHOD,METHOD`` takes only those methods' rows of that CSV
+    (a method another run re-measured is taken from that run).
+    """
+    rows = []
+    for item in args.merge:
+        path, _, only = str(item).partition("::")
+        methods = set(only.split(",")) if only else None
+        rows += [row for row in _read_rows(Path(path))
+                 if methods is None or row["method"] in methods]
+    seen: set[tuple[Any, ...]] = set()
+    for row in rows:
+        key = (row["set"], row["method"], row.get("M"), row.get("split"))
+        if key in seen:
+            raise SystemExit(f"--merge: {key} comes from more than one CSV; take each method "
+                             "of a set from one run (PATH::METHOD,METHOD selects methods).")
+        seen.add(key)
     hps = {r["set"]: {k: r[k] for k in HP} for r in rows}
     given = list(argv if argv is not None else sys.argv[1:])
     if "--note" in given:  # the note is on the page already; the command says where
@@ -378,9 +394,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--note", default=None,
                         help="a sentence for the page (the runs a --merge page comes from)")
-    parser.add_argument("--merge", nargs="+", type=Path, default=None, metavar="CSV",
+    parser.add_argument("--merge", nargs="+", default=None, metavar="CSV[::METHODS]",
                         help="write the page from the regression.csv files of earlier runs "
-                             "(run in parallel, say) instead of running anything")
+                             "(run in parallel, say) instead of running anything; "
+                             "PATH::SparseSVR,SVR takes only those methods of a file")
     args = parser.parse_args(argv)
     if args.merge:
         return merge(args, argv)

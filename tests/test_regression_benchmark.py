@@ -64,6 +64,17 @@ def test_every_regression_set_is_run_and_reported(tmp_path: Path,
                        "--splits", "2", "--first-split", "2", "--sizes", "5", "--large-sizes",
                        "--max-iter", "5", "--cv-max", "60"]) == 0
     assert {r["split"] for r in csv.DictReader((later / "regression.csv").open())} == {"2"}
+    # one method taken from one run and the rest from another; a row in both is refused
+    joined = tmp_path / "joined"
+    assert bench.main(["--data-dir", str(tmp_path), "--out", str(joined), "--merge",
+                       f"{out / 'regression.csv'}::SparseSVR,SVR (full)",
+                       f"{later / 'regression.csv'}::SparseKernelRidge"]) == 0
+    taken = list(csv.DictReader((joined / "regression.csv").open()))
+    assert {(r["method"], r["split"]) for r in taken if r["set"] == "friedman_b"} == {
+        ("SVR (full)", "1"), ("SparseSVR", "1"), ("SparseKernelRidge", "2")}
+    with pytest.raises(SystemExit, match="comes from more than one CSV"):
+        bench.main(["--data-dir", str(tmp_path), "--out", str(tmp_path / "twice"), "--merge",
+                    str(out / "regression.csv"), str(out / "regression.csv")])
 
 
 def test_a_set_without_real_targets_is_a_usage_error(tmp_path: Path, monkeypatch,
