@@ -296,12 +296,20 @@ def _find(rows: list[dict[str, Any]], kind: str, n: int, method: str, m: int) ->
     return _cell(hit[0]) if hit else "—"
 
 
+def _quoted_argv() -> list[str]:
+    """The command line, with a --note (which the page gives in full) shortened to '...'."""
+    argv = list(sys.argv)
+    if "--note" in argv[:-1]:
+        argv[argv.index("--note") + 1] = "..."
+    return argv
+
+
 def report(rows: list[dict[str, Any]], params: dict[str, tuple[float, float]],
            args: argparse.Namespace, run: str) -> str:
     """The page; ``run`` says when, how long and under what load the rows were measured."""
     lines = ["# SLMC at scale", "", "Produced by `benchmarks/scale.py` (written to a scratch "
              "folder, then copied here):", "", "    OPENBLAS_NUM_THREADS=1 python "
-             + " ".join(sys.argv), "",
+             + " ".join(_quoted_argv()), "",
              f"Machine: {os.cpu_count()} CPUs ({cpu_name()}), Python "
              f"{platform.python_version()}, numpy {np.__version__}, scikit-learn "
              f"{sklearn.__version__}; one BLAS thread per process; {run} Each fit in a fresh "
@@ -360,7 +368,16 @@ def report(rows: list[dict[str, Any]], params: dict[str, tuple[float, float]],
             if part == "timing":
                 for m in ms_here:
                     slope = _slope(rows, kind, m, 100_000)
-                    if slope is not None:
+                    # an N whose fit did not finish leaves the slope unmeasured there
+                    unfinished = [r for r in sel if r["set"] == kind and r["method"] == "SLMC"
+                                  and r["M"] == m and r["N"] >= 100_000 and "seconds" not in r]
+                    if slope is not None and unfinished:
+                        lines.append(f"\nSlope of log fit time against log N from N = 10⁵ on, "
+                                     f"Nz = {m}: {slope:.2f} over the N that finished; "
+                                     + "; ".join(f"N = {r['N']}: {r.get('note', 'not run')}"
+                                                 for r in unfinished)
+                                     + " (target ≤ 1.15: not measured).")
+                    elif slope is not None:
                         lines.append(f"\nSlope of log fit time against log N from N = 10⁵ on, "
                                      f"Nz = {m}: {slope:.2f} (target ≤ 1.15: "
                                      f"{'met' if slope <= 1.15 else 'not met'}).")
