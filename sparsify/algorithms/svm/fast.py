@@ -460,11 +460,9 @@ class SVMDualMarginal(Marginal):
             alpha, b = ((np.zeros(len(y)), 0.0) if last is None
                         else (np.clip(last[0], 0.0, C), last[1]))
             u = np.empty(Nz)
+            passes = self.first_epochs if last is None else self.max_epochs
             named, b, self.last_epochs, _ = dual_cd(B, y, C, alpha, u, b, self.rho,
-                                                    self.cd_eps,
-                                                    self.max_epochs if last else self.first_epochs,
-                                                    0,
-                                                    self.targets)
+                                                    self.cd_eps, passes, 0, self.targets)
             upper, free = alpha >= C, (alpha > 0) & (alpha < C)
             work = free | (np.abs(B @ u + y * b - self._p) <= WORKING_BAND)
             if named or last is not None:
