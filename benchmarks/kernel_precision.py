@@ -51,6 +51,8 @@ from threadpoolctl import threadpool_limits
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from performance import (
     _load,
+    _peak_rss,
+    _reset_peak_rss,
     _write_atomic,
     check_datasets,
     check_params,
@@ -176,11 +178,15 @@ def report(rows: list[dict[str, Any]], timing: list[dict[str, Any]], command: st
         f"{v}: W {worst_w[v]:.1e}, ∇W {worst[v]:.1e}" for v in VARIANTS)
         + f" (the fast path's tests hold W and ∇W to 1e-6 of the generic path's: "
         f"{'within' if max(worst.values()) <= 1e-6 else 'beyond'} it).", "",
-        "## Time of one K_XZ (median of 5)", "",
-        "| set | N | Nz | float64 ms | float32 ms | ratio |", "|---|---|---|---|---|---|"]
+        "## Time of one K_XZ (median of 5), and peak memory", "",
+        "Peak: Linux VmHWM above what the data took, over the fit, the evaluations and the "
+        "timing of one Nz.", "",
+        "| set | N | Nz | float64 ms | float32 ms | ratio | peak MB |",
+        "|---|---|---|---|---|---|---|"]
     for t in timing:
         lines.append(f"| {t['set']} | {t['N']} | {t['Nz']} | {1e3 * t['float64']:.2f} | "
-                     f"{1e3 * t['float32']:.2f} | {t['float64'] / t['float32']:.2f} |")
+                     f"{1e3 * t['float32']:.2f} | {t['float64'] / t['float32']:.2f} | "
+                     f"{t['peak_mb']:.0f} |")
     return "\n".join(lines) + "\n"
 
 
@@ -217,6 +223,7 @@ def main(argv: list[str] | None = None) -> int:
             for nz in args.nz:
                 if nz >= len(np.unique(X, axis=0)):
                     continue
+                base = _reset_peak_rss()  # the data are in memory: what the Nz adds
                 Z0 = initial_expansion_vectors(X, nz, "random", args.seed)
                 fitted = SparseSVC(nz, C=C, gamma=gamma, max_iter=args.fit_iter,
                                    n_iter_no_change=None, random_state=args.seed).fit(X, y)
@@ -225,7 +232,8 @@ def main(argv: list[str] | None = None) -> int:
                                   fitted.expansion_vectors_)):
                     rows += measure(name, X, y, C, gamma, nz, where, Z)
                 timing.append({"set": name, "N": len(X), "Nz": nz,
-                               **block_seconds(X, Z0, gamma)})
+                               **block_seconds(X, Z0, gamma),
+                               "peak_mb": (_peak_rss() - base) / 1024})
                 print(f"[kernel_precision] {name} Nz={nz} done", flush=True)
     args.out.mkdir(parents=True, exist_ok=True)
     write_csv(args.out / "kernel_precision.csv", rows)

@@ -15,7 +15,10 @@ Parts (``--parts``):
   memory, test error on 10⁵ fresh points, beside Nystroem at M and 5 M and the Bayes
   error; the slope of log fit time against log N from N = 10⁵ on;
 - ``value``: N = 10⁵ at the small budgets M = 16 and 32, where the XVs are put
-  matters most;
+  matters most; besides the peers, SLMC from k-means centres and SLMC's own problem on
+  fixed random XVs at M and 5 M (Nystroem's landmarks with the hinge loss, solved exactly:
+  the squared hinge of LinearSVC is another loss, whose test error on the noiseless
+  checkerboard is about half the hinge's at any M);
 - ``moons``: make_moons(5000, noise = 0.3), Nz = 10 … 500, 5 seeds: does every fit succeed.
 
 (C, γ) of ringnorm and checkerboard: 3-fold cross-validation of the full SVC on 3000 points,
@@ -64,8 +67,13 @@ from sparsify import SparseSVC
 from sparsify.datasets import make_checkerboard, make_ringnorm, ringnorm_bayes_error
 
 PARTS = ("a9a", "timing", "value", "moons")
+SETS = ("ringnorm", "checkerboard")
+SIZES = [10_000, 30_000, 100_000, 300_000, 1_000_000]
 #: Nystroem's feature matrix and LinearSVC's copy of it must fit in this
 NYSTROEM_LIMIT_BYTES = 8 * 2**30
+#: the SparseSVC fits by name: their arguments beyond (Nz, C, γ, seed)
+SPARSE: dict[str, dict[str, Any]] = {"SLMC": {}, "SLMC k-means": {"init": "kmeans"},
+                                     "random XVs": {"max_iter": 0}}
 
 
 def make(kind: str, n: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
@@ -90,14 +98,22 @@ def _data(spec: tuple[Any, ...]) -> tuple[np.ndarray, ...]:
 
 def _fit(method: str, spec: tuple[Any, ...], m: int, C: float, gamma: float,
          seed: int) -> dict[str, Any]:
-    """One fit in this (fresh) process: seconds, test error and peak memory."""
+    """One fit in this (fresh) process: seconds, test error and peak memory.
+
+    ``method``: "SLMC" (its default start, a random subset), "SLMC k-means" (k-means
+    centres as the start), "random XVs" (SLMC's own problem, solved exactly, on a random
+    subset of M training points kept fixed: Nystroem's landmarks with SLMC's hinge loss
+    and unpenalised bias, so beside SLMC it measures what moving the XVs buys), "SVC", or
+    "Nystroem" (+ LinearSVC).
+    """
     X, y, X_test, y_test = _data(spec)
     base = _reset_peak_rss()
     with threadpool_limits(1), warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         start = time.perf_counter()
-        if method == "SLMC":
-            model: Any = SparseSVC(n_expansion=m, C=C, gamma=gamma, random_state=seed).fit(X, y)
+        if method in SPARSE:
+            model: Any = SparseSVC(n_expansion=m, C=C, gamma=gamma, random_state=seed,
+                                   **SPARSE[method]).fit(X, y)
             extra = {"n_iter": int(model.n_iter_[0])}
         elif method == "SVC":
             model = SVC(C=C, gamma=gamma).fit(X, y)
@@ -110,7 +126,7 @@ def _fit(method: str, spec: tuple[Any, ...], m: int, C: float, gamma: float,
     peak = (_peak_rss() - base) / 1024
     error = float(np.mean(model.predict(X_test) != y_test))
     return {"method": method, "M": m, "seconds": seconds, "error": error, "peak_mb": peak,
-            "warnings": len(caught), **extra}
+            "test_n": len(y_test), "warnings": len(caught), **extra}
 
 
 def _fresh(timeout: float, fn: Any, *args: Any) -> dict[str, Any]:
@@ -150,7 +166,7 @@ def _svgp(gp_python: str | None, spec: tuple[Any, ...], m: int, gamma: float, ep
         trace = json.loads(out.read_text())
     last = trace[-1]
     return {"method": "SVGP", "M": m, "seconds": last["seconds"], "error": 1 - last["accuracy"],
-            "epochs": len(trace), "trace": json.dumps(trace)}
+            "test_n": len(y_test), "epochs": len(trace), "trace": json.dumps(trace)}
 
 
 def _time_to(trace_json: str, error: float) -> str:
@@ -209,13 +225,18 @@ def run_a9a(args: argparse.Namespace, rows: list[dict[str, Any]]) -> None:
 def run_synthetic(args: argparse.Namespace, part: str, params: dict[str, tuple[float, float]],
                   ns: list[int], ms: list[int], svgp: bool, rows: list[dict[str, Any]]
                   ) -> None:
-    for kind in ("ringnorm", "checkerboard"):
+    """SLMC and its peers on ringnorm and checkerboard; the value part adds SLMC from k-means
+    centres and SLMC's problem on fixed random XVs (at M and 5 M)."""
+    extra = ([("SLMC k-means", 1), ("random XVs", 1), ("random XVs", 5)]
+             if part == "value" else [])
+    for kind in args.sets:
         C, gamma = params[kind]
         for m in ms:
             timed_out = None  # the N at which SLMC ran over the timeout: larger N would too
             for n in ns:
                 spec = (kind, n, args.test_n, args.seed)
                 base = {"part": part, "set": kind, "N": n, "C": C, "gamma": gamma}
+                first = len(rows)
                 limit = args.limit.get(kind) if part == "timing" else None
                 if limit is not None and n > limit:
                     rows.append({**base, "note": f"not run: above --limit {kind}={limit}"})
@@ -229,6 +250,10 @@ def run_synthetic(args: argparse.Namespace, part: str, params: dict[str, tuple[f
                                                  f"N = {timed_out}"})
                 rows[-1].setdefault("method", "SLMC")
                 rows[-1].setdefault("M", m)
+                for method, factor in extra:
+                    rows.append({**base, "method": method, "M": factor * m,
+                                 **_fresh(args.timeout, _fit, method, spec, factor * m, C,
+                                          gamma, args.seed)})
                 for mm in (m, 5 * m):
                     need = 3 * 8 * n * mm
                     if need > NYSTROEM_LIMIT_BYTES:
@@ -242,7 +267,7 @@ def run_synthetic(args: argparse.Namespace, part: str, params: dict[str, tuple[f
                 if svgp:
                     rows.append({**base, **_svgp(args.gp_python, spec, m, gamma,
                                                  args.gp_epochs, args.seed, args.timeout)})
-                for row in rows[-(3 + svgp):]:
+                for row in rows[first:]:
                     print(f"[scale] {row}", flush=True)
                 save_csv(args.out, rows)
 
@@ -277,10 +302,11 @@ def _slope(rows: list[dict[str, Any]], kind: str, m: int, n_min: int) -> float |
 
 
 def _cell(r: dict[str, Any]) -> str:
+    """Three table cells: test error | fit seconds | peak memory (a note and two dashes)."""
     if "note" in r:
-        return r["note"]
-    return (f"{100 * r['error']:.2f} % | {r['seconds']:.1f} s | "
-            + (f"{r['peak_mb']:.0f} MB" if "peak_mb" in r else "—"))
+        return f"{r['note']} | — | —"
+    return (f"{100 * r['error']:.2f} % | {r['seconds']:.1f} | "
+            + (f"{r['peak_mb']:.0f}" if "peak_mb" in r else "—"))
 
 
 def _get(rows: list[dict[str, Any]], kind: str, n: int, method: str, m: int
@@ -291,9 +317,105 @@ def _get(rows: list[dict[str, Any]], kind: str, n: int, method: str, m: int
 
 
 def _find(rows: list[dict[str, Any]], kind: str, n: int, method: str, m: int) -> str:
-    hit = [r for r in rows if r["set"] == kind and r["N"] == n and r["method"] == method
-           and r.get("M") == m]
-    return _cell(hit[0]) if hit else "—"
+    hit = _get(rows, kind, n, method, m)
+    return _cell(hit) if hit else "— | — | —"
+
+
+def _versus(a: dict[str, Any], b: dict[str, Any]) -> str:
+    """The difference of two test errors in units of its binomial standard error (the two
+    taken as independent: a difference within about 2 is not resolved by the test set)."""
+    if "test_n" not in a or "test_n" not in b:
+        return ""
+    se = np.sqrt(a["error"] * (1 - a["error"]) / a["test_n"]
+                 + b["error"] * (1 - b["error"]) / b["test_n"])
+    return f"; SLMC {(a['error'] - b['error']) / se:+.1f} SE" if se > 0 else ""
+
+
+def _prose(r: dict[str, Any]) -> str:
+    if "note" in r:
+        return r["note"]
+    peak = f", {r['peak_mb']:.0f} MB" if "peak_mb" in r else ""
+    return f"{100 * r['error']:.2f} %, {r['seconds']:.1f} s{peak}"
+
+
+def _timing_table(sel: list[dict[str, Any]], kind: str, ns: list[int], ms: list[int]
+                  ) -> list[str]:
+    heads = ("SLMC (Nz = M)", "Nystroem M", "Nystroem 5 M")
+    lines = ["| N | M | " + " | ".join(f"{h}: error | s | MB" for h in heads) + " |",
+             "|---|---|" + "---|" * 3 * len(heads)]
+    for n in ns:
+        for m in ms:
+            cells = [_find(sel, kind, n, method, mm) for method, mm in
+                     (("SLMC", m), ("Nystroem", m), ("Nystroem", 5 * m))]
+            lines.append(f"| {n} | {m} | " + " | ".join(cells) + " |")
+    return lines
+
+
+def _slope_line(rows: list[dict[str, Any]], sel: list[dict[str, Any]], kind: str, m: int
+                ) -> list[str]:
+    slope = _slope(rows, kind, m, 100_000)
+    if slope is None:
+        return []
+    # an N whose fit did not finish leaves the slope unmeasured there
+    unfinished = [r for r in sel if r["set"] == kind and r["method"] == "SLMC"
+                  and r["M"] == m and r["N"] >= 100_000 and "seconds" not in r]
+    head = f"\nSlope of log fit time against log N from N = 10⁵ on, Nz = {m}: {slope:.2f}"
+    if unfinished:
+        return [head + " over the N that finished; "
+                + "; ".join(f"N = {r['N']}: {r.get('note', 'not run')}" for r in unfinished)
+                + " (target ≤ 1.15: not measured)."]
+    return [head + f" (target ≤ 1.15: {'met' if slope <= 1.15 else 'not met'})."]
+
+
+#: the value part's fits, in table order: (method, M as a multiple of the budget, XVs)
+VALUE_FITS = (("SLMC", 1, "optimised, from a random subset (the default)"),
+              ("SLMC k-means", 1, "optimised, from k-means centres"),
+              ("random XVs", 1, "a random subset, fixed (SLMC's problem)"),
+              ("random XVs", 5, "a random subset, fixed (SLMC's problem)"),
+              ("Nystroem", 1, "a random subset (LinearSVC, squared hinge)"),
+              ("Nystroem", 5, "a random subset (LinearSVC, squared hinge)"),
+              ("SVGP", 1, "learned inducing points (variational GP)"))
+
+
+def _value_table(sel: list[dict[str, Any]], kind: str, n: int, ms: list[int]) -> list[str]:
+    lines = [f"N = {n}:", "", "| M | method | XVs | where | test error | fit s | peak MB |",
+             "|---|---|---|---|---|---|---|"]
+    for m in ms:
+        for method, factor, where in VALUE_FITS:
+            r = _get(sel, kind, n, method, factor * m)
+            if r is not None:
+                lines.append(f"| {m} | {method} | {factor * m} | {where} | {_cell(r)} |")
+    return lines
+
+
+def _value_lines(sel: list[dict[str, Any]], kind: str, n: int, m: int) -> list[str]:
+    """The target (SLMC below Nystroem at 5 M and SVGP at M), then the same-problem view."""
+    slmc = _get(sel, kind, n, "SLMC", m)
+    if slmc is None or "error" not in slmc:
+        return []
+    peers = [(name, _get(sel, kind, n, method, k * m)) for name, method, k in
+             (("Nystroem 5 M", "Nystroem", 5), ("SVGP M", "SVGP", 1))]
+    peers = [(name, r) for name, r in peers if r is not None and "error" in r]
+    if not peers:
+        return []
+    ok = all(slmc["error"] < r["error"] for _, r in peers)
+    lines = [f"\nN = {n}, M = {m}: SLMC {100 * slmc['error']:.2f} % against "
+             + ", ".join(f"{name} {100 * r['error']:.2f} % ("
+                         f"{'below' if slmc['error'] < r['error'] else 'not below'}"
+                         f"{_versus(slmc, r)})" for name, r in peers)
+             + f"; target below both: {'met' if ok else 'not met'}."]
+    same = [(f"{name}", _get(sel, kind, n, method, k * m)) for name, method, k in
+            (("random XVs at M", "random XVs", 1), ("random XVs at 5 M", "random XVs", 5))]
+    same = [(name, r) for name, r in same if r is not None and "error" in r]
+    kmeans = _get(sel, kind, n, "SLMC k-means", m)
+    if same:
+        lines.append("The same problem (hinge loss, C, unpenalised bias) on fixed random XVs: "
+                     + ", ".join(f"{name} {100 * r['error']:.2f} % ("
+                                 f"{'below' if slmc['error'] < r['error'] else 'not below'}"
+                                 f"{_versus(slmc, r)})" for name, r in same)
+                     + (f"; SLMC from k-means centres {100 * kmeans['error']:.2f} %."
+                        if kmeans is not None and "error" in kmeans else "."))
+    return lines
 
 
 def _quoted_argv() -> list[str]:
@@ -352,53 +474,26 @@ def report(rows: list[dict[str, Any]], params: dict[str, tuple[float, float]],
         if not sel:
             continue
         lines += [f"## {title}", ""]
-        for kind in ("ringnorm", "checkerboard"):
+        for kind in [k for k in SETS if any(r["set"] == k for r in sel)]:
             bayes = (f"Bayes error about {100 * ringnorm_bayes_error(200_000):.2f} %"
                      if kind == "ringnorm" else "Bayes error 0 (no label noise)")
-            lines += [f"### {kind} ({bayes})", "",
-                      "| N | M | SLMC (Nz = M) | Nystroem M | Nystroem 5 M | SVGP M |",
-                      "|---|---|---|---|---|---|"]
-            for n in sorted({r["N"] for r in sel if r["set"] == kind}):
-                for m in sorted({r["M"] for r in sel if r["set"] == kind and r["method"] ==
-                                 "SLMC"}):
-                    cells = [_find(sel, kind, n, method, mm) for method, mm in
-                             (("SLMC", m), ("Nystroem", m), ("Nystroem", 5 * m), ("SVGP", m))]
-                    lines.append(f"| {n} | {m} | " + " | ".join(cells) + " |")
+            lines += [f"### {kind} ({bayes})", ""]
             ms_here = sorted({r["M"] for r in sel if r["set"] == kind and r["method"] == "SLMC"})
+            ns_here = sorted({r["N"] for r in sel if r["set"] == kind})
             if part == "timing":
+                lines += _timing_table(sel, kind, ns_here, ms_here)
                 for m in ms_here:
-                    slope = _slope(rows, kind, m, 100_000)
-                    # an N whose fit did not finish leaves the slope unmeasured there
-                    unfinished = [r for r in sel if r["set"] == kind and r["method"] == "SLMC"
-                                  and r["M"] == m and r["N"] >= 100_000 and "seconds" not in r]
-                    if slope is not None and unfinished:
-                        lines.append(f"\nSlope of log fit time against log N from N = 10⁵ on, "
-                                     f"Nz = {m}: {slope:.2f} over the N that finished; "
-                                     + "; ".join(f"N = {r['N']}: {r.get('note', 'not run')}"
-                                                 for r in unfinished)
-                                     + " (target ≤ 1.15: not measured).")
-                    elif slope is not None:
-                        lines.append(f"\nSlope of log fit time against log N from N = 10⁵ on, "
-                                     f"Nz = {m}: {slope:.2f} (target ≤ 1.15: "
-                                     f"{'met' if slope <= 1.15 else 'not met'}).")
+                    lines += _slope_line(rows, sel, kind, m)
                 big = _get(sel, kind, 1_000_000, "SLMC", 200)
                 if big is not None:
                     ok = "seconds" in big and big["seconds"] <= 900 and big["peak_mb"] <= 6144
-                    lines.append(f"\nN = 10⁶, Nz = 200: {_cell(big)}; target ≤ 15 min and "
+                    lines.append(f"\nN = 10⁶, Nz = 200: {_prose(big)}; target ≤ 15 min and "
                                  f"≤ 6 GB: {'met' if ok else 'not met'}.")
             else:
-                for n in sorted({r["N"] for r in sel if r["set"] == kind}):
+                for n in ns_here:
+                    lines += _value_table(sel, kind, n, ms_here)
                     for m in ms_here:
-                        slmc = _get(sel, kind, n, "SLMC", m)
-                        peers = [_get(sel, kind, n, "Nystroem", 5 * m),
-                                 _get(sel, kind, n, "SVGP", m)]
-                        errs = [p["error"] for p in peers if p is not None and "error" in p]
-                        if slmc is not None and "error" in slmc and errs:
-                            ok = all(slmc["error"] < e for e in errs)
-                            lines.append(f"\nN = {n}, M = {m}: SLMC {100 * slmc['error']:.2f} % "
-                                         f"against {', '.join(f'{100 * e:.2f} %' for e in errs)} "
-                                         "(Nystroem 5 M, SVGP M); target below both: "
-                                         f"{'met' if ok else 'not met'}.")
+                        lines += _value_lines(sel, kind, n, m)
             lines.append("")
     moons = [r for r in rows if r["part"] == "moons"]
     if moons:
@@ -419,6 +514,21 @@ def report(rows: list[dict[str, Any]], params: dict[str, tuple[float, float]],
     return "\n".join(lines)
 
 
+def _join(parser: argparse.ArgumentParser, rows: list[dict[str, Any]]
+          ) -> list[dict[str, Any]]:
+    """The rows with one per fit: a measured row replaces a note-only one (a fit over the
+    timeout, or not run) of the same fit; two measured rows of one fit are refused."""
+    joined: dict[tuple[Any, ...], dict[str, Any]] = {}
+    for r in rows:
+        key = (r["part"], r["set"], r["N"], r.get("method"), r.get("M"), r.get("seed"))
+        if key in joined and "error" in joined[key] and "error" in r:
+            parser.error(f"--merge: the fit {key} is measured twice; take each part of a set "
+                         "from one file (PATH::PARTS).")
+        if key not in joined or "error" not in joined[key]:
+            joined[key] = r
+    return list(joined.values())
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--data-dir", type=Path, default=None,
@@ -433,20 +543,34 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--test-n", type=int, default=100_000)
     parser.add_argument("--nz", type=int, nargs="+", default=[100, 200, 500],
                         help="Nz (= M) of the timing part")
+    parser.add_argument("--sizes", type=int, nargs="+", default=SIZES,
+                        help="N of the timing part")
+    parser.add_argument("--sets", nargs="+", choices=SETS, default=list(SETS),
+                        help="generated sets of the timing and value parts")
     parser.add_argument("--moons-nz", type=int, nargs="+", default=[10, 50, 100, 200, 500])
     parser.add_argument("--moons-seeds", type=int, default=5)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--limit", nargs="*", default=[], metavar="SET=N",
                         help="largest N of the timing part for a set (e.g. checkerboard=30000)")
     parser.add_argument("--quick", action="store_true", help="tiny sizes (the smoke test)")
-    parser.add_argument("--merge", nargs="+", type=Path, default=None, metavar="CSV",
+    parser.add_argument("--merge", nargs="+", default=None, metavar="CSV[::PARTS]",
                         help="write the page from the scale.csv files of earlier runs (run in "
-                             "parallel, say) instead of running anything")
+                             "parallel, say) instead of running anything; PATH::timing,a9a "
+                             "takes only those parts of a file")
     parser.add_argument("--note", default="",
                         help="with --merge: what the runs were (commands, dates, load)")
     args = parser.parse_args(argv)
     if args.merge:
-        rows = [row for path in args.merge for row in read_csv(path)]
+        rows = []
+        for item in args.merge:
+            path, _, parts = item.partition("::")
+            wanted = set(parts.split(",")) if parts else set(PARTS)
+            if not wanted <= set(PARTS):
+                parser.error(f"--merge {item!r}: the parts after '::' must be among {PARTS}.")
+            if not Path(path).is_file():
+                parser.error(f"--merge {item!r}: no file {path}.")
+            rows += [row for row in read_csv(Path(path)) if row["part"] in wanted]
+        rows = _join(parser, rows)
         params = {r["set"]: (r["C"], r["gamma"]) for r in rows
                   if r["part"] in ("timing", "value")}
         args.out.mkdir(parents=True, exist_ok=True)
@@ -468,11 +592,11 @@ def main(argv: list[str] | None = None) -> int:
         ns, ms, value_ms, args.test_n = [400], [4], [3], 500
         args.moons_nz, args.moons_seeds = [5], 1
     else:
-        ns, ms, value_ms = [10_000, 30_000, 100_000, 300_000, 1_000_000], args.nz, [16, 32]
+        ns, ms, value_ms = sorted(args.sizes), args.nz, [16, 32]
     load = os.getloadavg()[0]
     start = time.perf_counter()
     params = ({kind: choose_params(kind, args.seed, 300 if args.quick else 3000)
-               for kind in ("ringnorm", "checkerboard")}
+               for kind in args.sets}
               if {"timing", "value"} & set(args.parts) else {})
     rows: list[dict[str, Any]] = []
     if "a9a" in args.parts:
@@ -480,7 +604,7 @@ def main(argv: list[str] | None = None) -> int:
     if "timing" in args.parts:
         run_synthetic(args, "timing", params, ns, ms, False, rows)
     if "value" in args.parts:
-        run_synthetic(args, "value", params, [ns[2] if not args.quick else ns[0]],
+        run_synthetic(args, "value", params, [ns[0] if args.quick else 100_000],
                       value_ms, True, rows)
     if "moons" in args.parts:
         run_moons(args, rows)

@@ -23,7 +23,10 @@ def test_quick_run_measures_both_single_precision_variants(tmp_path: Path) -> No
             assert error < 1e-9  # the same XVs solved to tol 1e-9 from another start
         else:  # rounding to single precision moves W, by far less than the solution
             assert 0 < error < 1e-2
-    assert "## Time of one K_XZ" in (out / "kernel_precision.md").read_text()
+    text = (out / "kernel_precision.md").read_text()
+    assert "## Time of one K_XZ" in text
+    # the timing row ends with the peak memory in MB (≥ 0: what the data took is left out)
+    assert float(text.rstrip().splitlines()[-1].split("|")[-2]) >= 0
 
 
 def test_a_file_set_without_the_data_folder_is_a_usage_error() -> None:

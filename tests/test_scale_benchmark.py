@@ -19,7 +19,12 @@ def test_quick_run_writes_every_part(tmp_path: Path) -> None:
     timing = [r for r in rows if r["part"] == "timing"]
     # two sets × one size × (SLMC, Nystroem at M and 5 M), each measured
     assert len(timing) == 2 * 3 and all(r["error"] and not r.get("note") for r in timing)
-    assert {r["method"] for r in rows if r["part"] == "value"} == {"SLMC", "Nystroem", "SVGP"}
+    value = [r for r in rows if r["part"] == "value"]
+    assert {(r["method"], r["M"]) for r in value} == {
+        ("SLMC", "3"), ("SLMC k-means", "3"), ("random XVs", "3"), ("random XVs", "15"),
+        ("Nystroem", "3"), ("Nystroem", "15"), ("SVGP", "3")}
+    # SLMC's problem on fixed XVs is the start of SLMC's own fit: it ran no iteration
+    assert next(r["n_iter"] for r in value if r["method"] == "random XVs") == "0"
     assert next(r["note"] for r in rows if r["method"] == "SVGP") == "not run (no --gp-python)"
     text = (out / "scale.md").read_text()
     assert "## Fit time against N" in text and "Every fit succeeds: met." in text
@@ -48,3 +53,35 @@ def test_merge_joins_the_csvs_of_two_runs(tmp_path: Path) -> None:
     # the merged page's figures are the runs' own (C and γ of each set among them)
     timing = (tmp_path / "timing" / "scale.md").read_text()
     assert timing.split("## Fit time against N")[1] in text
+
+
+def test_merge_takes_the_named_parts_and_refuses_a_row_given_twice(tmp_path: Path) -> None:
+    bench = load_benchmark("scale")
+    assert bench.main(["--out", str(tmp_path / "a"), "--quick", "--parts", "timing",
+                       "moons"]) == 0
+    csv_a = str(tmp_path / "a" / "scale.csv")
+    out = tmp_path / "joined"
+    assert bench.main(["--out", str(out), "--merge", f"{csv_a}::moons"]) == 0
+    assert {r["part"] for r in csv.DictReader((out / "scale.csv").open())} == {"moons"}
+    for bad in ([csv_a, csv_a], [f"{csv_a}::timings"], [str(tmp_path / "none.csv")]):
+        with pytest.raises(SystemExit) as info:
+            bench.main(["--out", str(tmp_path / "bad"), "--merge", *bad])
+        assert info.value.code == 2 and not (tmp_path / "bad").exists()
+
+
+def test_a_measured_fit_replaces_one_that_ran_over_the_timeout(tmp_path: Path) -> None:
+    bench = load_benchmark("scale")
+    assert bench.main(["--out", str(tmp_path / "a"), "--quick", "--parts", "timing",
+                       "--sets", "checkerboard"]) == 0
+    rows = bench.read_csv(tmp_path / "a" / "scale.csv")
+    assert {r["set"] for r in rows} == {"checkerboard"}
+    slmc = next(r for r in rows if r["method"] == "SLMC")
+    over = {k: v for k, v in slmc.items() if k not in ("error", "seconds", "peak_mb")}
+    (tmp_path / "b").mkdir()
+    bench.save_csv(tmp_path / "b", [{**over, "note": "over 10 s"}])
+    out = tmp_path / "joined"
+    assert bench.main(["--out", str(out), "--merge", str(tmp_path / "b" / "scale.csv"),
+                       str(tmp_path / "a" / "scale.csv")]) == 0
+    joined = bench.read_csv(out / "scale.csv")
+    assert len(joined) == len(rows)
+    assert next(r for r in joined if r["method"] == "SLMC")["error"] == slmc["error"]
