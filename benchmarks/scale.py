@@ -524,17 +524,14 @@ def report(rows: list[dict[str, Any]], params: dict[str, tuple[float, float]],
     return "\n".join(lines)
 
 
-def _join(parser: argparse.ArgumentParser, rows: list[dict[str, Any]]
-          ) -> list[dict[str, Any]]:
-    """The rows with one per fit: a measured row replaces a note-only one (a fit over the
-    timeout, or not run) of the same fit; two measured rows of one fit are refused."""
+def _join(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """One row per fit, the files taken in the order given: a fit's first measured row (runs
+    share peers: Nystroem at 500 is 5 M of Nz = 100 and M of Nz = 500), which replaces any
+    note-only row of it (a fit over the timeout, or not run)."""
     joined: dict[tuple[Any, ...], dict[str, Any]] = {}
     for r in rows:
         key = (r["part"], r["set"], r["N"], r.get("method"), r.get("M"), r.get("seed"))
-        if key in joined and "error" in joined[key] and "error" in r:
-            parser.error(f"--merge: the fit {key} is measured twice; take each part of a set "
-                         "from one file (PATH::PARTS).")
-        if key not in joined or "error" not in joined[key]:
+        if key not in joined or ("error" not in joined[key] and "error" in r):
             joined[key] = r
     return list(joined.values())
 
@@ -566,7 +563,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--merge", nargs="+", default=None, metavar="CSV[::PARTS]",
                         help="write the page from the scale.csv files of earlier runs (run in "
                              "parallel, say) instead of running anything; PATH::timing,a9a "
-                             "takes only those parts of a file")
+                             "takes only those parts of a file; a fit in several files: its "
+                             "first measured row")
     parser.add_argument("--note", default="",
                         help="with --merge: what the runs were (commands, dates, load)")
     args = parser.parse_args(argv)
@@ -580,7 +578,7 @@ def main(argv: list[str] | None = None) -> int:
             if not Path(path).is_file():
                 parser.error(f"--merge {item!r}: no file {path}.")
             rows += [row for row in read_csv(Path(path)) if row["part"] in wanted]
-        rows = _join(parser, rows)
+        rows = _join(rows)
         params = {r["set"]: (r["C"], r["gamma"]) for r in rows
                   if r["part"] in ("timing", "value")}
         args.out.mkdir(parents=True, exist_ok=True)

@@ -55,7 +55,7 @@ def test_merge_joins_the_csvs_of_two_runs(tmp_path: Path) -> None:
     assert timing.split("## Fit time against N")[1] in text
 
 
-def test_merge_takes_the_named_parts_and_refuses_a_row_given_twice(tmp_path: Path) -> None:
+def test_merge_takes_the_named_parts_and_one_row_per_fit(tmp_path: Path) -> None:
     bench = load_benchmark("scale")
     assert bench.main(["--out", str(tmp_path / "a"), "--quick", "--parts", "timing",
                        "moons"]) == 0
@@ -63,7 +63,10 @@ def test_merge_takes_the_named_parts_and_refuses_a_row_given_twice(tmp_path: Pat
     out = tmp_path / "joined"
     assert bench.main(["--out", str(out), "--merge", f"{csv_a}::moons"]) == 0
     assert {r["part"] for r in csv.DictReader((out / "scale.csv").open())} == {"moons"}
-    for bad in ([csv_a, csv_a], [f"{csv_a}::timings"], [str(tmp_path / "none.csv")]):
+    # the same file twice: every fit once
+    assert bench.main(["--out", str(out), "--merge", csv_a, csv_a]) == 0
+    assert len(bench.read_csv(out / "scale.csv")) == len(bench.read_csv(Path(csv_a)))
+    for bad in ([f"{csv_a}::timings"], [str(tmp_path / "none.csv")]):
         with pytest.raises(SystemExit) as info:
             bench.main(["--out", str(tmp_path / "bad"), "--merge", *bad])
         assert info.value.code == 2 and not (tmp_path / "bad").exists()
