@@ -5,8 +5,10 @@ from __future__ import annotations
 import csv
 from pathlib import Path
 
+import numpy as np
 import pytest
 
+from sparsify.algorithms.svm import fast
 from tests.benchmark_helpers import load_benchmark
 
 
@@ -34,3 +36,25 @@ def test_a_file_set_without_the_data_folder_is_a_usage_error() -> None:
     with pytest.raises(SystemExit) as info:
         bench.main(["--sets", "banana"])
     assert info.value.code == 2
+
+
+def test_a_variant_the_fast_path_cannot_solve_is_recorded_not_handed_on(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    bench = load_benchmark("kernel_precision")
+    solve = fast.SVMDualMarginal._solve
+
+    def stalls_in_single_precision(self, B):  # as an interior point that makes no progress
+        if isinstance(self.kernel, bench.SinglePrecision) and self.kernel.every_block:
+            raise fast._Stalled
+        return solve(self, B)
+
+    monkeypatch.setattr(fast.SVMDualMarginal, "_solve", stalls_in_single_precision)
+    out = tmp_path / "out"
+    assert bench.main(["--out", str(out), "--sets", "checkerboard", "--n", "300",
+                       "--nz", "8", "--fit-iter", "2"]) == 0
+    rows = list(csv.DictReader((out / "kernel_precision.csv").open()))
+    broke = [r for r in rows if r["variant"] == "every block in float32"]
+    assert len(broke) == 2 and all(float(r["W_error"]) == np.inf for r in broke)
+    assert all(np.isfinite(float(r["W_error"])) for r in rows if r not in broke)
+    text = (out / "kernel_precision.md").read_text()
+    assert "| broke down | broke down |" in text and "(broke down at 2)" in text
