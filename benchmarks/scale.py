@@ -292,9 +292,13 @@ def run_moons(args: argparse.Namespace, rows: list[dict[str, Any]]) -> None:
     save_csv(args.out, rows)
 
 
-def _slope(rows: list[dict[str, Any]], kind: str, m: int, n_min: int) -> float | None:
-    pts = [(r["N"], r["seconds"]) for r in rows if r["part"] == "timing" and r["set"] == kind
-           and r["method"] == "SLMC" and r["M"] == m and "seconds" in r and r["N"] >= n_min]
+def _slope(rows: list[dict[str, Any]], kind: str, m: int, n_min: int,
+           per_iteration: bool = False) -> float | None:
+    """Slope of log fit time (or of log time per L-BFGS iteration) against log N."""
+    pts = [(r["N"], r["seconds"] / (r["n_iter"] if per_iteration else 1)) for r in rows
+           if r["part"] == "timing" and r["set"] == kind and r["method"] == "SLMC"
+           and r["M"] == m and "seconds" in r and r["N"] >= n_min
+           and (r.get("n_iter") or not per_iteration)]
     if len(pts) < 2:
         return None
     n, t = np.log(np.array(pts, dtype=float)).T
@@ -364,7 +368,12 @@ def _slope_line(rows: list[dict[str, Any]], sel: list[dict[str, Any]], kind: str
         return [head + " over the N that finished; "
                 + "; ".join(f"N = {r['N']}: {r.get('note', 'not run')}" for r in unfinished)
                 + " (target ≤ 1.15: not measured)."]
-    return [head + f" (target ≤ 1.15: {'met' if slope <= 1.15 else 'not met'})."]
+    per = _slope(rows, kind, m, 100_000, per_iteration=True)
+    its = [str(r["n_iter"]) for r in sorted(sel, key=lambda r: r["N"]) if r["set"] == kind
+           and r["method"] == "SLMC" and r["M"] == m and r["N"] >= 100_000 and "n_iter" in r]
+    return [head + f" (target ≤ 1.15: {'met' if slope <= 1.15 else 'not met'})"
+            + (f"; per L-BFGS iteration {per:.2f}, iterations {' → '.join(its)}"
+               if per is not None else "") + "."]
 
 
 #: the value part's fits, in table order: (method, M as a multiple of the budget, XVs)
