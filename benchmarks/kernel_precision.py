@@ -190,13 +190,11 @@ def report(rows: list[dict[str, Any]], timing: list[dict[str, Any]], command: st
                      f"{r['lambda_ratio']:.1e} | {bound:.0e} | {r['variant']} | "
                      + (f"{r['W_error']:.1e} | {r['grad_error']:.1e} |"
                         if np.isfinite(r["W_error"]) else "broke down | broke down |"))
-    solved = [r for r in rows if np.isfinite(r["W_error"])]
-    worst = {v: max((r["grad_error"] for r in solved if r["variant"] == v), default=np.nan)
-             for v in VARIANTS}
-    worst_w = {v: max((r["W_error"] for r in solved if r["variant"] == v), default=np.nan)
-               for v in VARIANTS}
-    broke = {v: sum(r["variant"] == v for r in rows) - sum(r["variant"] == v for r in solved)
-             for v in VARIANTS}
+    by_variant = {v: [r for r in rows if r["variant"] == v] for v in VARIANTS}
+    solved = {v: [r for r in rs if np.isfinite(r["W_error"])] for v, rs in by_variant.items()}
+    worst = {v: max((r["grad_error"] for r in rs), default=np.nan) for v, rs in solved.items()}
+    worst_w = {v: max((r["W_error"] for r in rs), default=np.nan) for v, rs in solved.items()}
+    broke = {v: len(by_variant[v]) - len(solved[v]) for v in VARIANTS}
     lines += ["", "*broke down*: the fast path's solvers failed on the rounded problem (the "
               "generic path would have answered; it is not run here).", "",
               "Largest errors where the fast path solved: " + "; ".join(

@@ -74,6 +74,14 @@ NYSTROEM_LIMIT_BYTES = 8 * 2**30
 #: the SparseSVC fits by name: their arguments beyond (Nz, C, γ, seed)
 SPARSE: dict[str, dict[str, Any]] = {"SLMC": {}, "SLMC k-means": {"init": "kmeans"},
                                      "random XVs": {"max_iter": 0}}
+#: the value part's fits, in table order: (method, M as a multiple of the budget, XVs)
+VALUE_FITS = (("SLMC", 1, "optimised, from a random subset (the default)"),
+              ("SLMC k-means", 1, "optimised, from k-means centres"),
+              ("random XVs", 1, "a random subset, fixed (SLMC's problem)"),
+              ("random XVs", 5, "a random subset, fixed (SLMC's problem)"),
+              ("Nystroem", 1, "a random subset (LinearSVC, squared hinge)"),
+              ("Nystroem", 5, "a random subset (LinearSVC, squared hinge)"),
+              ("SVGP", 1, "learned inducing points (variational GP)"))
 
 
 def make(kind: str, n: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
@@ -227,8 +235,8 @@ def run_synthetic(args: argparse.Namespace, part: str, params: dict[str, tuple[f
                   ) -> None:
     """SLMC and its peers on ringnorm and checkerboard; the value part adds SLMC from k-means
     centres and SLMC's problem on fixed random XVs (at M and 5 M)."""
-    extra = ([("SLMC k-means", 1), ("random XVs", 1), ("random XVs", 5)]
-             if part == "value" else [])
+    extra = ([(method, k) for method, k, _ in VALUE_FITS if method in SPARSE and
+              method != "SLMC"] if part == "value" else [])
     for kind in args.sets:
         C, gamma = params[kind]
         for m in ms:
@@ -292,16 +300,11 @@ def run_moons(args: argparse.Namespace, rows: list[dict[str, Any]]) -> None:
     save_csv(args.out, rows)
 
 
-def _slope(rows: list[dict[str, Any]], kind: str, m: int, n_min: int,
-           per_iteration: bool = False) -> float | None:
-    """Slope of log fit time (or of log time per L-BFGS iteration) against log N."""
-    pts = [(r["N"], r["seconds"] / (r["n_iter"] if per_iteration else 1)) for r in rows
-           if r["part"] == "timing" and r["set"] == kind and r["method"] == "SLMC"
-           and r["M"] == m and "seconds" in r and r["N"] >= n_min
-           and (r.get("n_iter") or not per_iteration)]
-    if len(pts) < 2:
+def _slope(points: list[tuple[float, float]]) -> float | None:
+    """Slope of log y against log N over (N, y) points; None under two points."""
+    if len(points) < 2:
         return None
-    n, t = np.log(np.array(pts, dtype=float)).T
+    n, t = np.log(np.array(points, dtype=float)).T
     return float(np.polyfit(n, t, 1)[0])
 
 
@@ -355,35 +358,26 @@ def _timing_table(sel: list[dict[str, Any]], kind: str, ns: list[int], ms: list[
     return lines
 
 
-def _slope_line(rows: list[dict[str, Any]], sel: list[dict[str, Any]], kind: str, m: int
-                ) -> list[str]:
-    slope = _slope(rows, kind, m, 100_000)
+def _slope_line(sel: list[dict[str, Any]], kind: str, m: int) -> list[str]:
+    fits = sorted((r for r in sel if r["set"] == kind and r["method"] == "SLMC"
+                   and r["M"] == m and r["N"] >= 100_000), key=lambda r: r["N"])
+    done = [r for r in fits if "seconds" in r]
+    slope = _slope([(r["N"], r["seconds"]) for r in done])
     if slope is None:
         return []
-    # an N whose fit did not finish leaves the slope unmeasured there
-    unfinished = [r for r in sel if r["set"] == kind and r["method"] == "SLMC"
-                  and r["M"] == m and r["N"] >= 100_000 and "seconds" not in r]
     head = f"\nSlope of log fit time against log N from N = 10⁵ on, Nz = {m}: {slope:.2f}"
+    # an N whose fit did not finish leaves the slope unmeasured there
+    unfinished = [r for r in fits if "seconds" not in r]
     if unfinished:
         return [head + " over the N that finished; "
                 + "; ".join(f"N = {r['N']}: {r.get('note', 'not run')}" for r in unfinished)
                 + " (target ≤ 1.15: not measured)."]
-    per = _slope(rows, kind, m, 100_000, per_iteration=True)
-    its = [str(r["n_iter"]) for r in sorted(sel, key=lambda r: r["N"]) if r["set"] == kind
-           and r["method"] == "SLMC" and r["M"] == m and r["N"] >= 100_000 and "n_iter" in r]
+    counted = [r for r in done if r.get("n_iter")]
+    per = _slope([(r["N"], r["seconds"] / r["n_iter"]) for r in counted])
     return [head + f" (target ≤ 1.15: {'met' if slope <= 1.15 else 'not met'})"
-            + (f"; per L-BFGS iteration {per:.2f}, iterations {' → '.join(its)}"
-               if per is not None else "") + "."]
-
-
-#: the value part's fits, in table order: (method, M as a multiple of the budget, XVs)
-VALUE_FITS = (("SLMC", 1, "optimised, from a random subset (the default)"),
-              ("SLMC k-means", 1, "optimised, from k-means centres"),
-              ("random XVs", 1, "a random subset, fixed (SLMC's problem)"),
-              ("random XVs", 5, "a random subset, fixed (SLMC's problem)"),
-              ("Nystroem", 1, "a random subset (LinearSVC, squared hinge)"),
-              ("Nystroem", 5, "a random subset (LinearSVC, squared hinge)"),
-              ("SVGP", 1, "learned inducing points (variational GP)"))
+            + (f"; per L-BFGS iteration {per:.2f}, iterations "
+               + " → ".join(str(r["n_iter"]) for r in counted) if per is not None else "")
+            + "."]
 
 
 def _value_table(sel: list[dict[str, Any]], kind: str, n: int, ms: list[int]) -> list[str]:
@@ -399,31 +393,33 @@ def _value_table(sel: list[dict[str, Any]], kind: str, n: int, ms: list[int]) ->
 
 def _value_lines(sel: list[dict[str, Any]], kind: str, n: int, m: int) -> list[str]:
     """The target (SLMC below Nystroem at 5 M and SVGP at M), then the same-problem view."""
-    slmc = _get(sel, kind, n, "SLMC", m)
-    if slmc is None or "error" not in slmc:
-        return []
-    peers = [(name, _get(sel, kind, n, method, k * m)) for name, method, k in
-             (("Nystroem 5 M", "Nystroem", 5), ("SVGP M", "SVGP", 1))]
-    peers = [(name, r) for name, r in peers if r is not None and "error" in r]
-    if not peers:
+
+    def measured(method: str, k: int) -> dict[str, Any] | None:
+        r = _get(sel, kind, n, method, k * m)
+        return r if r is not None and "error" in r else None
+
+    def against(name: str, r: dict[str, Any]) -> str:
+        below = "below" if slmc["error"] < r["error"] else "not below"
+        return f"{name} {100 * r['error']:.2f} % ({below}{_versus(slmc, r)})"
+
+    slmc = measured("SLMC", 1)
+    peers = [(name, r) for name, r in (("Nystroem 5 M", measured("Nystroem", 5)),
+                                       ("SVGP M", measured("SVGP", 1))) if r is not None]
+    if slmc is None or not peers:
         return []
     ok = all(slmc["error"] < r["error"] for _, r in peers)
     lines = [f"\nN = {n}, M = {m}: SLMC {100 * slmc['error']:.2f} % against "
-             + ", ".join(f"{name} {100 * r['error']:.2f} % ("
-                         f"{'below' if slmc['error'] < r['error'] else 'not below'}"
-                         f"{_versus(slmc, r)})" for name, r in peers)
+             + ", ".join(against(name, r) for name, r in peers)
              + f"; target below both: {'met' if ok else 'not met'}."]
-    same = [(f"{name}", _get(sel, kind, n, method, k * m)) for name, method, k in
-            (("random XVs at M", "random XVs", 1), ("random XVs at 5 M", "random XVs", 5))]
-    same = [(name, r) for name, r in same if r is not None and "error" in r]
-    kmeans = _get(sel, kind, n, "SLMC k-means", m)
+    same = [(name, r) for name, r in (("random XVs at M", measured("random XVs", 1)),
+                                      ("random XVs at 5 M", measured("random XVs", 5)))
+            if r is not None]
+    kmeans = measured("SLMC k-means", 1)
     if same:
         lines.append("The same problem (hinge loss, C, unpenalised bias) on fixed random XVs: "
-                     + ", ".join(f"{name} {100 * r['error']:.2f} % ("
-                                 f"{'below' if slmc['error'] < r['error'] else 'not below'}"
-                                 f"{_versus(slmc, r)})" for name, r in same)
+                     + ", ".join(against(name, r) for name, r in same)
                      + (f"; SLMC from k-means centres {100 * kmeans['error']:.2f} %."
-                        if kmeans is not None and "error" in kmeans else "."))
+                        if kmeans is not None else "."))
     return lines
 
 
@@ -502,7 +498,7 @@ def report(rows: list[dict[str, Any]], params: dict[str, tuple[float, float]],
             if part == "timing":
                 lines += _timing_table(sel, kind, ns_here, ms_here)
                 for m in ms_here:
-                    lines += _slope_line(rows, sel, kind, m)
+                    lines += _slope_line(sel, kind, m)
                 big = _get(sel, kind, 1_000_000, "SLMC", 200)
                 if big is not None:
                     ok = "seconds" in big and big["seconds"] <= 900 and big["peak_mb"] <= 6144
