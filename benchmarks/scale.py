@@ -72,16 +72,23 @@ SIZES = [10_000, 30_000, 100_000, 300_000, 1_000_000]
 #: Nystroem's feature matrix and LinearSVC's copy of it must fit in this
 NYSTROEM_LIMIT_BYTES = 8 * 2**30
 #: the SparseSVC fits by name: their arguments beyond (Nz, C, γ, seed)
-SPARSE: dict[str, dict[str, Any]] = {"SLMC": {}, "SLMC k-means": {"init": "kmeans"},
-                                     "random XVs": {"max_iter": 0}}
+SPARSE: dict[str, dict[str, Any]] = {
+    "SLMC": {}, "SLMC k-means": {"init": "kmeans"}, "random XVs": {"max_iter": 0},
+    "SLMC squared hinge": {"loss": "squared_hinge"},
+    "SLMC squared hinge k-means": {"loss": "squared_hinge", "init": "kmeans"}}
 #: the value part's fits, in table order: (method, M as a multiple of the budget, XVs)
 VALUE_FITS = (("SLMC", 1, "optimised, from a random subset (the default)"),
               ("SLMC k-means", 1, "optimised, from k-means centres"),
+              ("SLMC squared hinge", 1, "optimised, from a random subset (LinearSVC's loss)"),
+              ("SLMC squared hinge k-means", 1, "optimised, from k-means centres (LinearSVC's "
+               "loss)"),
               ("random XVs", 1, "a random subset, fixed (SLMC's problem)"),
               ("random XVs", 5, "a random subset, fixed (SLMC's problem)"),
               ("Nystroem", 1, "a random subset (LinearSVC, squared hinge)"),
               ("Nystroem", 5, "a random subset (LinearSVC, squared hinge)"),
               ("SVGP", 1, "learned inducing points (variational GP)"))
+#: the fits made at the budget M only: their M are the budgets
+ONE_BUDGET = {m for m, _, _ in VALUE_FITS} - {m for m, k, _ in VALUE_FITS if k != 1}
 
 
 def make(kind: str, n: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
@@ -234,9 +241,13 @@ def run_synthetic(args: argparse.Namespace, part: str, params: dict[str, tuple[f
                   ns: list[int], ms: list[int], svgp: bool, rows: list[dict[str, Any]]
                   ) -> None:
     """SLMC and its peers on ringnorm and checkerboard; the value part adds SLMC from k-means
-    centres and SLMC's problem on fixed random XVs (at M and 5 M)."""
+    centres, with the squared hinge, and SLMC's problem on fixed random XVs (at M and 5 M),
+    each of its fits only where ``args.value_fits`` names it."""
+    def wanted(method: str) -> bool:
+        return part != "value" or method in args.value_fits
+
     extra = ([(method, k) for method, k, _ in VALUE_FITS if method in SPARSE and
-              method != "SLMC"] if part == "value" else [])
+              method != "SLMC" and wanted(method)] if part == "value" else [])
     for kind in args.sets:
         C, gamma = params[kind]
         for m in ms:
@@ -246,7 +257,9 @@ def run_synthetic(args: argparse.Namespace, part: str, params: dict[str, tuple[f
                 base = {"part": part, "set": kind, "N": n, "C": C, "gamma": gamma}
                 first = len(rows)
                 limit = args.limit.get(kind) if part == "timing" else None
-                if limit is not None and n > limit:
+                if not wanted("SLMC"):
+                    pass
+                elif limit is not None and n > limit:
                     rows.append({**base, "note": f"not run: above --limit {kind}={limit}"})
                 elif timed_out is None:
                     rows.append({**base, **_fresh(args.timeout, _fit, "SLMC", spec, m, C, gamma,
@@ -256,13 +269,14 @@ def run_synthetic(args: argparse.Namespace, part: str, params: dict[str, tuple[f
                 else:
                     rows.append({**base, "note": f"not run: over {args.timeout:.0f} s at "
                                                  f"N = {timed_out}"})
-                rows[-1].setdefault("method", "SLMC")
-                rows[-1].setdefault("M", m)
+                if wanted("SLMC"):
+                    rows[-1].setdefault("method", "SLMC")
+                    rows[-1].setdefault("M", m)
                 for method, factor in extra:
                     rows.append({**base, "method": method, "M": factor * m,
                                  **_fresh(args.timeout, _fit, method, spec, factor * m, C,
                                           gamma, args.seed)})
-                for mm in (m, 5 * m):
+                for mm in (m, 5 * m) if wanted("Nystroem") else ():
                     need = 3 * 8 * n * mm
                     if need > NYSTROEM_LIMIT_BYTES:
                         rows.append({**base, "method": "Nystroem", "M": mm,
@@ -272,7 +286,7 @@ def run_synthetic(args: argparse.Namespace, part: str, params: dict[str, tuple[f
                                                       gamma, args.seed)})
                     rows[-1].setdefault("method", "Nystroem")
                     rows[-1].setdefault("M", mm)
-                if svgp:
+                if svgp and wanted("SVGP"):
                     rows.append({**base, **_svgp(args.gp_python, spec, m, gamma,
                                                  args.gp_epochs, args.seed, args.timeout)})
                 for row in rows[first:]:
@@ -398,9 +412,9 @@ def _value_lines(sel: list[dict[str, Any]], kind: str, n: int, m: int) -> list[s
         r = _get(sel, kind, n, method, k * m)
         return r if r is not None and "error" in r else None
 
-    def against(name: str, r: dict[str, Any]) -> str:
-        below = "below" if slmc["error"] < r["error"] else "not below"
-        return f"{name} {100 * r['error']:.2f} % ({below}{_versus(slmc, r)})"
+    def against(fit: dict[str, Any], name: str, r: dict[str, Any]) -> str:
+        below = "below" if fit["error"] < r["error"] else "not below"
+        return f"{name} {100 * r['error']:.2f} % ({below}{_versus(fit, r)})"
 
     slmc = measured("SLMC", 1)
     peers = [(name, r) for name, r in (("Nystroem 5 M", measured("Nystroem", 5)),
@@ -409,7 +423,7 @@ def _value_lines(sel: list[dict[str, Any]], kind: str, n: int, m: int) -> list[s
         return []
     ok = all(slmc["error"] < r["error"] for _, r in peers)
     lines = [f"\nN = {n}, M = {m}: SLMC {100 * slmc['error']:.2f} % against "
-             + ", ".join(against(name, r) for name, r in peers)
+             + ", ".join(against(slmc, name, r) for name, r in peers)
              + f"; target below both: {'met' if ok else 'not met'}."]
     same = [(name, r) for name, r in (("random XVs at M", measured("random XVs", 1)),
                                       ("random XVs at 5 M", measured("random XVs", 5)))
@@ -417,9 +431,18 @@ def _value_lines(sel: list[dict[str, Any]], kind: str, n: int, m: int) -> list[s
     kmeans = measured("SLMC k-means", 1)
     if same:
         lines.append("The same problem (hinge loss, C, unpenalised bias) on fixed random XVs: "
-                     + ", ".join(against(name, r) for name, r in same)
+                     + ", ".join(against(slmc, name, r) for name, r in same)
                      + (f"; SLMC from k-means centres {100 * kmeans['error']:.2f} %."
                         if kmeans is not None else "."))
+    for start, method in (("", "SLMC squared hinge"), (" from k-means centres",
+                                                        "SLMC squared hinge k-means")):
+        fit = measured(method, 1)
+        if fit is not None:
+            ok = all(fit["error"] < r["error"] for _, r in peers)
+            lines.append(f"With LinearSVC's loss, the squared hinge{start}: SLMC "
+                         f"{100 * fit['error']:.2f} % against "
+                         + ", ".join(against(fit, name, r) for name, r in peers)
+                         + f"; below both: {'met' if ok else 'not met'}.")
     return lines
 
 
@@ -485,15 +508,20 @@ def report(rows: list[dict[str, Any]], params: dict[str, tuple[float, float]],
                       "the same C and γ, unpenalised bias) exactly on a fixed random subset of "
                       "training points, as Nystroem picks its landmarks: SLMC at M against them "
                       "at M and 5 M is what moving the XVs buys. LinearSVC minimises the "
-                      "squared hinge, another loss. *SE*: the difference of two test errors "
-                      "over its binomial standard error on the test set (the two taken as "
-                      "independent); within about ±2 the test set does not tell them apart.",
+                      "squared hinge, another loss: the rows *SLMC squared hinge* fit SLMC "
+                      "with that loss (`SparseSVC(loss=\"squared_hinge\")`), the "
+                      "like-for-like comparison with Nystroem + LinearSVC. *SE*: the difference "
+                      "of two test errors over its binomial standard error on the test set "
+                      "(the two taken as independent); within about ±2 the test set does not "
+                      "tell them apart.",
                       ""]
         for kind in [k for k in SETS if any(r["set"] == k for r in sel)]:
             bayes = (f"Bayes error about {100 * ringnorm_bayes_error(200_000):.2f} %"
                      if kind == "ringnorm" else "Bayes error 0 (no label noise)")
             lines += [f"### {kind} ({bayes})", ""]
-            ms_here = sorted({r["M"] for r in sel if r["set"] == kind and r["method"] == "SLMC"})
+            # the budgets M: of the fits made at M only (not also at 5 M)
+            ms_here = sorted({r["M"] for r in sel if r["set"] == kind and r["method"] in
+                              ONE_BUDGET})
             ns_here = sorted({r["N"] for r in sel if r["set"] == kind})
             if part == "timing":
                 lines += _timing_table(sel, kind, ns_here, ms_here)
@@ -559,6 +587,11 @@ def main(argv: list[str] | None = None) -> int:
                         help="N of the timing part")
     parser.add_argument("--sets", nargs="+", choices=SETS, default=list(SETS),
                         help="generated sets of the timing and value parts")
+    parser.add_argument("--value-fits", nargs="+", metavar="METHOD",
+                        choices=list(dict.fromkeys(m for m, _, _ in VALUE_FITS)),
+                        default=list(dict.fromkeys(m for m, _, _ in VALUE_FITS)),
+                        help="the value part's fits to run (default every one), to add "
+                             "fits to an earlier run's CSV with --merge")
     parser.add_argument("--moons-nz", type=int, nargs="+", default=[10, 50, 100, 200, 500])
     parser.add_argument("--moons-seeds", type=int, default=5)
     parser.add_argument("--seed", type=int, default=0)

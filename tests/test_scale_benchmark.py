@@ -22,13 +22,26 @@ def test_quick_run_writes_every_part(tmp_path: Path) -> None:
     value = [r for r in rows if r["part"] == "value"]
     assert {(r["method"], r["M"]) for r in value} == {
         ("SLMC", "3"), ("SLMC k-means", "3"), ("random XVs", "3"), ("random XVs", "15"),
-        ("Nystroem", "3"), ("Nystroem", "15"), ("SVGP", "3")}
+        ("Nystroem", "3"), ("Nystroem", "15"), ("SVGP", "3"), ("SLMC squared hinge", "3"),
+        ("SLMC squared hinge k-means", "3")}
     # SLMC's problem on fixed XVs is the start of SLMC's own fit: it ran no iteration
     assert next(r["n_iter"] for r in value if r["method"] == "random XVs") == "0"
     assert next(r["note"] for r in rows if r["method"] == "SVGP") == "not run (no --gp-python)"
     text = (out / "scale.md").read_text()
     assert "## Fit time against N" in text and "Every fit succeeds: met." in text
     assert not list(out.glob("*.tmp"))
+
+
+def test_value_fits_runs_only_the_named_fits(tmp_path: Path) -> None:
+    bench = load_benchmark("scale")
+    out = tmp_path / "out"
+    assert bench.main(["--out", str(out), "--quick", "--parts", "value", "--sets", "ringnorm",
+                       "--value-fits", "SLMC squared hinge", "Nystroem"]) == 0
+    rows = list(csv.DictReader((out / "scale.csv").open()))
+    assert {(r["method"], r["M"]) for r in rows} == {
+        ("SLMC squared hinge", "3"), ("Nystroem", "3"), ("Nystroem", "15")}
+    # the table has the fits run, though SLMC's own is not among them
+    assert "| 3 | SLMC squared hinge | 3 |" in (out / "scale.md").read_text()
 
 
 def test_a9a_without_the_data_is_a_usage_error(tmp_path: Path) -> None:

@@ -9,6 +9,7 @@ formulation never sees β, Z or a kernel matrix and never writes gradient code.
 
 from __future__ import annotations
 
+import inspect
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -190,7 +191,17 @@ class Formulation(ABC):
     fit_distributed: ClassVar[Callable[..., Any] | None] = None
 
     def __repr__(self) -> str:
-        params = ", ".join(f"{k}={v!r}" for k, v in vars(self).items())
+        # as scikit-learn prints estimators: a scalar left at its default is omitted
+        defaults = {name: p.default for name, p in
+                    inspect.signature(type(self).__init__).parameters.items()}
+
+        def at_default(name: str, value: Any) -> bool:
+            default = defaults.get(name, inspect.Parameter.empty)
+            scalar = (str, bool, int, float, type(None))
+            return (isinstance(value, scalar) and isinstance(default, scalar)
+                    and type(value) is type(default) and value == default)
+
+        params = ", ".join(f"{k}={v!r}" for k, v in vars(self).items() if not at_default(k, v))
         return f"{type(self).__name__}({params})"
 
 

@@ -32,7 +32,7 @@ from sklearn.utils._param_validation import Interval
 from sparsify import Declaration, Evaluation, Formulation, Kernel, Marginal, Outputs, hookimpl
 from sparsify.algorithms.s3vm.estimator import SemiSupervisedSVC
 from sparsify.algorithms.svm.fast import SVMDualMarginal
-from sparsify.algorithms.svm.formulation import SVM
+from sparsify.algorithms.svm.formulation import one_class_support
 from sparsify.core.formulation import FullSolution
 from sparsify.core.marginal import diagonal_scale
 from sparsify.core.params import check_params
@@ -156,8 +156,7 @@ class S3VM(Formulation):
                            [], b)
 
     def nondifferentiable(self, y: NDArray[Any] | None, dual_f: NDArray[np.float64]) -> str | None:
-        # the same condition as the SVM's (paper, Corollary 2)
-        return SVM.nondifferentiable(self, y, dual_f)  # type: ignore[arg-type]
+        return one_class_support(y, dual_f)  # the hinge-loss SVM's condition
 
     def marginal(
         self,

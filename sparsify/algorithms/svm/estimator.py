@@ -41,6 +41,13 @@ class SparseSVC(SparseKernelClassifier):
         Nz/NSV), per binary problem.
     C : float, default=1.0
         Regularisation, as in `sklearn.svm.SVC`.
+    loss : {"hinge", "squared_hinge"}, default="hinge"
+        The loss of each point's margin slack ξ_i: C ξ_i (the SVM of
+        `sklearn.svm.SVC`) or C ξ_i² (the L2-SVM, `sklearn.svm.LinearSVC`'s
+        default), the latter solved exactly by a finite Newton method
+        (`sparsify.algorithms.svm.squared_hinge`). A ratio ``n_expansion`` is
+        of the hinge-loss SVM's support vectors either way; dask inputs take
+        the hinge loss only.
     class_weight : dict, "balanced" or None, default=None
         As in `sklearn.svm.SVC`: point i's cost is C · class_weight[y_i] ·
         sample_weight_i. A dict maps labels to weights ≥ 0 (labels left out
@@ -157,6 +164,7 @@ class SparseSVC(SparseKernelClassifier):
     _parameter_constraints: ClassVar[dict[str, list[Any]]] = {
         **SparseKernelClassifier._parameter_constraints,
         "C": [Interval(Real, 0.0, None, closed="neither")],
+        "loss": [StrOptions({"hinge", "squared_hinge"})],
         "class_weight": [dict, StrOptions({"balanced"}), None],
         "probability": ["boolean"],
         "n_iter_no_change": [Interval(Integral, 1, None, closed="left"), StrOptions({"auto"}),
@@ -168,6 +176,7 @@ class SparseSVC(SparseKernelClassifier):
         n_expansion: int | float = 0.1,
         *,
         C: float = 1.0,
+        loss: str = "hinge",
         class_weight: dict[Any, float] | str | None = None,
         probability: bool = False,
         kernel: str | Kernel = "rbf",
@@ -188,6 +197,7 @@ class SparseSVC(SparseKernelClassifier):
     ) -> None:
         self.n_expansion = n_expansion
         self.C = C
+        self.loss = loss
         self.class_weight = class_weight
         self.probability = probability
         self.n_iter_no_change = n_iter_no_change
@@ -207,7 +217,7 @@ class SparseSVC(SparseKernelClassifier):
         self.callback = callback
 
     def _formulation_params(self, weights: Array | None = None) -> dict[str, Any]:
-        return {"C": self.C if weights is None else self.C * weights}
+        return {"C": self.C if weights is None else self.C * weights, "loss": self.loss}
 
     def fit(
         self, X: ArrayLike, y: ArrayLike, sample_weight: ArrayLike | None = None
@@ -241,6 +251,10 @@ class SparseSVC(SparseKernelClassifier):
         if _is_dask_collection(X) or _is_dask_collection(y):
             self._validate_params()
             cls = type(make_formulation(self.formulation_name))
+            if self.loss != "hinge":
+                raise ValueError(f"{type(self).__name__} fits dask collections with "
+                                 f"loss='hinge' only; got loss={self.loss!r}. Use the hinge "
+                                 "loss or pass numpy arrays (X.compute()).")
             if cls.fit_distributed is None:
                 raise TypeError(f"{type(self).__name__} cannot fit on dask collections: the "
                                 f"{self.formulation_name!r} formulation has no distributed "

@@ -15,16 +15,17 @@ from typing import Any, ClassVar
 import cvxpy as cp
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
-from sklearn.utils._param_validation import Interval
+from sklearn.utils._param_validation import Interval, StrOptions
 
 from sparsify import Declaration, Formulation, Kernel, Marginal, Outputs, hookimpl
 from sparsify.algorithms.svm.distributed import fit_distributed
 from sparsify.algorithms.svm.fast import SVMDualMarginal
+from sparsify.algorithms.svm.squared_hinge import SquaredHingeMarginal
 from sparsify.core.params import check_params
 
 
 class SVM(Formulation):
-    """Soft-margin SVM with hinge loss and bias (labels -1/+1).
+    """Soft-margin SVM with hinge or squared hinge loss and bias (labels -1/+1).
 
     Parameters
     ----------
@@ -34,6 +35,10 @@ class SVM(Formulation):
         objective then being ½‖w‖² + Σ_i C_i ξ_i. A point with C_i = 0 has the
         dual box [0, 0]: it does not change W(Z) nor its gradient, as if it
         were not there.
+    loss : {"hinge", "squared_hinge"}, default="hinge"
+        The loss of the margin slack ξ_i: ``C_i ξ_i`` (the SVM of `sklearn.svm.SVC`)
+        or ``C_i ξ_i²`` (the L2-SVM, `sklearn.svm.LinearSVC`'s default loss),
+        each with the same ½‖w‖² and unpenalised bias.
 
     Examples
     --------
@@ -50,6 +55,8 @@ class SVM(Formulation):
 
     >>> SVM(C=[1.0, 1.0, 10.0, 10.0])
     SVM(C=array([ 1.,  1., 10., 10.]))
+    >>> SVM(C=10.0, loss="squared_hinge")
+    SVM(C=10.0, loss='squared_hinge')
     >>> try:
     ...     SVM(C=-5)
     ... except ValueError as exc:
@@ -59,19 +66,26 @@ class SVM(Formulation):
 
     name = "svm"
     fit_distributed = staticmethod(fit_distributed)
+    #: the hinge, for subclasses written before ``loss`` that do not call ``SVM.__init__``
+    loss: str = "hinge"
 
     _parameter_constraints: ClassVar[dict[str, list[Any]]] = {
         "C": [Interval(Real, 0.0, None, closed="neither")],
+        "loss": [StrOptions({"hinge", "squared_hinge"})],
     }
 
-    def __init__(self, C: float | ArrayLike = 1.0) -> None:
+    def __init__(self, C: float | ArrayLike = 1.0, loss: str = "hinge") -> None:
         self.C = check_costs(C, type(self).__name__, self._parameter_constraints)
+        check_params(type(self).__name__, self._parameter_constraints, loss=loss)
+        self.loss = loss
 
     def declare(self, out: Outputs) -> Declaration:
         if out.y is None:
             raise ValueError("The 'svm' formulation needs labels y in {-1, +1}.")
         b = cp.Variable(name="b")
         hinge_terms = cp.pos(1 - cp.multiply(out.y, out.f + b))
+        if self.loss == "squared_hinge":
+            hinge_terms = cp.square(hinge_terms)
         if np.ndim(self.C) == 0:
             loss = self.C * cp.sum(hinge_terms)
         else:
@@ -84,13 +98,8 @@ class SVM(Formulation):
         return Declaration(cp.Minimize(0.5 * out.norm_w2 + loss), [], b)
 
     def nondifferentiable(self, y: NDArray[Any] | None, dual_f: NDArray[np.float64]) -> str | None:
-        # Corollary 2: W is differentiable when the support vectors (the points
-        # with a nonzero multiplier) come from both classes.
-        alpha = np.abs(dual_f)
-        sv = alpha > 1e-6 * max(float(alpha.max()), 1e-300)
-        if y is not None and sv.any() and len(np.unique(np.asarray(y)[sv])) < 2:
-            return "all support vectors come from one class (paper, Corollary 2)"
-        return None
+        # the squared hinge's dual is strongly convex: α is unique, W differentiable
+        return None if self.loss == "squared_hinge" else one_class_support(y, dual_f)
 
     def marginal(
         self,
@@ -101,13 +110,37 @@ class SVM(Formulation):
         solver: str,
         tol: float,
     ) -> Marginal | None:
-        """The exact dual solver of `sparsify.algorithms.svm.fast` for ``solver="auto"``.
+        """The exact fast path for ``solver="auto"``: the dual solver of
+        `sparsify.algorithms.svm.fast` (hinge) or the finite Newton method of
+        `sparsify.algorithms.svm.squared_hinge` (squared hinge).
 
         A named cvxpy backend keeps the generic path, the fast path's reference.
         """
         if solver != "auto" or y is None:
             return None
-        return SVMDualMarginal(self.C, X, y, kernel, n_expansion, tol=tol, formulation=self)
+        cls = SquaredHingeMarginal if self.loss == "squared_hinge" else SVMDualMarginal
+        return cls(self.C, X, y, kernel, n_expansion, tol=tol, formulation=self)
+
+
+def one_class_support(y: NDArray[Any] | None, dual_f: NDArray[np.float64]) -> str | None:
+    """Why the hinge-loss SVM's W may not be differentiable here, or None.
+
+    Corollary 2 of the paper: W is differentiable when the support vectors (the
+    points with a nonzero multiplier) come from both classes.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> one_class_support(np.array([-1, 1, 1]), np.array([0.0, 0.5, 0.5]))
+    'all support vectors come from one class (paper, Corollary 2)'
+    >>> one_class_support(np.array([-1, 1, 1]), np.array([-0.5, 0.5, 0.0])) is None
+    True
+    """
+    alpha = np.abs(dual_f)
+    sv = alpha > 1e-6 * max(float(alpha.max()), 1e-300)
+    if y is not None and sv.any() and len(np.unique(np.asarray(y)[sv])) < 2:
+        return "all support vectors come from one class (paper, Corollary 2)"
+    return None
 
 
 def check_costs(
