@@ -256,8 +256,8 @@ def report(rows: list[dict[str, Any]], hps: dict[str, dict[str, Any]],
                   f"{hp['cv_points']} points of split 1, {hp['cv_seconds']:.0f} s); SVR C = "
                   f"{hp['C']:g}, ε = {hp['epsilon']:g} (standardised units)."
                   + _edge_note(hp, args), "",
-                  "| method | M | test RMSE | fit s | evals | predict ms / 1000 | L-BFGS its |",
-                  "|---|---|---|---|---|---|---|"]
+                  "| method | M | splits | test RMSE | fit s | evals | predict ms / 1000 | "
+                  "L-BFGS its |", "|---|---|---|---|---|---|---|---|"]
         keys = list(dict.fromkeys((r["method"], r["M"]) for r in sub))
         keys.sort(key=lambda k: (k[1] or 0, k[0]))
         means = {}
@@ -267,7 +267,8 @@ def report(rows: list[dict[str, Any]], hps: dict[str, dict[str, Any]],
                                   float(np.median([r["fit_s"] for r in rs])))
             its = [r.get("n_iter") for r in rs if r.get("n_iter") is not None]
             pred = np.median([r["predict_ms_per_1000"] for r in rs])
-            lines.append(f"| {method} | {M if M else '–'} | {_mean_std([r['rmse'] for r in rs])} "
+            lines.append(f"| {method} | {M if M else '–'} | {len(rs)} "
+                         f"| {_mean_std([r['rmse'] for r in rs])} "
                          f"| {means[(method, M)][1]:.3g} "
                          f"| {int(np.median([r['evals_per_point'] for r in rs]))} "
                          f"| {'–' if np.isnan(pred) else f'{pred:.3g}'} "
@@ -296,9 +297,11 @@ def report(rows: list[dict[str, Any]], hps: dict[str, dict[str, Any]],
 
 
 def _sparse_svr_lines(rows: list[dict[str, Any]]) -> list[str]:
-    """SparseSVR beside the full SVR and SparseKernelRidge (mean test RMSE), per set and M."""
-    def mean(name: str, method: str, M: int | None) -> str:
-        rs = [r["rmse"] for r in rows if (r["set"], r["method"], r["M"]) == (name, method, M)]
+    """SparseSVR beside the full SVR and SparseKernelRidge (mean test RMSE), per set and M,
+    each mean over the splits SparseSVR ran on."""
+    def mean(name: str, method: str, M: int | None, splits: set[int]) -> str:
+        rs = [r["rmse"] for r in rows
+              if (r["set"], r["method"], r["M"]) == (name, method, M) and r["split"] in splits]
         return f"{np.mean(rs):.4g}" if rs else "–"
 
     pairs = list(dict.fromkeys((r["set"], r["M"]) for r in rows if r["method"] == "SparseSVR"))
@@ -306,12 +309,17 @@ def _sparse_svr_lines(rows: list[dict[str, Any]]) -> list[str]:
         return []
     lines = ["## SparseSVR", "",
              "Mean test RMSE of the sparse ε-SVR (same (C, ε, γ) as the full SVR) beside the "
-             "full SVR, Nystroem + Ridge and SparseKernelRidge at equal M.", "",
-             "| set | M | SparseSVR | SVR (full) | Nystroem + Ridge | SparseKernelRidge |",
-             "|---|---|---|---|---|---|"]
-    lines += [f"| {name} | {M} | {mean(name, 'SparseSVR', M)} | {mean(name, 'SVR (full)', None)} "
-              f"| {mean(name, 'Nystroem + Ridge', M)} | {mean(name, 'SparseKernelRidge', M)} |"
-              for name, M in pairs]
+             "full SVR, Nystroem + Ridge and SparseKernelRidge at equal M, over the splits "
+             "SparseSVR ran on.", "",
+             "| set | M | splits | SparseSVR | SVR (full) | Nystroem + Ridge | "
+             "SparseKernelRidge |", "|---|---|---|---|---|---|---|"]
+    for name, M in pairs:
+        splits = {r["split"] for r in rows
+                  if (r["set"], r["method"], r["M"]) == (name, "SparseSVR", M)}
+        lines.append(f"| {name} | {M} | {len(splits)} | {mean(name, 'SparseSVR', M, splits)} "
+                     f"| {mean(name, 'SVR (full)', None, splits)} "
+                     f"| {mean(name, 'Nystroem + Ridge', M, splits)} "
+                     f"| {mean(name, 'SparseKernelRidge', M, splits)} |")
     return [*lines, ""]
 
 

@@ -48,7 +48,7 @@ def test_every_regression_set_is_run_and_reported(tmp_path: Path,
     ridge = [float(r["rmse"]) for r in rows if r["method"] == "KernelRidge (full)"]
     assert 0.3 < min(ridge) and max(ridge) < 5
     text = (out / "regression.md").read_text()
-    assert "## friedman_a" in text and "| SparseKernelRidge | 5 |" in text
+    assert "## friedman_a" in text and "| SparseKernelRidge | 5 | 2 |" in text
     assert "| SparseSVR | 5 |" in text and "| friedman_b | 5 |" in text.split("## SparseSVR")[1]
     assert "RMSE ≤ Nystroem + Ridge" in text and "SGPR" not in text.split("## Targets")[1]
     assert not list(out.glob("*.tmp"))
@@ -72,6 +72,10 @@ def test_every_regression_set_is_run_and_reported(tmp_path: Path,
     taken = list(csv.DictReader((joined / "regression.csv").open()))
     assert {(r["method"], r["split"]) for r in taken if r["set"] == "friedman_b"} == {
         ("SVR (full)", "1"), ("SparseSVR", "1"), ("SparseKernelRidge", "2")}
+    # SparseSVR's peers are averaged over its own splits: no SparseKernelRidge on split 1
+    svr_row = next(line for line in (joined / "regression.md").read_text().splitlines()
+                   if line.startswith("| friedman_b | 5 |"))
+    assert svr_row.startswith("| friedman_b | 5 | 1 |") and svr_row.endswith("| – |")
     with pytest.raises(SystemExit, match="comes from more than one CSV"):
         bench.main(["--data-dir", str(tmp_path), "--out", str(tmp_path / "twice"), "--merge",
                     str(out / "regression.csv"), str(out / "regression.csv")])
