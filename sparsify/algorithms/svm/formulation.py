@@ -83,18 +83,18 @@ class SVM(Formulation):
         if out.y is None:
             raise ValueError("The 'svm' formulation needs labels y in {-1, +1}.")
         b = cp.Variable(name="b")
-        hinge_terms = cp.pos(1 - cp.multiply(out.y, out.f + b))
+        terms = cp.pos(1 - cp.multiply(out.y, out.f + b))  # the margin slacks ξ
         if self.loss == "squared_hinge":
-            hinge_terms = cp.square(hinge_terms)
+            terms = cp.square(terms)
         if np.ndim(self.C) == 0:
-            loss = self.C * cp.sum(hinge_terms)
+            loss = self.C * cp.sum(terms)
         else:
             if len(self.C) != out.n_samples:
                 raise ValueError(
                     f"The 'svm' formulation has {len(self.C)} costs C but there are "
                     f"{out.n_samples} training points; pass one cost per point."
                 )
-            loss = cp.sum(cp.multiply(self.C, hinge_terms))
+            loss = cp.sum(cp.multiply(self.C, terms))
         return Declaration(cp.Minimize(0.5 * out.norm_w2 + loss), [], b)
 
     def nondifferentiable(self, y: NDArray[Any] | None, dual_f: NDArray[np.float64]) -> str | None:
