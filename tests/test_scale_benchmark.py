@@ -101,3 +101,13 @@ def test_a_measured_fit_replaces_one_that_ran_over_the_timeout(tmp_path: Path) -
     joined = bench.read_csv(out / "scale.csv")
     assert len(joined) == len(rows)
     assert next(r for r in joined if r["method"] == "SLMC")["error"] == slmc["error"]
+
+
+def test_a_met_target_within_the_test_sets_noise_says_so() -> None:
+    bench = load_benchmark("scale")
+    fit = {"error": 0.0009, "test_n": 100_000}
+    near, far = {"error": 0.00092, "test_n": 100_000}, {"error": 0.02, "test_n": 100_000}
+    assert bench._verdict(fit, [("far", far)]) == "met"
+    assert bench._verdict(fit, [("near", near), ("far", far)]).startswith(
+        "met, but within 2 SE of near:")
+    assert bench._verdict(far, [("near", near)]) == "not met"
