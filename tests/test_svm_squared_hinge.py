@@ -15,6 +15,7 @@ from sparsify.algorithms.svm import squared_hinge
 from sparsify.algorithms.svm.formulation import SVM
 from sparsify.algorithms.svm.squared_hinge import SquaredHingeMarginal, line_search
 from sparsify.core.gradcheck import check_gradient, random_problem
+from sparsify.core.marginal import whitening
 from sparsify.core.optimize import initial_expansion_vectors
 from sparsify.kernels import make_kernel
 
@@ -141,3 +142,34 @@ def test_dask_inputs_take_the_hinge_loss_only() -> None:
     with pytest.raises(ValueError, match="loss='hinge' only; got loss='squared_hinge'"):
         SparseSVC(3, loss="squared_hinge").fit(da.from_array(X, chunks=20),
                                                da.from_array(y, chunks=20))
+
+
+def test_an_iterate_without_margin_violators_steps_towards_u_zero() -> None:
+    """From a start where no point violates its margin (u large, b between the classes), the
+    Newton method goes on to the minimiser instead of solving a singular system."""
+    rng = np.random.default_rng(5)
+    y = np.repeat([-1.0, 1.0], 20)
+    X = 0.3 * rng.normal(size=(40, 2)) + 3.0 * y[:, None]  # two blobs far apart
+    kernel = make_kernel("rbf", X, gamma=0.5)
+    fast, generic = _pair(X, y, kernel, 4, 1.0)
+    Z = X[[0, 1, 20, 21]] + 0.01
+    Phi = kernel(X, Z) @ whitening(kernel(Z, Z) + fast.jitter * np.eye(4))
+    # a start that separates the points with margin: its violators are none
+    u0, *_ = np.linalg.lstsq(np.hstack([Phi, np.ones((len(y), 1))]), 3.0 * y, rcond=None)
+    assert not np.any(1.0 - y * (Phi @ u0[:4] + u0[4]) > 0)
+    fast._last = (np.zeros(len(y)), 0.0)  # the previous evaluation's violators: none
+    fast._newton_point = _starting_at(fast._newton_point, u0)
+    u, b = fast._solve_newton(Phi)
+    assert fast.evaluate(Z).value == pytest.approx(generic.evaluate(Z).value, rel=1e-6)
+    assert 0.5 * u @ u + fast.C * np.sum(np.maximum(0.0, 1 - y * (Phi @ u + b)) ** 2) == (
+        pytest.approx(generic.evaluate(Z).value, rel=1e-6))
+
+
+def _starting_at(newton_point, u0):
+    """``newton_point`` whose first call returns the start u0 (the rest unchanged)."""
+    calls = []
+
+    def wrapped(Phi, on):
+        calls.append(on)
+        return (u0[:-1], float(u0[-1])) if len(calls) == 1 else newton_point(Phi, on)
+    return wrapped

@@ -146,7 +146,8 @@ class SquaredHingeMarginal(SVMDualMarginal):
             if np.array_equal(now, on):
                 return u, b  # the Newton point of its own set: F's exact minimiser
             on = now
-            u_new, b_new = self._newton_point(Phi, on)
+            # no violator: F = ½‖u‖² here, whose minimiser towards which to search is u = 0
+            u_new, b_new = self._newton_point(Phi, on) if on.any() else (np.zeros_like(u), b)
             d_u, d_b = u_new - u, b_new - b
             t = line_search(float(u @ d_u), float(d_u @ d_u), slack, y * (Phi @ d_u + d_b), C)
             # a full step lands on the Newton point itself, without round-off
