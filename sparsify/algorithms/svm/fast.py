@@ -567,6 +567,16 @@ class SVMDualMarginal(Marginal):
         alpha[work], upper[work], free[work] = alpha_w, upper_w, free_w
         return alpha, u, b, upper, free
 
+    def _generic(self, Z: Array, grad: bool) -> Evaluation:
+        """This evaluation by the generic path, the fast path's reference, after a breakdown;
+        the next one starts cold."""
+        self._last = None
+        self.n_generic += 1
+        if self._fallback is None:
+            self._fallback = ConicMarginal(self.formulation, self._X_all, self._y_all,
+                                           self.kernel, self.n_expansion, tol=self.tol)
+        return self._fallback.evaluate(Z, grad)
+
     def evaluate(self, Z: Array, grad: bool = True) -> Evaluation:
         Z = check_expansion_vectors(Z, self.n_expansion, self.X.shape[1], self.formulation_name)
         K_xz, K_zz = kernel_blocks(self.kernel, self.X, Z)
@@ -577,14 +587,8 @@ class SVMDualMarginal(Marginal):
             with np.errstate(divide="raise", invalid="raise"):
                 alpha, u, b = self._solve(B)
         except (_Stalled, np.linalg.LinAlgError, ZeroDivisionError, FloatingPointError):
-            # rare numerical breakdown (extreme C, degenerate data): the generic path,
-            # this one's reference, answers this evaluation
-            self._last = None
-            self.n_generic += 1
-            if self._fallback is None:
-                self._fallback = ConicMarginal(self.formulation, self._X_all, self._y_all,
-                                               self.kernel, self.n_expansion, tol=self.tol)
-            return self._fallback.evaluate(Z, grad)
+            # rare numerical breakdown (extreme C, degenerate data)
+            return self._generic(Z, grad)
         beta = T @ u
         slack = np.maximum(0.0, self._p - B @ u - self.y * b)
         value = float(0.5 * u @ u + self.C @ slack)

@@ -30,7 +30,6 @@ import scipy.linalg
 from numpy.typing import NDArray
 
 from sparsify.algorithms.svm.fast import SVMDualMarginal, _Stalled
-from sparsify.core.conic import ConicMarginal
 from sparsify.core.marginal import (
     Evaluation,
     check_expansion_vectors,
@@ -163,13 +162,7 @@ class SquaredHingeMarginal(SVMDualMarginal):
             with np.errstate(divide="raise", invalid="raise"):
                 u, b = self._solve_newton(Phi)
         except (_Stalled, np.linalg.LinAlgError, FloatingPointError):
-            # a numerical breakdown: the generic path, this one's reference, answers
-            self._last = None
-            self.n_generic += 1
-            if self._fallback is None:
-                self._fallback = ConicMarginal(self.formulation, self._X_all, self._y_all,
-                                               self.kernel, self.n_expansion, tol=self.tol)
-            return self._fallback.evaluate(Z, grad)
+            return self._generic(Z, grad)  # a numerical breakdown
         slack = np.maximum(0.0, 1.0 - self.y * (Phi @ u + b))
         alpha = 2.0 * self.C * slack
         self._last = (alpha, b)
