@@ -159,7 +159,7 @@ def test_an_iterate_without_margin_violators_steps_towards_u_zero() -> None:
     assert not np.any(1.0 - y * (Phi @ u0[:4] + u0[4]) > 0)
     fast._last = (np.zeros(len(y)), 0.0)  # the previous evaluation's violators: none
     fast._newton_point = _starting_at(fast._newton_point, u0)
-    u, b = fast._solve_newton(Phi)
+    u, b, _ = fast._solve_newton(Phi)
     assert fast.evaluate(Z).value == pytest.approx(generic.evaluate(Z).value, rel=1e-6)
     assert 0.5 * u @ u + fast.C * np.sum(np.maximum(0.0, 1 - y * (Phi @ u + b)) ** 2) == (
         pytest.approx(generic.evaluate(Z).value, rel=1e-6))

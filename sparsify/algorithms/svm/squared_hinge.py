@@ -55,7 +55,7 @@ def line_search(a: float, c: float, slack: Array, delta: Array, C: Array) -> flo
     Along (u, b) + t·(d_u, d_b), with ``a`` = u·d_u, ``c`` = ‖d_u‖², ``slack`` =
     1 − y_i (Φ_i u + b) and ``delta`` = y_i (Φ_i d_u + d_b), the derivative of F is
     the piecewise linear, nondecreasing a + c t − 2 Σ_i C_i δ_i max(0, slack_i − t δ_i);
-    its root is found by one sweep over the breakpoints slack_i / δ_i.
+    its root is found from running sums over the sorted breakpoints slack_i / δ_i.
 
     Examples
     --------
@@ -66,28 +66,28 @@ def line_search(a: float, c: float, slack: Array, delta: Array, C: Array) -> flo
     >>> line_search(0.0, 0.0, np.array([1.0]), np.array([1.0]), np.array([1.0]))
     1.0
     """
-    # the derivative is g0 + h t on each segment between breakpoints
+    # the derivative is g + h t on each segment between breakpoints; at t = 0:
     on = slack > 0
     g0 = a - 2.0 * float(C[on] @ (delta[on] * slack[on]))
-    h = c + 2.0 * float(C[on] @ (delta[on] ** 2))
+    h0 = c + 2.0 * float(C[on] @ (delta[on] ** 2))
     # a point toggles where slack_i = t δ_i: leaves (δ > 0, on) or joins (δ < 0, off)
     with np.errstate(divide="ignore", invalid="ignore"):
         t_break = slack / delta
-    toggles = ((delta > 0) & on) | ((delta < 0) & ~on)
-    toggles &= t_break > 0
-    order = np.argsort(t_break[toggles])
-    idx = np.flatnonzero(toggles)[order]
-    sign = np.where(on[idx], -1.0, 1.0)  # leaving takes its terms out of g0 and h
-    dg = sign * (-2.0 * C[idx] * delta[idx] * slack[idx])
-    dh = sign * (2.0 * C[idx] * delta[idx] ** 2)
-    start = 0.0
-    for k, t_k in enumerate(t_break[idx]):
-        if h > 0 and -g0 / h <= t_k:
-            return max(start, -g0 / h)
-        g0, h, start = g0 + dg[k], h + dh[k], float(t_k)
-    if h <= 0:
+    toggles = (((delta > 0) & on) | ((delta < 0) & ~on)) & (t_break > 0)
+    idx = np.flatnonzero(toggles)[np.argsort(t_break[toggles])]
+    sign = np.where(on[idx], -1.0, 1.0)  # leaving takes its terms out of g and h
+    # g and h on the segments [0, t_1], [t_1, t_2], …, [t_last, ∞), by running sums
+    g = g0 + np.cumsum(np.append(0.0, sign * (-2.0 * C[idx] * delta[idx] * slack[idx])))
+    h = h0 + np.cumsum(np.append(0.0, sign * (2.0 * C[idx] * delta[idx] ** 2)))
+    starts, ends = np.append(0.0, t_break[idx]), np.append(t_break[idx], np.inf)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        root = -g / h
+    # the derivative is nondecreasing: the first segment whose line meets 0 before its end
+    inside = np.flatnonzero((h > 0) & (root <= ends))
+    if len(inside) == 0:
         raise _Stalled  # F unbounded along the direction: not a descent problem
-    return max(start, -g0 / h)
+    k = inside[0]
+    return float(max(starts[k], root[k]))
 
 
 class SquaredHingeMarginal(SVMDualMarginal):
@@ -131,8 +131,9 @@ class SquaredHingeMarginal(SVMDualMarginal):
         solution = scipy.linalg.cho_solve(scipy.linalg.cho_factor(H), rhs)
         return solution[:Nz], float(solution[Nz])
 
-    def _solve_newton(self, Phi: Array) -> tuple[Array, float]:
-        """(u, b) minimising F exactly, from the previous solution's margin violators."""
+    def _solve_newton(self, Phi: Array) -> tuple[Array, float, Array]:
+        """(u, b) minimising F exactly, from the previous solution's margin violators, and
+        the points' margin slacks 1 − y_i (Φ_i u + b) there."""
         y, C = self.y, self.C
         # the previous set of violators names the start; from nothing, every point
         on = (np.ones(len(y), dtype=bool) if self._last is None else self._last[0] > 0)
@@ -143,7 +144,7 @@ class SquaredHingeMarginal(SVMDualMarginal):
             slack = 1.0 - y * (Phi @ u + b)
             now = slack > 0
             if np.array_equal(now, on):
-                return u, b  # the Newton point of its own set: F's exact minimiser
+                return u, b, slack  # the Newton point of its own set: F's exact minimiser
             on = now
             # no violator: F = ½‖u‖² here, whose minimiser towards which to search is u = 0
             u_new, b_new = self._newton_point(Phi, on) if on.any() else (np.zeros_like(u), b)
@@ -160,10 +161,10 @@ class SquaredHingeMarginal(SVMDualMarginal):
         Phi = K_xz @ T
         try:
             with np.errstate(divide="raise", invalid="raise"):
-                u, b = self._solve_newton(Phi)
+                u, b, slack = self._solve_newton(Phi)
         except (_Stalled, np.linalg.LinAlgError, FloatingPointError):
             return self._generic(Z, grad)  # a numerical breakdown
-        slack = np.maximum(0.0, 1.0 - self.y * (Phi @ u + b))
+        slack = np.maximum(slack, 0.0)
         alpha = 2.0 * self.C * slack
         self._last = (alpha, b)
         beta = T @ u
