@@ -257,21 +257,16 @@ def run_synthetic(args: argparse.Namespace, part: str, params: dict[str, tuple[f
                 base = {"part": part, "set": kind, "N": n, "C": C, "gamma": gamma}
                 first = len(rows)
                 limit = args.limit.get(kind) if part == "timing" else None
-                if not wanted("SLMC"):
-                    pass
-                elif limit is not None and n > limit:
-                    rows.append({**base, "note": f"not run: above --limit {kind}={limit}"})
-                elif timed_out is None:
-                    rows.append({**base, **_fresh(args.timeout, _fit, "SLMC", spec, m, C, gamma,
-                                                      args.seed)})
-                    if str(rows[-1].get("note", "")).startswith("over"):
-                        timed_out = n
-                else:
-                    rows.append({**base, "note": f"not run: over {args.timeout:.0f} s at "
-                                                 f"N = {timed_out}"})
                 if wanted("SLMC"):
-                    rows[-1].setdefault("method", "SLMC")
-                    rows[-1].setdefault("M", m)
+                    if limit is not None and n > limit:
+                        slmc = {"note": f"not run: above --limit {kind}={limit}"}
+                    elif timed_out is None:
+                        slmc = _fresh(args.timeout, _fit, "SLMC", spec, m, C, gamma, args.seed)
+                        if str(slmc.get("note", "")).startswith("over"):
+                            timed_out = n
+                    else:
+                        slmc = {"note": f"not run: over {args.timeout:.0f} s at N = {timed_out}"}
+                    rows.append({**base, "method": "SLMC", "M": m, **slmc})
                 for method, factor in extra:
                     rows.append({**base, "method": method, "M": factor * m,
                                  **_fresh(args.timeout, _fit, method, spec, factor * m, C,
