@@ -22,7 +22,8 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from sparsify.algorithms.svm.fast import SVMDualMarginal
+from sparsify.algorithms.svm.fast import WORKING_BAND, SVMDualMarginal
+from sparsify.algorithms.svr.interior import interior_point
 from sparsify.core.formulation import Formulation
 from sparsify.core.marginal import Evaluation, Marginal
 from sparsify.kernels import Kernel
@@ -103,6 +104,7 @@ class SVRDualMarginal(SVMDualMarginal):
         self.scale = spread if spread > 0 else max(float(np.abs(y).max()), 1.0)
         n, costs, y = len(y), costs / self.scale, y / self.scale
         epsilon = epsilon / self.scale
+        self._points = (y, epsilon, costs)  # the interior point's problem, one row per point
         # the rows: i⁺ (sign +1, target y_i − ε) then i⁻ (sign −1, target −y_i − ε)
         self.y = np.concatenate([np.ones(n), -np.ones(n)])
         self.C = np.concatenate([costs, costs])
@@ -124,6 +126,28 @@ class SVRDualMarginal(SVMDualMarginal):
         s = self.scale
         return Evaluation(ev.value * s * s, None if ev.grad is None else ev.grad * (s * s),
                           ev.coef * s, float(ev.intercept) * s, ev.solver)
+
+    def _solve(self, B: Array) -> tuple[Array, Array, float]:
+        """α, u, b by the interior point on the normal equations, its partition polished.
+
+        The interior point (`sparsify.algorithms.svr.interior`) stops at a
+        duality gap of ``tol``; the active-set method then lands on the exact
+        KKT point from its partition, moving the rows near the tube's edges.
+        Where either fails, the SVM's warm-started path answers (coordinate
+        descent, polish, its own interior point).
+        """
+        y, epsilon, costs = self._points
+        start = interior_point(B[:len(y)], y, epsilon, costs, self.tol)
+        if start is not None:
+            alpha = np.where(start.upper, self.C, np.where(start.free, start.alpha, 0.0))
+            slack = B @ start.u + self.y * start.b - self.targets
+            work = start.free | (np.abs(slack) <= WORKING_BAND)
+            solved = self._settle(B, alpha, start.upper, start.free, work)
+            if solved is not None:
+                self.n_interior_point += 1
+                self._last = (solved[0], solved[2])
+                return solved[:3]
+        return super()._solve(B)
 
     def _signed_rows(self, Phi: Array) -> Array:
         """The 2N signed rows [Φ; −Φ]."""

@@ -1,0 +1,188 @@
+"""The ε-SVR's inner problem by a primal-dual interior point on the normal equations.
+
+In whitened coordinates (`sparsify.algorithms.svr.fast`) the inner problem is
+
+    min_{u,b} ½ ‖u‖² + Σ_i C_i max(0, |y_i − Φ_i u − b| − ε)
+
+with Nz + 1 unknowns and N points. Its dual has two bounded variables per point,
+α_i⁺, α_i⁻ ∈ [0, C_i], and u = Σ_i (α_i⁺ − α_i⁻) Φ_i. Mehrotra's predictor-corrector
+on that dual needs, per iteration, one linear system in x = (u, b) only: with
+a_i = (Φ_i, 1) and each bounded variable's barrier weight D = λ/α + μ/(C − α),
+
+    (E + Σ_i w_i a_i a_iᵀ) Δx = Σ_i a_i (q_i⁺ / D_i⁺ − q_i⁻ / D_i⁻) + (0, r_p),
+
+E = diag(1, …, 1, 0), w_i = 1/D_i⁺ + 1/D_i⁻: the normal equations of the
+"tall" problem, formed by one weighted Gram product (BLAS) and solved by
+Cholesky. An iteration costs O(N·Nz²) whatever C, ε or the data: unlike
+coordinate descent, which on the SVR's rows needs thousands of passes where
+most points sit near the tube's edges, and unlike the active-set method,
+whose moves cost O(Nz³) each once some hundreds of points lie on the edges.
+The (Nz + 1) matrix is the SVM interior point's Woodbury core
+(`sparsify.algorithms.svm.fast`), but the step is solved from it directly, not
+by subtracting two large terms: near the solution D spans many decades, which
+is where the Woodbury form loses its digits.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+import scipy.linalg
+from numpy.typing import NDArray
+
+Array = NDArray[np.float64]
+REFINE = 1
+#: Iterations without a lower gap after which the method stops at its best iterate.
+STALL = 5
+
+
+class Iterate(NamedTuple):
+    """An interior-point iterate in the rows' layout (i⁺ for every point, then i⁻)."""
+
+    alpha: Array  #: (α⁺, α⁻), 2N entries
+    upper: NDArray[np.bool_]  #: rows whose upper bound α = C the iterate names active
+    free: NDArray[np.bool_]  #: rows it names strictly inside their box
+    u: Array  #: Σ (α⁺ − α⁻) Φ_i
+    b: float  #: the bias
+    gap: float  #: duality gap relative to max(1, primal value)
+
+
+def interior_point(Phi: Array, y: Array, epsilon: float, C: Array, tol: float,
+                   max_iter: int = 200) -> Iterate | None:
+    """The ε-SVR's inner problem solved to a duality gap of ``tol``, or its best iterate.
+
+    Parameters
+    ----------
+    Phi : ndarray of shape (N, Nz)
+        Whitened features of the points.
+    y : ndarray of shape (N,)
+        Targets.
+    epsilon : float
+        Half-width of the tube.
+    C : ndarray of shape (N,)
+        Positive costs.
+    tol : float
+        Stop where the duality gap relative to max(1, primal value) and the
+        equality residual |Σ(α⁺ − α⁻)| relative to max(1, max C) are below it.
+    max_iter : int, default=200
+        Iteration budget.
+
+    Returns
+    -------
+    Iterate or None
+        The first iterate within ``tol``; where round-off stops the method
+        before (the gap wanders back up, or the budget runs out), the iterate
+        with the lowest gap; None if no iterate was finite. Its partition
+        counts a bound as active where the bound's slack is below its
+        multiplier (α/C < λ, (C − α)/C < μ): on the central path the two
+        separate long before the gap closes, so the partition of a gap of
+        1e-6 is usually the solution's, which the exact active-set method
+        then lands on.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> rng = np.random.default_rng(0)
+    >>> Phi = rng.normal(size=(200, 3))
+    >>> y = Phi @ [1.0, -2.0, 0.5] + 0.3 + 0.01 * rng.normal(size=200)
+    >>> it = interior_point(Phi, y, 0.05, np.full(200, 100.0), 1e-10)
+    >>> np.round(it.u, 1).tolist(), round(it.b, 1), bool(it.gap <= 1e-10)
+    ([1.0, -2.0, 0.5], 0.3, True)
+    """
+    N, nz = Phi.shape
+    A = np.empty((N, nz + 1))  # a_i = (Φ_i, 1)
+    A[:, :nz], A[:, nz] = Phi, 1.0
+    E = np.ones(nz + 1)  # the Hessian of ½‖u‖² in x = (u, b)
+    E[nz] = 0.0
+    sign = np.repeat([1.0, -1.0], N)  # the rows i⁺ (f_i − p_i⁺ ≥ 0) and i⁻ (−f_i − p_i⁻ ≥ 0)
+    p = np.concatenate([y - epsilon, -y - epsilon])  # the rows' margin targets
+    costs = np.concatenate([C, C])
+    # α⁺ = α⁻ = C/2: u = 0 and Σν = 0 hold exactly
+    alpha, lam, mu, b = 0.5 * costs, np.ones(2 * N), np.ones(2 * N), 0.0
+    best: Iterate | None = None
+    stalled, scale = 0, max(1.0, float(C.max()))
+    for _ in range(max_iter):
+        nu = alpha[:N] - alpha[N:]
+        u = Phi.T @ nu
+        f = Phi @ u + b
+        wnorm2 = float(u @ u)
+        primal = 0.5 * wnorm2 + float(C @ np.maximum(0.0, np.abs(y - f) - epsilon))
+        gap = (primal - (float(p @ alpha) - 0.5 * wnorm2)) / max(1.0, abs(primal))
+        r_p = float(nu.sum())
+        if not np.isfinite(gap):
+            break
+        if abs(r_p) <= tol * scale and (best is None or gap < best.gap):
+            # a bound is active where its slack is below its multiplier
+            upper = costs - alpha < costs * mu
+            best = Iterate(alpha, upper, ~upper & (alpha >= costs * lam), u, b, gap)
+            if gap <= tol:
+                break
+            stalled = 0
+        elif best is not None:
+            stalled += 1
+            if stalled >= STALL or gap > 1e3 * best.gap:
+                break  # no progress, or the gap wanders back up: round-off has taken over
+        try:
+            step = _Step(A, E, sign, alpha, costs - alpha, lam, mu,
+                         sign * np.tile(f, 2) - p - lam + mu, r_p)
+        except np.linalg.LinAlgError:
+            break
+        # predictor (affine scaling), then Mehrotra's centring σ = (m_aff / m)³ and the
+        # second-order correction of the complementarity products
+        da, dlam, dmu, _ = step.direction(0.0, 0.0)
+        t = step.longest(da, dlam, dmu)
+        m = float(lam @ alpha + mu @ step.s) / (4 * N)
+        m_aff = float((alpha + t * da) @ (lam + t * dlam)
+                      + (step.s - t * da) @ (mu + t * dmu)) / (4 * N)
+        target = (m_aff / m) ** 3 * m
+        da, dlam, dmu, db = step.direction(target - da * dlam, target + da * dmu)
+        t = min(1.0, 0.99 * step.longest(da, dlam, dmu))
+        alpha, lam, mu, b = alpha + t * da, lam + t * dlam, mu + t * dmu, b + t * db
+    return best
+
+
+class _Step:
+    """One iterate's Newton system, factorised: E + Σ_i w_i a_i a_iᵀ in x = (u, b)."""
+
+    def __init__(self, A: Array, E: Array, sign: Array, alpha: Array, s: Array, lam: Array,
+                 mu: Array, r_d: Array, r_p: float) -> None:
+        N = len(A)
+        self.A, self.E, self.sign, self.alpha, self.s = A, E, sign, alpha, s
+        self.lam, self.mu, self.r_d, self.r_p = lam, mu, r_d, r_p
+        self.D = lam / alpha + mu / s  # each row's barrier weight
+        w = (1.0 / self.D).reshape(2, N).sum(axis=0)
+        self.factor = scipy.linalg.cho_factor(np.diag(E) + (A * w[:, None]).T @ A)
+
+    def _rows(self, v: Array) -> Array:
+        """Σ over each point's two rows of sign · v."""
+        return (self.sign * v).reshape(2, -1).sum(axis=0)
+
+    def direction(self, t_lam: Array | float, t_mu: Array | float
+                  ) -> tuple[Array, Array, Array, float]:
+        """Δα, Δλ, Δμ and Δb towards the complementarity targets λα = t_lam, μ(C − α) = t_mu."""
+        A, D, sign = self.A, self.D, self.sign
+        q = -self.r_d + t_lam / self.alpha - self.lam - t_mu / self.s + self.mu
+        rhs = A.T @ self._rows(q / D)
+        rhs[-1] += self.r_p
+        dx = scipy.linalg.cho_solve(self.factor, rhs)
+        for _ in range(REFINE):
+            # iterative refinement against the unassembled equations Δu = Σ Δν_i Φ_i and
+            # Σ Δν_i = −r_p: the Cholesky solve alone loses the digits the weights' spread
+            # costs, and its error would accumulate in Σν
+            res = self.E * dx - A.T @ self._rows((q - sign * np.tile(A @ dx, 2)) / D)
+            res[-1] -= self.r_p
+            dx -= scipy.linalg.cho_solve(self.factor, res)
+        da = (q - sign * np.tile(A @ dx, 2)) / D
+        dlam = (t_lam - self.lam * self.alpha - self.lam * da) / self.alpha
+        dmu = (t_mu - self.mu * self.s + self.mu * da) / self.s
+        return da, dlam, dmu, float(dx[-1])
+
+    def longest(self, da: Array, dlam: Array, dmu: Array) -> float:
+        """The longest step in [0, 1] that keeps α, C − α, λ and μ non-negative."""
+        t = 1.0
+        for v, dv in ((self.alpha, da), (self.s, -da), (self.lam, dlam), (self.mu, dmu)):
+            neg = dv < 0
+            if neg.any():
+                t = min(t, float(np.min(-v[neg] / dv[neg])))
+        return t
