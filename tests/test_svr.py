@@ -1,5 +1,6 @@
-"""SparseSVR: the SVM's exact dual solver on two rows per point against the generic path,
-finite differences and the full SVR (Nz = N); the estimator against scikit-learn."""
+"""SparseSVR: its exact fast path (an interior point on the normal equations, polished by the
+SVM's active-set method on two rows per point) against the generic path, finite differences and
+the full SVR (Nz = N); the estimator against scikit-learn."""
 
 from __future__ import annotations
 
@@ -8,10 +9,13 @@ import pytest
 from sklearn.svm import SVR as FullSVR
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
+import sparsify.algorithms.svr.fast
 import sparsify.core.memory
 from sparsify import RBF, CvxpyMarginal, Polynomial, SparseSVR
+from sparsify.algorithms.svr import interior
 from sparsify.algorithms.svr.fast import SVRDualMarginal
 from sparsify.algorithms.svr.formulation import SVR
+from sparsify.algorithms.svr.interior import _Step, interior_point
 from sparsify.core.errors import MemoryEstimateError
 from sparsify.core.gradcheck import check_gradient
 
@@ -185,3 +189,69 @@ def test_constant_targets_fit_inside_the_tube() -> None:
         reg = SparseSVR(3, epsilon=0.1, max_iter=5, random_state=0).fit(X, np.full(50, value))
         assert reg.objective_[0] == pytest.approx(0.0, abs=1e-12)
         assert np.all(np.abs(reg.predict(X) - value) <= 0.1 + 1e-9)
+
+
+def test_many_points_on_the_tube_edges() -> None:
+    """Nz = 40 on 400 points with a narrow tube: the regime where some tens of points lie on
+    the tube's edges (the interior point and its polish answer), warm starts included."""
+    X, y = _data(400, seed=7)
+    fast = SVRDualMarginal(30.0, 0.02, X, y, RBF(1.0), 40, formulation=SVR(30.0, 0.02))
+    reference = CvxpyMarginal(SVR(30.0, 0.02), X, y, RBF(1.0), 40, solver="clarabel",
+                              tol=1e-10)
+    Z = X[:40] + 0.05
+    for _ in range(2):
+        own, ref = fast.evaluate(Z), reference.evaluate(Z)
+        assert own.value == pytest.approx(ref.value, rel=1e-6)
+        np.testing.assert_allclose(own.grad, ref.grad, rtol=1e-5,
+                                   atol=1e-6 * np.abs(ref.grad).max())
+        Z = Z - 0.05 * own.grad / np.abs(own.grad).max()
+    assert fast.n_interior_point == 2 and fast.n_generic == 0
+
+
+def _whitened(X: np.ndarray, Z: np.ndarray) -> np.ndarray:
+    K_zz = RBF(1.0)(Z, Z)
+    values, vectors = np.linalg.eigh(K_zz)
+    return RBF(1.0)(X, Z) @ (vectors / np.sqrt(values))
+
+
+def test_the_interior_point_names_the_solution_s_partition() -> None:
+    """At the gap where it stops, the interior point's partition is the exact solution's: the
+    polish moves no point, and the value agrees to the gap."""
+    X, y = _data(300, seed=8)
+    Phi, C = _whitened(X, X[:20] + 0.1), np.full(300, 10.0)
+    start = interior_point(Phi, y, 0.05, C, 1e-9)
+    assert start is not None and start.gap <= 1e-9
+    exact = SVRDualMarginal(C, 0.05, X, y, RBF(1.0), 20, formulation=SVR(C, 0.05))
+    ev = exact.evaluate(X[:20] + 0.1)
+    alpha = exact._last[0] * exact.scale  # the exact solution's α in the units of y
+    free = (alpha > 1e-9 * C[0]) & (alpha < C[0] * (1 - 1e-9))
+    np.testing.assert_array_equal(start.free, np.concatenate([free[:300], free[300:]]))
+    primal = 0.5 * start.u @ start.u + C @ np.maximum(0, np.abs(y - Phi @ start.u - start.b)
+                                                      - 0.05)
+    assert primal == pytest.approx(ev.value, rel=1e-9)
+
+
+def test_the_interior_point_stops_at_its_best_iterate_where_the_gap_cannot_close(
+        monkeypatch) -> None:
+    """tol = 0 cannot be met in floating point: the method stops once its gap stops falling,
+    well within its budget, and returns its best iterate."""
+    X, y = _data(200, seed=9)
+    Phi = _whitened(X, X[:10] + 0.1)
+    steps = []
+    monkeypatch.setattr(interior, "_Step",
+                        lambda *args: steps.append(1) or _Step(*args))  # count the iterations
+    start = interior_point(Phi, y, 0.05, np.full(200, 10.0), 0.0, max_iter=200)
+    assert start is not None and start.gap <= 1e-10
+    assert len(steps) < 100
+
+
+def test_where_the_interior_point_fails_the_dual_solver_answers(monkeypatch) -> None:
+    monkeypatch.setattr(sparsify.algorithms.svr.fast, "interior_point", lambda *args: None)
+    X, y = _data(seed=1)
+    Z = X[:6] + 0.1
+    fast = SVRDualMarginal(10.0, 0.1, X, y, RBF(0.7), 6, formulation=SVR(10.0, 0.1))
+    reference = CvxpyMarginal(SVR(10.0, 0.1), X, y, RBF(0.7), 6, solver="clarabel", tol=1e-10)
+    own, ref = fast.evaluate(Z), reference.evaluate(Z)
+    assert own.value == pytest.approx(ref.value, rel=1e-6)
+    np.testing.assert_allclose(own.grad, ref.grad, rtol=1e-5, atol=1e-6 * np.abs(ref.grad).max())
+    assert fast.n_interior_point == 0 and fast.n_active_set == 1 and fast.n_generic == 0

@@ -1,4 +1,4 @@
-"""The ε-SVR's exact fast path: the SVM's dual solver on two hinge rows per point.
+"""The ε-SVR's exact fast path: an interior point on the normal equations, polished.
 
 The ε-insensitive loss is two hinges, max(0, y_i − ε − f_i) and
 max(0, f_i − y_i − ε), each a row of an SVM with a margin target p in place of
@@ -8,11 +8,13 @@ max(0, f_i − y_i − ε), each a row of an SVM with a margin target p in place
     min_{u,b} ½ ‖u‖² + Σ_rows C_r max(0, p_r − s_r (Φ_r u + b))
 
 whose dual, max pᵀα − ½‖Σ_r α_r s_r Φ_r‖² over 0 ≤ α ≤ C with sᵀα = 0, is
-the SVM's with a general linear term. `sparsify.algorithms.svm.fast.SVMDualMarginal`
-solves it as it solves the SVM's (coordinate descent, then the exact
-active-set polish, the interior point where that does not settle, the
-generic path where both fail) on the 2N signed rows B = [Φ; −Φ]. Lemma 1 gives
-the gradient with ν_i = α_i⁺ − α_i⁻, the multiplier of f_i.
+the SVM's with a general linear term. A primal-dual interior point whose
+Newton steps are (Nz + 1)-sized solves (`sparsify.algorithms.svr.interior`)
+names the partition; `sparsify.algorithms.svm.fast.SVMDualMarginal`'s active-set
+method makes it exact on the 2N signed rows B = [Φ; −Φ], and its warm-started
+path (coordinate descent, polish, its own interior point) answers where that
+fails, the generic path after it. Lemma 1 gives the gradient with
+ν_i = α_i⁺ − α_i⁻, the multiplier of f_i.
 """
 
 from __future__ import annotations
@@ -32,11 +34,12 @@ Array = NDArray[np.float64]
 
 
 class SVRDualMarginal(SVMDualMarginal):
-    """W(Z) and ∇W(Z) of the ε-SVR by the SVM's exact dual solver.
+    """W(Z) and ∇W(Z) of the ε-SVR by its exact fast path.
 
-    The default path of `sparsify.SparseSVR` (``solver="auto"``); a named cvxpy
-    backend selects the generic path, which is the reference this one is
-    tested against.
+    The default path of `sparsify.SparseSVR` (``solver="auto"``): the interior
+    point on the normal equations, polished by the SVM's active-set method. A
+    named cvxpy backend selects the generic path, which is the reference this
+    one is tested against.
 
     Parameters
     ----------
@@ -56,7 +59,7 @@ class SVRDualMarginal(SVMDualMarginal):
     tol : float, default=1e-9
         KKT tolerance of the active-set solve, in units of the spread of y (the
         problem is solved with y, ε and C divided by it), and relative duality
-        gap of the interior-point fallback.
+        gap at which the interior points stop.
     jitter : float, default=1e-10
         Added to the diagonal of K_ZZ relative to the mean kernel diagonal,
         as in the generic path.
@@ -110,10 +113,10 @@ class SVRDualMarginal(SVMDualMarginal):
         self.C = np.concatenate([costs, costs])
         self.targets = np.concatenate([y - epsilon, -y - epsilon])
         self._prepare(kernel, n_expansion, tol, fallback)
-        # coordinate descent converges more slowly here than on the SVM's rows (most points
-        # sit near the tube's edges); with shrinking its late passes are cheap, and a partition
-        # named to cd_eps saves the polish more than they cost (kin8nm, Nz = 50: 0.23 s per
-        # evaluation against 0.58 s with the SVM's 1000 passes, which left the polish failing)
+        # for the fallback: coordinate descent converges more slowly here than on the SVM's
+        # rows (most points sit near the tube's edges); with shrinking its late passes are
+        # cheap, and a partition named to cd_eps saves the polish more than they cost (kin8nm,
+        # Nz = 50: 0.23 s per evaluation against 0.58 s with the SVM's 1000 passes)
         self.max_epochs = self.first_epochs = 10_000
         # and a weaker proximal coupling of the bias: every row shares the bias feature, which
         # at ρ = 1 outweighs the whitened rows (‖Φ_i‖ ≤ 1); ρ = 0.1 took 40 % less time there

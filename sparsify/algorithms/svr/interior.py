@@ -102,43 +102,49 @@ def interior_point(Phi: Array, y: Array, epsilon: float, C: Array, tol: float,
     alpha, lam, mu, b = 0.5 * costs, np.ones(2 * N), np.ones(2 * N), 0.0
     best: Iterate | None = None
     stalled, scale = 0, max(1.0, float(C.max()))
-    for _ in range(max_iter):
-        nu = alpha[:N] - alpha[N:]
-        u = Phi.T @ nu
-        f = Phi @ u + b
-        wnorm2 = float(u @ u)
-        primal = 0.5 * wnorm2 + float(C @ np.maximum(0.0, np.abs(y - f) - epsilon))
-        gap = (primal - (float(p @ alpha) - 0.5 * wnorm2)) / max(1.0, abs(primal))
-        r_p = float(nu.sum())
-        if not np.isfinite(gap):
-            break
-        if abs(r_p) <= tol * scale and (best is None or gap < best.gap):
-            # a bound is active where its slack is below its multiplier
-            upper = costs - alpha < costs * mu
-            best = Iterate(alpha, upper, ~upper & (alpha >= costs * lam), u, b, gap)
-            if gap <= tol:
+    # past the round-off floor a step can divide by a vanished slack: that ends the method at
+    # its best iterate, not in a floating-point error (callers may raise on those)
+    with np.errstate(all="ignore"):
+        for _ in range(max_iter):
+            nu = alpha[:N] - alpha[N:]
+            u = Phi.T @ nu
+            f = Phi @ u + b
+            wnorm2 = float(u @ u)
+            primal = 0.5 * wnorm2 + float(C @ np.maximum(0.0, np.abs(y - f) - epsilon))
+            gap = (primal - (float(p @ alpha) - 0.5 * wnorm2)) / max(1.0, abs(primal))
+            r_p = float(nu.sum())
+            if not np.isfinite(gap):
                 break
-            stalled = 0
-        elif best is not None:
-            stalled += 1
-            if stalled >= STALL or gap > 1e3 * best.gap:
-                break  # no progress, or the gap wanders back up: round-off has taken over
-        try:
-            step = _Step(A, E, sign, alpha, costs - alpha, lam, mu,
-                         sign * np.tile(f, 2) - p - lam + mu, r_p)
-        except np.linalg.LinAlgError:
-            break
-        # predictor (affine scaling), then Mehrotra's centring σ = (m_aff / m)³ and the
-        # second-order correction of the complementarity products
-        da, dlam, dmu, _ = step.direction(0.0, 0.0)
-        t = step.longest(da, dlam, dmu)
-        m = float(lam @ alpha + mu @ step.s) / (4 * N)
-        m_aff = float((alpha + t * da) @ (lam + t * dlam)
-                      + (step.s - t * da) @ (mu + t * dmu)) / (4 * N)
-        target = (m_aff / m) ** 3 * m
-        da, dlam, dmu, db = step.direction(target - da * dlam, target + da * dmu)
-        t = min(1.0, 0.99 * step.longest(da, dlam, dmu))
-        alpha, lam, mu, b = alpha + t * da, lam + t * dlam, mu + t * dmu, b + t * db
+            # Σν is a sum of N terms of size C: round-off leaves it at some 1e-14 of C
+            if abs(r_p) <= max(tol, 1e-12) * scale and (best is None or gap < best.gap):
+                # a bound is active where its slack is below its multiplier
+                upper = costs - alpha < costs * mu
+                best = Iterate(alpha, upper, ~upper & (alpha >= costs * lam), u, b, gap)
+                if gap <= tol:
+                    break
+                stalled = 0
+            elif best is not None:
+                stalled += 1
+                if stalled >= STALL or gap > 1e3 * best.gap:
+                    break  # no progress, or the gap wanders back up: round-off has taken over
+            try:
+                step = _Step(A, E, sign, alpha, costs - alpha, lam, mu,
+                             sign * np.tile(f, 2) - p - lam + mu, r_p)
+                # predictor (affine scaling), then Mehrotra's centring σ = (m_aff / m)³ and
+                # the second-order correction of the complementarity products
+                da, dlam, dmu, _ = step.direction(0.0, 0.0)
+                t = step.longest(da, dlam, dmu)
+                m = float(lam @ alpha + mu @ step.s) / (4 * N)
+                m_aff = float((alpha + t * da) @ (lam + t * dlam)
+                              + (step.s - t * da) @ (mu + t * dmu)) / (4 * N)
+                target = (m_aff / m) ** 3 * m
+                da, dlam, dmu, db = step.direction(target - da * dlam, target + da * dmu)
+            except (np.linalg.LinAlgError, ValueError):  # not positive definite, or not finite
+                break
+            t = min(1.0, 0.99 * step.longest(da, dlam, dmu))
+            if not (t > 0 and np.isfinite(db)):
+                break
+            alpha, lam, mu, b = alpha + t * da, lam + t * dlam, mu + t * dmu, b + t * db
     return best
 
 
