@@ -101,6 +101,21 @@ def test_fit_human_report(capsys: pytest.CaptureFixture[str]) -> None:
     assert "test error" in out and "train error" in out and "NSV =" in out
 
 
+def test_fit_report_names_a_loss_other_than_the_hinge(capsys: pytest.CaptureFixture[str]
+                                                      ) -> None:
+    code, out, _ = _run(capsys, "fit", "--n-expansion", "3", "--max-iter", "2",
+                        "--param", "loss=squared_hinge")
+    assert code == 0
+    assert ", C=1, loss=squared_hinge" in out.splitlines()[0]
+    assert "full SVM (hinge loss): NSV =" in out
+    code, out, _ = _run(capsys, "fit", "--n-expansion", "3", "--max-iter", "2", "--json",
+                        "--param", "loss=squared_hinge")
+    r = json.loads(out)
+    assert r["loss"] == "squared_hinge" and r["full_machine"] == "SVM (hinge loss)"
+    code, out, _ = _run(capsys, "fit", "--n-expansion", "3", "--max-iter", "2", "--json")
+    assert "loss" not in json.loads(out)
+
+
 def test_fit_json_verbose_keeps_stdout_clean(capsys: pytest.CaptureFixture[str]) -> None:
     code, out, err = _run(capsys, "fit", "--n-expansion", "3", "--max-iter", "2", "--json", "-v")
     assert code == 0

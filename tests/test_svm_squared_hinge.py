@@ -10,7 +10,7 @@ import pytest
 from scipy.optimize import minimize_scalar
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
-from sparsify import CvxpyMarginal, SparseSVC
+from sparsify import CvxpyMarginal, SparseSVC, expansion_coefficients
 from sparsify.algorithms.svm import squared_hinge
 from sparsify.algorithms.svm.formulation import SVM
 from sparsify.algorithms.svm.squared_hinge import SquaredHingeMarginal, line_search
@@ -173,3 +173,17 @@ def _starting_at(newton_point, u0):
         calls.append(on)
         return (u0[:-1], float(u0[-1])) if len(calls) == 1 else newton_point(Phi, on)
     return wrapped
+
+
+def test_expansion_coefficients_take_the_loss() -> None:
+    """eq. 45 for fixed XVs with the squared hinge: the fast path's β and b, the generic path's
+    to its accuracy, and not the hinge's."""
+    X, y = random_problem(random_state=3)
+    Z = X[:5] + 0.1
+    coef, b = expansion_coefficients(X, y, Z, gamma=0.5, C=10.0, loss="squared_hinge")
+    ref_coef, ref_b = expansion_coefficients(X, y, Z, gamma=0.5, C=10.0, loss="squared_hinge",
+                                             solver="clarabel", tol=1e-10)
+    np.testing.assert_allclose(coef, ref_coef, rtol=1e-5, atol=1e-6 * np.abs(ref_coef).max())
+    assert b == pytest.approx(ref_b, abs=1e-5 * max(1.0, abs(ref_b)))
+    hinge_coef, _ = expansion_coefficients(X, y, Z, gamma=0.5, C=10.0)
+    assert np.abs(hinge_coef - coef).max() > 1e-3 * np.abs(coef).max()

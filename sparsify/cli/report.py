@@ -41,7 +41,11 @@ def _compare_classifier(estimator: Any, p: dict[str, Any], X: Any, y: Any, data:
     full = full_svm(estimator.kernel_, C).fit(X, y)
     seconds = time.perf_counter() - start
     has_test = data.X_test is not None
+    # the full machine is scikit-learn's SVC, whose loss is the hinge: said where they differ
+    loss = getattr(estimator, "loss", "hinge")
+    other_loss = {} if loss == "hinge" else {"loss": loss, "full_machine": "SVM (hinge loss)"}
     return {
+        **other_loss,
         "test_error": _error(estimator, data.X_test, data.y_test) if has_test else None,
         "train_error": _error(estimator, X, y),
         "full_svm_n_support": int(np.sum(full.n_support_)),
@@ -125,6 +129,7 @@ def _fmt(value: float | None, spec: str = ".4f") -> str:
 def _print_fit_report(r: dict[str, Any]) -> None:
     gamma = "" if r["gamma"] is None else f", gamma={r['gamma']:.4g}"
     hyper = f", C={r['C']:g}" if "C" in r else f", nu={r['nu']:g}" if "nu" in r else ""
+    hyper += f", loss={r['loss']}" if "loss" in r else ""
     print(f"sparsify {r['sparsify_version']}: {r['formulation']} ({r['estimator']}), "
           f"kernel {r['kernel']}{gamma}{hyper}")
     print(f"data:      {r['data']}: {r['n_train']} training points, {r['n_test']} test points, "
