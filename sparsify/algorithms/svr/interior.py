@@ -30,6 +30,7 @@ from typing import NamedTuple
 import numpy as np
 import scipy.linalg
 from numpy.typing import NDArray
+from scipy.linalg.blas import dsyrk as syrk
 
 from sparsify.core.marginal import BLOCK_ROWS
 
@@ -162,11 +163,14 @@ class _Step:
         self.lam, self.mu, self.r_d, self.r_p = lam, mu, r_d, r_p
         self.D = lam / alpha + mu / s  # each row's barrier weight
         w = (1.0 / self.D).reshape(2, N).sum(axis=0)
+        # M's upper triangle by BLAS's symmetric rank-k update (half a general product's
+        # work) on √w-scaled row blocks (no second N × (Nz + 1) array)
         M = np.diag(E)
-        for start in range(0, N, BLOCK_ROWS):  # in row blocks: no second N × (Nz + 1) array
-            block = A[start:start + BLOCK_ROWS]
-            M += (block * w[start:start + BLOCK_ROWS, None]).T @ block
-        self.factor = scipy.linalg.cho_factor(M)
+        root = np.sqrt(w)
+        for start in range(0, N, BLOCK_ROWS):
+            block = A[start:start + BLOCK_ROWS] * root[start:start + BLOCK_ROWS, None]
+            M = syrk(1.0, block, beta=1.0, c=M, trans=1, lower=0, overwrite_c=1)
+        self.factor = scipy.linalg.cho_factor(M, lower=False)
 
     def _rows(self, v: Array) -> Array:
         """Σ over each point's two rows of sign · v."""
