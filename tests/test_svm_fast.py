@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib.util
 import subprocess
 import sys
+import tracemalloc
 from concurrent.futures import ThreadPoolExecutor
 
 import cvxpy as cp
@@ -646,6 +647,26 @@ def test_memory_is_estimated_before_any_kernel_block(monkeypatch) -> None:
     with pytest.raises(MemoryEstimateError, match=r"The SVM fast path with N=200, Nz=10 would "
                        r"need about .* GiB; .* GiB are available\. Use fewer XVs"):
         SVMDualMarginal(1.0, X, y, make_kernel("rbf", X), 10)
+
+
+@pytest.mark.parametrize(("n_samples", "n_expansion"), [(3000, 5), (3000, 60), (20000, 60)])
+def test_the_memory_estimate_covers_an_evaluation(monkeypatch, n_samples: int,
+                                                  n_expansion: int) -> None:
+    """What an evaluation allocates at its peak (numpy's allocations, traced) is within the
+    estimate checked before any kernel block: at few XVs (the solvers' row vectors dominate),
+    at many, and where the first evaluation's interior point runs on every row."""
+    X, y = make_checkerboard(n_samples, random_state=0)
+    estimates = []
+    check = svm_fast.check_memory
+    monkeypatch.setattr(svm_fast, "check_memory",
+                        lambda need, *args: estimates.append(need) or check(need, *args))
+    fast = SVMDualMarginal(1000.0, X, y, make_kernel("rbf", X, gamma=1.0), n_expansion)
+    tracemalloc.start()
+    fast.evaluate(X[:n_expansion] + 0.01)
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert fast.n_interior_point == 1 and fast.n_generic == 0
+    assert peak <= estimates[0]
 
 
 def test_the_first_evaluation_stops_coordinate_descent_at_first_epochs() -> None:

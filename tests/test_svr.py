@@ -4,11 +4,14 @@ the full SVR (Nz = N); the estimator against scikit-learn."""
 
 from __future__ import annotations
 
+import tracemalloc
+
 import numpy as np
 import pytest
 from sklearn.svm import SVR as FullSVR
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
+import sparsify.algorithms.svm.fast
 import sparsify.algorithms.svr.fast
 import sparsify.core.memory
 from sparsify import RBF, CvxpyMarginal, Polynomial, SparseSVR
@@ -255,3 +258,23 @@ def test_where_the_interior_point_fails_the_dual_solver_answers(monkeypatch) -> 
     assert own.value == pytest.approx(ref.value, rel=1e-6)
     np.testing.assert_allclose(own.grad, ref.grad, rtol=1e-5, atol=1e-6 * np.abs(ref.grad).max())
     assert fast.n_interior_point == 0 and fast.n_active_set == 1 and fast.n_generic == 0
+
+
+@pytest.mark.parametrize("n_expansion", [5, 60])
+def test_the_memory_estimate_covers_an_evaluation(monkeypatch, n_expansion: int) -> None:
+    """What an evaluation allocates at its peak (numpy's allocations, traced) is within the
+    estimate checked before any kernel block, at few XVs (the solvers' row vectors dominate)
+    and at many (the N × Nz arrays do)."""
+    X, y = _data(3000, seed=2)
+    estimates = []
+    check = sparsify.algorithms.svm.fast.check_memory
+    monkeypatch.setattr(sparsify.algorithms.svm.fast, "check_memory",
+                        lambda need, *args: estimates.append(need) or check(need, *args))
+    fast = SVRDualMarginal(10.0, 0.05, X, y, RBF(1.0), n_expansion,
+                           formulation=SVR(10.0, 0.05))
+    tracemalloc.start()
+    fast.evaluate(X[:n_expansion] + 0.01)
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert fast.n_generic == 0
+    assert peak <= estimates[0]

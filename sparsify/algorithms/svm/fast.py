@@ -58,6 +58,7 @@ from numpy.typing import NDArray
 from sparsify.core.conic import ConicMarginal
 from sparsify.core.formulation import Formulation
 from sparsify.core.marginal import (
+    BLOCK_ROWS,
     Evaluation,
     Marginal,
     check_expansion_vectors,
@@ -150,7 +151,8 @@ class _NewtonSystem:
     """One interior-point iterate and its factorised Newton matrix.
 
     The matrix D + B K⁻¹ Bᵀ is inverted by Sherman-Morrison-Woodbury through
-    the Nz × Nz matrix K + Bᵀ D⁻¹ B (``S_inv``), so no N × N matrix is formed.
+    the Nz × Nz matrix K + Bᵀ D⁻¹ B (``S_inv``), so no N × N matrix is formed,
+    nor a second N × Nz one (D⁻¹ B is applied as D⁻¹ (B x)).
     """
 
     y: Array
@@ -161,7 +163,6 @@ class _NewtonSystem:
     r_d: Array
     r_p: float
     D_inv: Array
-    BD: Array  # D⁻¹ B
     S_inv: Array  # (K + Bᵀ D⁻¹ B)⁻¹
     B: Array
     K_inv: Array
@@ -179,7 +180,7 @@ class _NewtonSystem:
 
     def _woodbury(self, v: Array) -> Array:
         dv = self.D_inv * v
-        return dv - self.BD @ (self.S_inv @ (self.BD.T @ v))
+        return dv - self.D_inv * (self.B @ (self.S_inv @ (self.B.T @ dv)))
 
     def direction(self, rc_lam: Array | float, rc_mu: Array | float) -> tuple[Any, ...]:
         """Newton step (Δα, Δb, Δλ, Δμ) towards complementarity targets, and its longest step."""
@@ -254,9 +255,12 @@ def _interior_point(
             if gap <= tol and abs(r_p) <= tol * max(1.0, float(C.max())):
                 return alpha, beta, b
             D_inv = 1.0 / (lam / alpha + mu / s)
-            BD = B * D_inv[:, None]
-            S_inv = np.linalg.inv(K + B.T @ BD)
-            newton = _NewtonSystem(y, alpha, s, lam, mu, g - lam + mu, r_p, D_inv, BD, S_inv,
+            S = np.array(K, dtype=float)
+            for start in range(0, len(B), BLOCK_ROWS):  # K + Bᵀ D⁻¹ B in row blocks
+                block = slice(start, start + BLOCK_ROWS)
+                S += B[block].T @ (B[block] * D_inv[block, None])
+            S_inv = np.linalg.inv(S)
+            newton = _NewtonSystem(y, alpha, s, lam, mu, g - lam + mu, r_p, D_inv, S_inv,
                                    B, K_inv)
             da, _, dlam, dmu, t = newton.direction(0.0, 0.0)  # predictor: affine scaling
             # Mehrotra's corrector: centre by σ = (m_aff / m)³ and correct the
@@ -332,6 +336,9 @@ class SVMDualMarginal(Marginal):
 
     #: the name evaluations give as their solver, and the problem's name in messages
     method, title = "svm-dual", "SVM"
+    #: vectors of one entry per row the solvers hold at once, with numpy's temporaries, for
+    #: the memory estimate (traced in tests/test_svm_fast.py)
+    row_vectors = 48
 
     def __init__(
         self,
@@ -394,9 +401,13 @@ class SVMDualMarginal(Marginal):
         self.kernel = kernel
         self.n_expansion = int(n_expansion)
         self.tol = float(tol)
-        # an evaluation holds K_XZ (N × Nz) and B (rows × Nz) and, briefly, one more product
+        # an evaluation holds K_XZ (N × Nz) and B (rows × Nz) and one more rows × Nz array
+        # (a product, or the interior point's working set of B's rows), the solvers' vectors
+        # over the rows, and two row blocks' temporaries (kernel, gradient, Newton matrix)
         (N, d), rows = self.X.shape, len(self.y)
-        check_memory(8 * (N * (self.n_expansion + d) + rows * (2 * self.n_expansion + 8)),
+        check_memory(8 * (N * (self.n_expansion + d)
+                          + rows * (2 * self.n_expansion + self.row_vectors)
+                          + 2 * min(rows, BLOCK_ROWS) * self.n_expansion),
                      f"The {self.title} fast path with N={N}, Nz={self.n_expansion}",
                      "Use fewer XVs or a subsample of the training points.")
         # the previous solution's α and b: the warm start (α and b do not depend on

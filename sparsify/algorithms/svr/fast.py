@@ -82,6 +82,9 @@ class SVRDualMarginal(SVMDualMarginal):
     """
 
     method, title = "svr-dual", "SVR"
+    # the interior point's iterate, step, residuals and numpy's temporaries: about 85 vectors
+    # over the 2N rows at its peak (traced in tests/test_svr.py)
+    row_vectors = 96
 
     def __init__(
         self,
