@@ -389,8 +389,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--svr-cs", type=float, nargs="+", default=SVR_CS)
     parser.add_argument("--svr-epsilons", type=float, nargs="+", default=SVR_EPSILONS)
     parser.add_argument("--max-iter", type=int, default=200)
-    parser.add_argument("--sparse-svr-max-n", type=int, default=20_000,
-                        help="fit SparseSVR on the sets with at most this many training points")
+    parser.add_argument("--sparse-svr-max-n", type=int, default=1_000_000,
+                        help="fit SparseSVR on the sets with at most this many training points "
+                             "(its evaluations cost O(N·M²): protein at M = 500 is the slowest)")
     parser.add_argument("--sparse-svr-max-m", type=int, default=1_000_000,
                         help="fit SparseSVR for M up to this")
     parser.add_argument("--no-sparse-svr", nargs="*", default=[], metavar="SET",
