@@ -146,7 +146,7 @@ class SVRDualMarginal(SVMDualMarginal):
         start = interior_point(B[:len(y)], y, epsilon, costs, self.tol)
         if start is not None:
             alpha = np.where(start.upper, self.C, np.where(start.free, start.alpha, 0.0))
-            slack = B @ start.u + self.y * start.b - self.targets
+            slack = B @ start.u + self.y * start.b - self._p
             work = start.free | (np.abs(slack) <= WORKING_BAND)
             solved = self._settle(B, alpha, start.upper, start.free, work)
             if solved is not None:
