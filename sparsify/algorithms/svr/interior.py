@@ -12,8 +12,8 @@ a_i = (Φ_i, 1) and each bounded variable's barrier weight D = λ/α + μ/(C −
     (E + Σ_i w_i a_i a_iᵀ) Δx = Σ_i a_i (q_i⁺ / D_i⁺ − q_i⁻ / D_i⁻) + (0, r_p),
 
 E = diag(1, …, 1, 0), w_i = 1/D_i⁺ + 1/D_i⁻: the normal equations of the
-"tall" problem, formed by one weighted Gram product (BLAS) and solved by
-Cholesky. An iteration costs O(N·Nz²) whatever C, ε or the data: unlike
+"tall" problem, formed by one symmetric rank-k update (BLAS) over row blocks
+and solved by Cholesky. An iteration costs O(N·Nz²) whatever C, ε or the data: unlike
 coordinate descent, which on the SVR's rows needs thousands of passes where
 most points sit near the tube's edges, and unlike the active-set method,
 whose moves cost O(Nz³) each once some hundreds of points lie on the edges.
