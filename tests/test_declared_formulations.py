@@ -104,10 +104,14 @@ def test_other_backends_meet_their_stated_accuracy_or_refuse(name: str, solver: 
         except (ValueError, SolverError) as exc:
             message = str(exc)
             if isinstance(exc, SolverError):
-                assert "polishing failed" in message, message
+                # OSQP refuses where its polishing fails; SCS, a first-order method, where it
+                # stops short of tol within its iterations (the ν-SVM on an Intel Xeon, where
+                # an AMD EPYC's round-off let it through)
+                refusals = {"osqp": "polishing failed", "scs": "scs: optimal_inaccurate"}
+                assert refusals.get(solver, "no refusal") in message, message
             else:
                 assert "handles quadratic programs only" in message, message
-            assert solver == "osqp", message  # only OSQP refuses any of them
+                assert solver == "osqp", message
             return
     assert result.passed(_backend_accuracy(solver)), result.as_dict()
 

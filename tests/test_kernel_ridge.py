@@ -45,9 +45,16 @@ def test_gradient_matches_finite_differences() -> None:
 def test_gradient_holds_where_k_zz_is_numerically_singular() -> None:
     """Points on a curve in 16-D (as naval's), α = 1e-10 and 120 XVs: K_ZZ's smallest
     eigenvalues are at round-off, β = Tγ reaches 6e4 and y − K_XZ β cancels to a few digits;
-    the residual from the whitened rows keeps ∇W right. W (about 1e-9) bends on a scale of
-    1e-5 in Z here, so central differences at h = 1e-5 agree with the slope to a few per
-    cent (their h² term); the residual y − K_XZ β − b missed it by 30 to 500 times."""
+    the residual from the whitened rows keeps ∇W right (the residual y − K_XZ β − b missed it
+    by 30 to 500 times).
+
+    W (about 1e-9) is known only to about ε·Nz / jitter ≈ 1e-4 of itself here (the eigenvalues
+    of K_ZZ + jitter·I that carry it are the jitter, 1e-10, known to round-off), so central
+    differences at h = 1e-5 carry up to 1.5e-8 of noise, as much as a derivative along a random
+    direction (about 1e-8; on one machine they agreed, on another they were 2× apart). Along
+    ∇W itself, and along its parts on either half of the XVs, the derivatives are 6e-7 to 1e-6:
+    noise ≤ 2.5 % and the h² term ≤ 2 % (measured over h = 1e-6 … 3e-5).
+    """
     rng = np.random.default_rng(0)
     t = rng.uniform(-1, 1, size=(1000, 2)) * [1.0, 0.1]
     X = np.column_stack([np.sin(0.3 * (k + 1) * t[:, 0] + k) + t[:, 1] * (k % 3)
@@ -55,14 +62,14 @@ def test_gradient_holds_where_k_zz_is_numerically_singular() -> None:
     X = (X - X.mean(0)) / X.std(0)
     marginal = RidgeMarginal(1e-10, X, np.sin(2 * t[:, 0]) + t[:, 1], RBF(1 / 32), 120)
     Z = X[rng.choice(1000, 120, replace=False)]
-    ev = marginal.evaluate(Z)
-    for seed in range(3):
-        v = np.random.default_rng(seed).normal(size=Z.shape)
-        v /= np.linalg.norm(v)
-        h = 1e-5
+    grad = marginal.evaluate(Z).grad
+    first_half = np.arange(len(Z))[:, None] < len(Z) // 2
+    h = 1e-5
+    for v in (grad, np.where(first_half, grad, 0.0), np.where(first_half, 0.0, grad)):
+        v = v / np.linalg.norm(v)
         fd = (marginal.evaluate(Z + h * v, grad=False).value
               - marginal.evaluate(Z - h * v, grad=False).value) / (2 * h)
-        assert float(np.sum(ev.grad * v)) == pytest.approx(fd, rel=0.1)
+        assert float(np.sum(grad * v)) == pytest.approx(fd, rel=0.05)
 
 
 def test_z_equal_x_is_the_full_kernel_ridge_solved_directly() -> None:

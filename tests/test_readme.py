@@ -62,7 +62,8 @@ def test_plugin_recipe_runs_from_the_command_line_once_installed(tmp_path) -> No
     X = rng.uniform(-3, 3, size=(300, 1))
     y = np.sin(X[:, 0]) + 0.3 * rng.normal(size=300)
     np.savetxt(tmp_path / "train.csv", np.column_stack([X, y]), delimiter=",")
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), str(REPO)]),
+    path = [str(tmp_path), str(REPO), *filter(None, [os.environ.get("PYTHONPATH")])]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(path),
            "OPENBLAS_NUM_THREADS": "1"}
     env.pop("SPARSIFY_PLUGINS", None)
 

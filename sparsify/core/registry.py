@@ -293,10 +293,12 @@ class Registry:
                      f"plugin from {self._sources.get(name, _UNKNOWN_DISTRIBUTION)!r}. Give the "
                      "entry point (or register_plugin's name=) another name.")
             return False
-        # pluggy checks every hook's parameters against the spec before it changes any
-        # state, so a refused plugin leaves nothing half-registered.
         _, exc = _isolated(lambda: self.manager.register(plugin, name=name))
         if isinstance(exc, pluggy.PluginValidationError):
+            # pluggy before 1.7 records the plugin before it checks its hooks: take it out
+            # again, so that a refused plugin leaves nothing half-registered
+            if self.manager.get_plugin(name) is plugin:
+                self.manager.unregister(name=name)
             _problem(f"{who} has a hook with a wrong signature and was not loaded: {exc}. The "
                      "hooks and their parameters are listed in sparsify.core.hookspecs.")
             return False
