@@ -146,6 +146,7 @@ def _point_weights(
             f"The sample_weight passed to {name}.fit must be >= 0 (a weight of 0 leaves the "
             f"sample out). Got {float(sw[i])!r} at index {i} instead."
         )
+    require_a_positive_weight(sw)
     if isinstance(class_weight, dict):
         known = set(classes.tolist())
         for label, weight in class_weight.items():
@@ -161,6 +162,24 @@ def _point_weights(
                 )
     cw = compute_class_weight(class_weight, classes=classes, y=classes[codes])
     return cw[codes] * sw, sw, cw
+
+
+def require_a_positive_weight(weights: Array) -> None:
+    """Refuse sample weights that are all 0, in scikit-learn 1.9's words, whatever its version.
+
+    scikit-learn checks this in ``_check_sample_weight`` from 1.9 on; before, an
+    all-zero weight left no point and failed later with an unrelated message.
+
+    Examples
+    --------
+    >>> require_a_positive_weight(np.array([0.0, 2.0]))
+    >>> require_a_positive_weight(np.zeros(3))
+    Traceback (most recent call last):
+    ...
+    ValueError: Sample weights must contain at least one non-zero number.
+    """
+    if not (weights > 0).any():
+        raise ValueError("Sample weights must contain at least one non-zero number.")
 
 
 def _weighted_scale_gamma(X: Array, sample_weight: Array) -> float:

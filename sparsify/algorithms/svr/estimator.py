@@ -11,7 +11,7 @@ from numpy.typing import ArrayLike, NDArray
 from sklearn.utils._param_validation import Interval
 from sklearn.utils.validation import _check_sample_weight
 
-from sparsify.core.classifier import _weighted_scale_gamma
+from sparsify.core.classifier import _weighted_scale_gamma, require_a_positive_weight
 from sparsify.core.regressor import SparseKernelRegressor
 from sparsify.kernels import Kernel
 
@@ -26,9 +26,11 @@ class SparseSVR(SparseKernelRegressor):
     The direct sparse method (Wu, Schölkopf & Bakır 2006) on the ε-SVR of
     `sklearn.svm.SVR`: minimise ½‖w‖² + C Σ_i max(0, |y_i − f_i − b| − ε)
     with ``w = Σ_j β_j φ(z_j)``, the XVs z_j moved by L-BFGS on W(Z). Each
-    W(Z) and its gradient come from the SVM's exact dual solver on two hinge
-    rows per point (`sparsify.algorithms.svr.fast.SVRDualMarginal`, O(N·Nz·(d + Nz))
-    per evaluation, warm-started); prediction costs Nz kernel evaluations.
+    W(Z) and its gradient come from an exact solver of its own
+    (`sparsify.algorithms.svr.fast.SVRDualMarginal`: a primal-dual interior point
+    on the (Nz + 1) normal equations, O(N·Nz²) per iteration, whose partition
+    the SVM's active-set method makes exact on two hinge rows per point);
+    prediction costs Nz kernel evaluations.
 
     Parameters
     ----------
@@ -174,6 +176,7 @@ class SparseSVR(SparseKernelRegressor):
             return self
         weights = _check_sample_weight(sample_weight, X_valid, dtype=np.float64,
                                        ensure_non_negative=True)
+        require_a_positive_weight(weights)
         # a point of weight 0 is left out before anything else (the initial XVs,
         # gamma="scale", the distinct points), as if it had not been passed
         keep = weights > 0

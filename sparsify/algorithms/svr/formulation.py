@@ -3,10 +3,11 @@
 Minimise ½‖w‖² + Σ_i C_i max(0, |y_i − f_i − b| − ε): scikit-learn's
 `sklearn.svm.SVR` objective, with one cost per point where sample weights are
 given. The paper (Wu, Schölkopf & Bakır 2006) names the SVM for regression
-among the kernel algorithms the direct method applies to; its own W(Z) is
-the SVM's dual solver on two hinge rows per point
-(`sparsify.algorithms.svr.fast.SVRDualMarginal`), the cvxpy declaration its
-reference in the tests.
+among the kernel algorithms the direct method applies to; its own W(Z) is an
+exact solver of its own (`sparsify.algorithms.svr.fast.SVRDualMarginal`: an
+interior point on the normal equations, made exact by the SVM's active-set
+method on two hinge rows per point), the cvxpy declaration its reference in
+the tests.
 """
 
 from __future__ import annotations
@@ -88,7 +89,7 @@ class SVR(Formulation):
 
     def marginal(self, X: NDArray[np.float64], y: NDArray[Any] | None, kernel: Kernel,
                  n_expansion: int, solver: str, tol: float) -> Marginal | None:
-        """The SVM's exact dual solver on two rows per point for ``solver="auto"``.
+        """The exact solver of `sparsify.algorithms.svr.fast` for ``solver="auto"``.
 
         A named cvxpy backend keeps the generic path, the fast path's reference.
         """
