@@ -249,11 +249,11 @@ def test_repeated_evaluations_reuse_one_compiled_problem() -> None:
 
 
 def test_clarabel_solves_where_k_zz_is_singular_at_any_round_off() -> None:
-    """A cubic kernel at Z = X, 30 points in 3-D: K_ZZ has rank 20 of 30. Clarabel's KKT
-    factorisation failed here with every earlier attempt on 3 to 8 % of round-off
-    perturbations of X (seeds 9, 25 and 28 below, on one machine; an Intel Xeon failed at
-    the unperturbed X); the retry with a larger static regularisation answers, with the
-    same W."""
+    """A cubic kernel at Z = X, 30 points in 3-D: K_ZZ has rank 10 of 30 (the cubic
+    monomials of 3 inputs). Clarabel's KKT factorisation failed here with every earlier
+    attempt on 3 to 8 % of round-off perturbations of X (seeds 9, 25 and 28 below, on one
+    machine; an Intel Xeon failed at the unperturbed X); the retry with a larger static
+    regularisation answers, with the same W."""
     X0, _ = random_problem(30, 3, 0)
     oneclass = make_formulation("oneclass")
     values = []

@@ -156,7 +156,7 @@ class SolverBackend:
             # problems with polynomial kernels), the first two retries reached it in every
             # case measured (benchmarks/gradient_accuracy.py, docs/solvers.md): a smaller
             # static regularisation of its KKT systems, then shorter steps. Where K_ZZ is
-            # singular (a cubic kernel at Z = X, 30 points in 3-D: rank 20), its KKT
+            # singular (a cubic kernel at Z = X, 30 points in 3-D: rank 10), its KKT
             # factorisation fails instead, on 3 to 8 % of round-off perturbations of the
             # data whatever the first two; a larger regularisation (undone by its iterative
             # refinement) solved 120 of 120 (docs/reliability.md).
