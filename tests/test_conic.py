@@ -128,9 +128,21 @@ def test_gradient_at_nearly_coinciding_xvs(solver: str) -> None:
     # themselves, fd_error 4e-6 at 4e7); the gradient is as accurate as elsewhere
     X, y = random_problem(40, 2)
     Z = np.vstack([X[:3], X[2] + 3e-3])
+    accuracy = get_registry().get("solver", solver).gradient_accuracy
+    if solver == "ecos":
+        # finite differences of ECOS's W carry 1e-6 to 4.5e-6 of error here (over round-off
+        # perturbations of X, and with other BLAS kernels), as much as its stated 3e-6, so
+        # they cannot judge it: its gradient is held to Clarabel's, which they pass to 3e-7
+        # (the two agreed to 1e-8)
+        kernel = make_kernel("rbf", X)
+        grads = [ConicMarginal(make_formulation("svm", C=1.0), X, y, kernel, len(Z), solver=s,
+                               tol=1e-9).evaluate(Z).grad for s in ("ecos", "clarabel")]
+        reference = get_registry().get("solver", "clarabel").gradient_accuracy
+        assert np.linalg.norm(grads[0] - grads[1]) <= (accuracy + reference) * np.linalg.norm(
+            grads[1])
+        return
     result = check_gradient("svm", "rbf", solver=solver, X=X, y=y, Z=Z, tol=1e-9, C=1.0)
-    assert result.passed(get_registry().get("solver", solver).gradient_accuracy), \
-        result.as_dict()
+    assert result.passed(accuracy), result.as_dict()
 
 
 def test_fifty_xvs_on_two_dimensional_data() -> None:
