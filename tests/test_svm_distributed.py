@@ -8,6 +8,8 @@ in-memory model.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import numpy as np
@@ -157,22 +159,30 @@ def test_the_scale_out_page_recipe_runs() -> None:
     assert 1 - clf.score(namespace["X_test"], namespace["y_test"]) < 0.025
 
 
-def test_a_lost_worker_costs_a_restart_not_the_answer() -> None:
-    """Closing a worker mid-fit: its blocks are recomputed elsewhere from their inputs (α back at
-    zero), the evaluation starts over on them and still gives the in-memory answer."""
+@contextmanager
+def _in_process_cluster(n: int, chunk: int) -> Iterator[tuple[Any, Any, Any, Any]]:
+    """Ringnorm's n points in row blocks of ``chunk`` on two in-process workers: the cluster,
+    its client, the blocks and their `DistributedSVMMarginal` (Nz = 6)."""
     import logging
 
-    X, y = make_ringnorm(2000, random_state=0)
+    X, y = make_ringnorm(n, random_state=0)
     kernel = RBF(GAMMA)
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
                                   dashboard_address=None, silence_logs=logging.ERROR) as cluster, \
             distributed.Client(cluster) as client:
-        blocks = make_blocks(client, da.from_array(X, chunks=500), da.from_array(y, chunks=500),
-                             1, C)
-        remote = DistributedSVMMarginal(client, blocks, kernel, 6,
-                                        diagonal=diagonal_scale(kernel, X))
+        blocks = make_blocks(client, da.from_array(X, chunks=chunk),
+                             da.from_array(y, chunks=chunk), 1, C)
+        yield cluster, client, blocks, DistributedSVMMarginal(
+            client, blocks, kernel, 6, diagonal=diagonal_scale(kernel, X))
+
+
+def test_a_lost_worker_costs_a_restart_not_the_answer() -> None:
+    """Closing a worker mid-fit: its blocks are recomputed elsewhere from their inputs (α back at
+    zero), the evaluation starts over on them and still gives the in-memory answer."""
+    X, y = make_ringnorm(2000, random_state=0)
+    with _in_process_cluster(2000, 500) as (cluster, client, _, remote):
         remote.poll_seconds = 0.2
-        local = SVMDualMarginal(C, X, y, kernel, 6)
+        local = SVMDualMarginal(C, X, y, RBF(GAMMA), 6)
         Z = X[:6]
         assert remote.evaluate(Z).value == pytest.approx(local.evaluate(Z).value, rel=1e-8)
         worker = next(iter(cluster.workers.values()))
@@ -188,17 +198,8 @@ def test_a_block_without_its_b_mid_evaluation_costs_a_restart_not_an_error() -> 
     """A task met its block without B (an AssertionError in `_round`, once, in a run of the
     suite in 14 processes on 16 cores): the block answers UNPREPARED and the evaluation
     starts over, with the in-memory answer."""
-    import logging
-
     X, y = make_ringnorm(1000, random_state=0)
-    kernel = RBF(GAMMA)
-    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
-                                  dashboard_address=None, silence_logs=logging.ERROR) as cluster, \
-            distributed.Client(cluster) as client:
-        blocks = make_blocks(client, da.from_array(X, chunks=250), da.from_array(y, chunks=250),
-                             1, C)
-        remote = DistributedSVMMarginal(client, blocks, kernel, 6,
-                                        diagonal=diagonal_scale(kernel, X))
+    with _in_process_cluster(1000, 250) as (cluster, _, blocks, remote):
         first_round = remote._coordinate_descent
         dropped = []
 
@@ -215,7 +216,7 @@ def test_a_block_without_its_b_mid_evaluation_costs_a_restart_not_an_error() -> 
         Z = X[:6]
         value = remote.evaluate(Z).value
         assert dropped  # the block lost its B between _prepare and the first round
-        assert value == pytest.approx(SVMDualMarginal(C, X, y, kernel, 6).evaluate(Z).value,
+        assert value == pytest.approx(SVMDualMarginal(C, X, y, RBF(GAMMA), 6).evaluate(Z).value,
                                       rel=1e-8)
 
 
