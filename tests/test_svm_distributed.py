@@ -160,12 +160,12 @@ def test_the_scale_out_page_recipe_runs() -> None:
 
 
 @contextmanager
-def _in_process_cluster(n: int, chunk: int) -> Iterator[tuple[Any, Any, Any, Any]]:
-    """Ringnorm's n points in row blocks of ``chunk`` on two in-process workers: the cluster,
-    its client, the blocks and their `DistributedSVMMarginal` (Nz = 6)."""
+def _in_process_cluster(X: np.ndarray, y: np.ndarray, chunk: int
+                        ) -> Iterator[tuple[Any, Any, Any, Any]]:
+    """X, y in row blocks of ``chunk`` on two in-process workers: the cluster, its client,
+    the blocks and their `DistributedSVMMarginal` (Nz = 6)."""
     import logging
 
-    X, y = make_ringnorm(n, random_state=0)
     kernel = RBF(GAMMA)
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
                                   dashboard_address=None, silence_logs=logging.ERROR) as cluster, \
@@ -180,7 +180,7 @@ def test_a_lost_worker_costs_a_restart_not_the_answer() -> None:
     """Closing a worker mid-fit: its blocks are recomputed elsewhere from their inputs (α back at
     zero), the evaluation starts over on them and still gives the in-memory answer."""
     X, y = make_ringnorm(2000, random_state=0)
-    with _in_process_cluster(2000, 500) as (cluster, client, _, remote):
+    with _in_process_cluster(X, y, 500) as (cluster, client, _, remote):
         remote.poll_seconds = 0.2
         local = SVMDualMarginal(C, X, y, RBF(GAMMA), 6)
         Z = X[:6]
@@ -199,7 +199,7 @@ def test_a_block_without_its_b_mid_evaluation_costs_a_restart_not_an_error() -> 
     suite in 14 processes on 16 cores): the block answers UNPREPARED and the evaluation
     starts over, with the in-memory answer."""
     X, y = make_ringnorm(1000, random_state=0)
-    with _in_process_cluster(1000, 250) as (cluster, _, blocks, remote):
+    with _in_process_cluster(X, y, 250) as (cluster, _, blocks, remote):
         first_round = remote._coordinate_descent
         dropped = []
 
