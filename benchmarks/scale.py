@@ -12,14 +12,20 @@ Parts (``--parts``):
   (docs/results/a9a.md's cross-validated values), Nz = M = 100;
 - ``timing``: `sparsify.datasets.make_ringnorm` (20-D) and `make_checkerboard` (2-D, 4 × 4,
   no label noise) at N = 10⁴ … 10⁶, Nz = 100, 200 and 500 (``--nz``): fit time, peak
-  memory, test error on 10⁵ fresh points, beside Nystroem at M and 5 M and the Bayes
+  memory, test error on ``--test-n`` (10⁵) fresh points, beside Nystroem at M and 5 M and the Bayes
   error; the slope of log fit time against log N from N = 10⁵ on;
-- ``value``: N = 10⁵ at the small budgets M = 16 and 32, where the XVs are put
-  matters most; besides the peers, SLMC from k-means centres and SLMC's own problem on
-  fixed random XVs at M and 5 M (Nystroem's landmarks with the hinge loss, solved exactly:
-  the squared hinge of LinearSVC is another loss, whose test error on the noiseless
-  checkerboard is lower than the hinge's at equal XVs);
+- ``value``: N = 10⁵ and 10⁶ (``--value-sizes``) at the small budgets M = 16 and 32,
+  where the XVs are put matters most; besides the peers, SLMC from k-means centres and
+  SLMC's own problem on fixed random XVs at M and 5 M (Nystroem's landmarks with the hinge
+  loss, solved exactly: the squared hinge of LinearSVC is another loss, whose test error
+  on the noiseless checkerboard is lower than the hinge's at equal XVs), on ``--test-n``
+  fresh points;
 - ``moons``: make_moons(5000, noise = 0.3), Nz = 10 … 500, 5 seeds: does every fit succeed.
+
+Each fit of ``timing`` and ``value`` records which test points it misclassifies
+(``OUT/wrong/``), so that two fits on the same test set are compared paired
+(McNemar's test, `_z`): near the Bayes error both err mostly on the same points, and the
+paired difference is resolved by a far smaller test set than two independent ones.
 
 (C, γ) of ringnorm and checkerboard: 3-fold cross-validation of the full SVC on 3000 points,
 once per set, over C ∈ {1, 10, 100, 1000} and γ ∈ {1/3, 1, 3} × 1/(d · Var X). Every fit of
@@ -139,9 +145,10 @@ def _fit(method: str, spec: tuple[Any, ...], m: int, C: float, gamma: float,
             extra = {}
         seconds = time.perf_counter() - start
     peak = (_peak_rss() - base) / 1024
-    error = float(np.mean(model.predict(X_test) != y_test))
-    return {"method": method, "M": m, "seconds": seconds, "error": error, "peak_mb": peak,
-            "test_n": len(y_test), "warnings": len(caught), **extra}
+    wrong = np.flatnonzero(model.predict(X_test) != y_test).astype(np.int32)
+    return {"method": method, "M": m, "seconds": seconds, "error": len(wrong) / len(y_test),
+            "peak_mb": peak, "test_n": len(y_test), "warnings": len(caught), "wrong": wrong,
+            **extra}
 
 
 def _fresh(timeout: float, fn: Any, *args: Any) -> dict[str, Any]:
@@ -179,9 +186,11 @@ def _svgp(gp_python: str | None, spec: tuple[Any, ...], m: int, gamma: float, ep
         if done.returncode != 0:
             return {"method": "SVGP", "M": m, "note": done.stderr.strip()[-300:]}
         trace = json.loads(out.read_text())
+        wrong = np.load(out.with_suffix(".wrong.npy"))
     last = trace[-1]
     return {"method": "SVGP", "M": m, "seconds": last["seconds"], "error": 1 - last["accuracy"],
-            "test_n": len(y_test), "epochs": len(trace), "trace": json.dumps(trace)}
+            "test_n": len(y_test), "epochs": len(trace), "trace": json.dumps(trace),
+            "wrong": wrong}
 
 
 def _time_to(trace_json: str, error: float) -> str:
@@ -200,16 +209,40 @@ def choose_params(kind: str, seed: int, n: int = 3000) -> tuple[float, float]:
     return float(search.best_params_["C"]), float(search.best_params_["gamma"])
 
 
+def keep_wrong(out: Path, row: dict[str, Any]) -> dict[str, Any]:
+    """``row`` with its misclassified test points (an index array under "wrong") saved as
+    ``out``/wrong/NAME.npy and replaced by that file's path; a row without them as it is."""
+    wrong = row.get("wrong")
+    if not isinstance(wrong, np.ndarray):
+        return row
+    name = "-".join(str(row.get(k, "")) for k in ("set", "N", "method", "M", "test_n", "seed"))
+    path = out / "wrong" / (name.replace(" ", "_") + ".npy")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.NamedTemporaryFile(dir=path.parent, delete=False, suffix=".tmp") as fh:
+        np.save(fh, wrong)
+    os.replace(fh.name, path)
+    return {**row, "wrong": str(path.resolve())}
+
+
+def _copy_wrong(out: Path, row: dict[str, Any]) -> dict[str, Any]:
+    """A merged row with its recorded test points copied under ``out``/wrong/."""
+    if "wrong" not in row or not Path(row["wrong"]).is_file():
+        return {k: v for k, v in row.items() if k != "wrong"}
+    return keep_wrong(out, {**row, "wrong": np.load(row["wrong"])})
+
+
 def save_csv(out: Path, rows: list[dict[str, Any]]) -> None:
     """Every row so far as ``out``/scale.csv (after each fit: a run stopped part-way keeps
     what it measured)."""
     fields = sorted({k for r in rows for k in r}, key=lambda k: (k != "part", k != "set", k))
-    write_csv(out / "scale.csv", rows, fields)
+    # the recorded test points by their name under out/wrong/, which `read_csv` resolves
+    write_csv(out / "scale.csv", [{**r, "wrong": "wrong/" + Path(r["wrong"]).name}
+                                  if "wrong" in r else r for r in rows], fields)
 
 
 def read_csv(path: Path) -> list[dict[str, Any]]:
     """The rows of a scale.csv as `save_csv` wrote them (empty cells left out)."""
-    text_keys = {"part", "set", "method", "note", "trace"}
+    text_keys = {"part", "set", "method", "note", "trace", "wrong"}
 
     def value(key: str, text: str) -> Any:
         if key in text_keys:
@@ -218,22 +251,25 @@ def read_csv(path: Path) -> list[dict[str, Any]]:
         return int(number) if number.is_integer() and key not in ("C", "gamma") else number
 
     with open(path, newline="") as fh:
-        return [{k: value(k, v) for k, v in row.items() if v != ""}
+        rows = [{k: value(k, v) for k, v in row.items() if v != ""}
                 for row in csv.DictReader(fh)]
+    return [{**r, "wrong": str((path.parent / r["wrong"]).resolve())} if "wrong" in r else r
+            for r in rows]
 
 
 def run_a9a(args: argparse.Namespace, rows: list[dict[str, Any]]) -> None:
     spec, C, gamma = ("a9a", str(args.data_dir)), 8.0, 2.0**-5
     for method, m, timeout in (("SLMC", 100, args.timeout), ("Nystroem", 100, args.timeout),
                                ("Nystroem", 500, args.timeout), ("SVC", 0, args.svc_timeout)):
-        rows.append({"part": "a9a", "set": "a9a", "N": 32561, "C": C, "gamma": gamma,
-                     **_fresh(timeout, _fit, method, spec, m, C, gamma, args.seed)})
+        rows.append(keep_wrong(args.out, {
+            "part": "a9a", "set": "a9a", "N": 32561, "C": C, "gamma": gamma,
+            **_fresh(timeout, _fit, method, spec, m, C, gamma, args.seed)}))
         rows[-1].setdefault("method", method)
         print(f"[scale] {rows[-1]}", flush=True)
         save_csv(args.out, rows)
-    rows.append({"part": "a9a", "set": "a9a", "N": 32561, "C": C, "gamma": gamma,
-                 **_svgp(args.gp_python, spec, 100, gamma, args.gp_epochs, args.seed,
-                         args.timeout)})
+    rows.append(keep_wrong(args.out, {
+        "part": "a9a", "set": "a9a", "N": 32561, "C": C, "gamma": gamma,
+        **_svgp(args.gp_python, spec, 100, gamma, args.gp_epochs, args.seed, args.timeout)}))
     save_csv(args.out, rows)
 
 
@@ -254,7 +290,8 @@ def run_synthetic(args: argparse.Namespace, part: str, params: dict[str, tuple[f
             timed_out = None  # the N at which SLMC ran over the timeout: larger N would too
             for n in ns:
                 spec = (kind, n, args.test_n, args.seed)
-                base = {"part": part, "set": kind, "N": n, "C": C, "gamma": gamma}
+                base = {"part": part, "set": kind, "N": n, "C": C, "gamma": gamma,
+                        "seed": args.seed}
                 first = len(rows)
                 limit = args.limit.get(kind) if part == "timing" else None
                 if wanted("SLMC"):
@@ -284,6 +321,7 @@ def run_synthetic(args: argparse.Namespace, part: str, params: dict[str, tuple[f
                 if svgp and wanted("SVGP"):
                     rows.append({**base, **_svgp(args.gp_python, spec, m, gamma,
                                                  args.gp_epochs, args.seed, args.timeout)})
+                rows[first:] = [keep_wrong(args.out, row) for row in rows[first:]]
                 for row in rows[first:]:
                     print(f"[scale] {row}", flush=True)
                 save_csv(args.out, rows)
@@ -337,11 +375,26 @@ def _find(rows: list[dict[str, Any]], kind: str, n: int, method: str, m: int) ->
     return _cell(hit) if hit else "— | — | —"
 
 
+def _paired(a: dict[str, Any], b: dict[str, Any]) -> bool:
+    """Whether two fits' misclassified test points are recorded, on the same test set."""
+    return (all(Path(str(r.get("wrong", ""))).is_file() for r in (a, b))
+            and all(a.get(k) == b.get(k) for k in ("set", "test_n", "seed")))
+
+
 def _z(a: dict[str, Any], b: dict[str, Any]) -> float | None:
-    """The difference of two test errors in units of its binomial standard error (the two
-    taken as independent: a difference within about 2 is not resolved by the test set)."""
+    """The difference of two test errors in units of its standard error: a difference
+    within about 2 is not resolved by the test set.
+
+    Paired (McNemar's test) where both fits' misclassified points on the same test set are
+    recorded: (n_a − n_b) / √(n_a + n_b), n_a and n_b the points only a, only b gets wrong;
+    otherwise the two errors taken as independent binomials."""
     if "test_n" not in a or "test_n" not in b:
         return None
+    if _paired(a, b):
+        wa, wb = np.load(a["wrong"]), np.load(b["wrong"])
+        only_a = len(np.setdiff1d(wa, wb, assume_unique=True))
+        only_b = len(np.setdiff1d(wb, wa, assume_unique=True))
+        return (only_a - only_b) / np.sqrt(only_a + only_b) if only_a + only_b else 0.0
     se = np.sqrt(a["error"] * (1 - a["error"]) / a["test_n"]
                  + b["error"] * (1 - b["error"]) / b["test_n"])
     return float((a["error"] - b["error"]) / se) if se > 0 else None
@@ -505,7 +558,7 @@ def report(rows: list[dict[str, Any]], params: dict[str, tuple[float, float]],
                              f"{_time_to(gp['trace'], slmc['error'])}.")
         lines.append("")
     for part, title in (("timing", "Fit time against N"),
-                        ("value", "Small budgets, N = 10⁵: where the XVs are matters")):
+                        ("value", "Small budgets: where the XVs are matters")):
         sel = [r for r in rows if r["part"] == part]
         if not sel:
             continue
@@ -519,9 +572,11 @@ def report(rows: list[dict[str, Any]], params: dict[str, tuple[float, float]],
                       "squared hinge, another loss: the rows *SLMC squared hinge* fit SLMC "
                       "with that loss (`SparseSVC(loss=\"squared_hinge\")`), the "
                       "like-for-like comparison with Nystroem + LinearSVC. *SE*: the difference "
-                      "of two test errors over its binomial standard error on the test set "
-                      "(the two taken as independent); within about ±2 the test set does not "
-                      "tell them apart.",
+                      "of two test errors over its standard error on the test set, paired "
+                      "(McNemar's test: the points only one of the two gets wrong) where "
+                      "both fits' misclassified test points are recorded, else the two "
+                      "taken as independent binomials; within about ±2 the test set does "
+                      "not tell them apart.",
                       ""]
         for kind in [k for k in SETS if any(r["set"] == k for r in sel)]:
             bayes = (f"Bayes error about {100 * ringnorm_bayes_error(200_000):.2f} %"
@@ -593,6 +648,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="Nz (= M) of the timing part")
     parser.add_argument("--sizes", type=int, nargs="+", default=SIZES,
                         help="N of the timing part")
+    parser.add_argument("--value-sizes", type=int, nargs="+", default=[100_000, 1_000_000],
+                        help="N of the value part")
     parser.add_argument("--sets", nargs="+", choices=SETS, default=list(SETS),
                         help="generated sets of the timing and value parts")
     parser.add_argument("--value-fits", nargs="+", metavar="METHOD",
@@ -624,7 +681,7 @@ def main(argv: list[str] | None = None) -> int:
             if not Path(path).is_file():
                 parser.error(f"--merge {item!r}: no file {path}.")
             rows += [row for row in read_csv(Path(path)) if row["part"] in wanted]
-        rows = _join(rows)
+        rows = [_copy_wrong(args.out, r) for r in _join(rows)]
         params = {r["set"]: (r["C"], r["gamma"]) for r in rows
                   if r["part"] in ("timing", "value")}
         args.out.mkdir(parents=True, exist_ok=True)
@@ -658,7 +715,7 @@ def main(argv: list[str] | None = None) -> int:
     if "timing" in args.parts:
         run_synthetic(args, "timing", params, ns, ms, False, rows)
     if "value" in args.parts:
-        run_synthetic(args, "value", params, [ns[0] if args.quick else 100_000],
+        run_synthetic(args, "value", params, ns if args.quick else sorted(args.value_sizes),
                       value_ms, True, rows)
     if "moons" in args.parts:
         run_moons(args, rows)

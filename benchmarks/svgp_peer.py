@@ -13,7 +13,9 @@ the lengthscale started at 1/sqrt(2γ) (then learned), ``BernoulliLikelihood``; 
 points started at random training points; Adam on minibatches of ``batch`` points, float32,
 one torch thread. After each epoch the test accuracy is taken (outside the timed training),
 so the time to reach a given accuracy can be read from ``result.json``: a list of
-``{"epoch", "seconds", "accuracy"}`` with the training seconds accumulated so far.
+``{"epoch", "seconds", "accuracy"}`` with the training seconds accumulated so far; the
+test points misclassified after the last epoch go to ``result.wrong.npy`` (their indices,
+for benchmarks/scale.py's paired comparisons).
 """
 
 from __future__ import annotations
@@ -62,15 +64,14 @@ def main(data_path: str, out_path: str) -> int:
     optimizer = torch.optim.Adam([*model.parameters(), *likelihood.parameters()], lr=lr)
     mll = gpytorch.mlls.VariationalELBO(likelihood, model, num_data=len(t))
 
-    def accuracy() -> float:
+    def wrong() -> np.ndarray:
+        """The test points misclassified now."""
         model.eval()
         likelihood.eval()
-        correct = 0
         with torch.no_grad():
-            for start in range(0, len(Xt), 8192):
-                prob = likelihood(model(Xt[start:start + 8192])).mean.numpy()
-                correct += int(np.sum((prob > 0.5) == yt[start:start + 8192]))
-        return correct / len(Xt)
+            prob = np.concatenate([likelihood(model(Xt[start:start + 8192])).mean.numpy()
+                                   for start in range(0, len(Xt), 8192)])
+        return np.flatnonzero((prob > 0.5) != yt).astype(np.int32)
 
     trace, seconds = [], 0.0
     for epoch in range(1, epochs + 1):
@@ -85,8 +86,11 @@ def main(data_path: str, out_path: str) -> int:
             loss.backward()
             optimizer.step()
         seconds += time.perf_counter() - start
-        trace.append({"epoch": epoch, "seconds": seconds, "accuracy": accuracy()})
+        missed = wrong()
+        trace.append({"epoch": epoch, "seconds": seconds,
+                      "accuracy": 1 - len(missed) / len(Xt)})
     Path(out_path).write_text(json.dumps(trace))
+    np.save(Path(out_path).with_suffix(".wrong.npy"), missed)
     return 0
 
 
