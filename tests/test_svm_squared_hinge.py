@@ -136,14 +136,6 @@ def test_scikit_learn_conformance(estimator, check) -> None:
     check(estimator)
 
 
-def test_dask_inputs_take_the_hinge_loss_only() -> None:
-    da = pytest.importorskip("dask.array")
-    X, y = random_problem(40, 2)
-    with pytest.raises(ValueError, match="loss='hinge' only; got loss='squared_hinge'"):
-        SparseSVC(3, loss="squared_hinge").fit(da.from_array(X, chunks=20),
-                                               da.from_array(y, chunks=20))
-
-
 def test_an_iterate_without_margin_violators_steps_towards_u_zero() -> None:
     """From a start where no point violates its margin (u large, b between the classes), the
     Newton method goes on to the minimiser instead of solving a singular system."""

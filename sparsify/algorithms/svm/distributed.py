@@ -84,6 +84,11 @@ class _Rows:
     #: new each time Dask (re)computes the block: a block recomputed after its worker was
     #: lost starts again from α = 0, which the driver must know
     token: int = field(default_factory=lambda: secrets.randbits(62))
+    #: the squared hinge's Newton method within one evaluation: margin slacks, the line
+    #: search's direction δ, the marked violators (`distributed_squared_hinge`)
+    slack: Array | None = None
+    delta: Array | None = None
+    on: NDArray[np.bool_] | None = None
 
 
 # -- the tasks that run on the workers (module level, so Dask can ship them) -------------
@@ -251,7 +256,9 @@ class DistributedSVMMarginal(Marginal):
     >>> client.close(); cluster.close()
     """
 
-    formulation_name = "svm"
+    formulation_name, title = "svm", "SVM"
+    #: numbers per row an evaluation holds beside K_XZ and B (α, costs, labels, scratch)
+    scratch_per_row = 6
 
     def __init__(self, client: Any, blocks: list[Any], kernel: Kernel, n_expansion: int,
                  tol: float = 1e-9, jitter: float = 1e-10, diagonal: float = 1.0) -> None:
@@ -283,14 +290,15 @@ class DistributedSVMMarginal(Marginal):
         need: dict[str, int] = {}
         for where, (n, d) in zip(self._where, shapes, strict=True):
             key = where[0] if where else "?"
-            need[key] = need.get(key, 0) + 8 * n * (2 * self.n_expansion + d + 6)
+            need[key] = need.get(key, 0) + 8 * n * (2 * self.n_expansion + d
+                                                    + self.scratch_per_row)
         workers = self.client.scheduler_info().get("workers", {})
         for address, bytes_ in need.items():
             limit = int(workers.get(address, {}).get("memory_limit") or 0)
             if limit:
-                check_memory(bytes_, f"The distributed SVM solver's blocks on worker {address} "
-                             f"(Nz={self.n_expansion})", "Use more workers, more memory per "
-                             "worker, or fewer XVs.", limit=limit)
+                check_memory(bytes_, f"The distributed {self.title} solver's blocks on worker "
+                             f"{address} (Nz={self.n_expansion})", "Use more workers, more "
+                             "memory per worker, or fewer XVs.", limit=limit)
 
     def _map(self, fn: Any, *args: Any, per_block: list[tuple[Any, ...]] | None = None
              ) -> list[Any]:
@@ -554,11 +562,16 @@ def fit_distributed(estimator: Any, X: Any, y: Any, sample_weight: Any = None) -
     """`SparseSVC.fit` on dask collections: the rows stay on the workers of the current client.
 
     Every binary problem (one-vs-rest for more classes) is fitted by L-BFGS on
-    the driver over `DistributedSVMMarginal`; initial XVs come from
-    `initial_rows`. The fitted attributes are those of an in-memory fit.
+    the driver over `DistributedSVMMarginal` (with ``loss="squared_hinge"``,
+    `sparsify.algorithms.svm.distributed_squared_hinge.DistributedSquaredHingeMarginal`);
+    initial XVs come from `initial_rows`. The fitted attributes are those of an
+    in-memory fit.
     """
     from sklearn.utils.class_weight import compute_class_weight
 
+    from sparsify.algorithms.svm.distributed_squared_hinge import (
+        DistributedSquaredHingeMarginal,
+    )
     from sparsify.core.estimator import _problem_name
     from sparsify.core.optimize import minimize_marginal, problem_line, warn_if_not_converged
     from sparsify.kernels import make_kernel
@@ -629,8 +642,10 @@ def fit_distributed(estimator: Any, X: Any, y: Any, sample_weight: Any = None) -
                 Z0 = initial_rows(client, blocks, nz,
                                   list(classes) if init == "balanced" else None,
                                   int(seeds[k, j]))
-                marginal = DistributedSVMMarginal(client, blocks, kernel, nz,
-                                                  estimator.solver_tol, diagonal=diagonal)
+                marginal = (DistributedSquaredHingeMarginal
+                            if estimator.loss == "squared_hinge" else DistributedSVMMarginal
+                            )(client, blocks, kernel, nz, estimator.solver_tol,
+                              diagonal=diagonal)
                 res = minimize_marginal(marginal, Z0, max_iter=estimator.max_iter,
                                         tol=estimator.tol, callback=estimator.callback,
                                         verbose=estimator.verbose >= 2, problem=problem,

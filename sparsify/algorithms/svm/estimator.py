@@ -46,8 +46,8 @@ class SparseSVC(SparseKernelClassifier):
         `sklearn.svm.SVC`) or C ξ_i² (the L2-SVM, `sklearn.svm.LinearSVC`'s
         default), the latter solved exactly by a finite Newton method
         (`sparsify.algorithms.svm.squared_hinge`). A ratio ``n_expansion`` is
-        of the hinge-loss SVM's support vectors either way; dask inputs take
-        the hinge loss only.
+        of the hinge-loss SVM's support vectors either way. Both losses fit
+        dask collections (docs/scale-out.md).
     class_weight : dict, "balanced" or None, default=None
         As in `sklearn.svm.SVC`: point i's cost is C · class_weight[y_i] ·
         sample_weight_i. A dict maps labels to weights ≥ 0 (labels left out
@@ -251,10 +251,6 @@ class SparseSVC(SparseKernelClassifier):
         if _is_dask_collection(X) or _is_dask_collection(y):
             self._validate_params()
             cls = type(make_formulation(self.formulation_name))
-            if self.loss != "hinge":
-                raise ValueError(f"{type(self).__name__} fits dask collections with "
-                                 f"loss='hinge' only; got loss={self.loss!r}. Use the hinge "
-                                 "loss or pass numpy arrays (X.compute()).")
             if cls.fit_distributed is None:
                 raise TypeError(f"{type(self).__name__} cannot fit on dask collections: the "
                                 f"{self.formulation_name!r} formulation has no distributed "
