@@ -3,18 +3,22 @@
 Ringnorm (`sparsify.datasets.make_ringnorm`, 20-D) of N points, generated block by block
 on the workers (block k from seed ``seed + k``), so the rows never pass through the
 driver; the in-memory run generates the same blocks in one process. Both minimise the
-SVM formulation's W(Z) by L-BFGS (`minimize_marginal`) from the same initial XVs
-(`initial_rows`, drawn on the workers) for the same number of iterations:
+SVM formulation's W(Z) (with ``--loss``, the hinge or the squared hinge) by L-BFGS
+(`minimize_marginal`) from the same initial XVs (`initial_rows`, drawn on the workers)
+for the same number of iterations:
 
 - on a `LocalCluster` of ``--workers`` single-threaded worker processes,
-  `DistributedSVMMarginal` over the blocks;
-- in a fresh process, the in-memory fast path `SVMDualMarginal`.
+  `DistributedSVMMarginal` (`DistributedSquaredHingeMarginal`) over the blocks;
+- in a fresh process, the in-memory fast path `SVMDualMarginal`
+  (`SquaredHingeMarginal`).
 
 Per evaluation: seconds, and for the cluster the payload bytes sent to and gathered
-from the blocks (Z, the whitening T, u, the polish's working rows and the parts of W
-and ∇W; `DistributedSVMMarginal.sent_bytes`), the CoCoA+ rounds and the rows polished
-on the driver. Peak memory: Linux VmHWM of the in-memory process above the data, of the
-driver and of each worker. Test error on ``--test-n`` fresh points. Usage::
+from the blocks (Z, the whitening T, u, the polish's working rows or the Newton
+systems' sums, and the parts of W and ∇W; `DistributedSVMMarginal.sent_bytes`), and
+the solver's steps: CoCoA+ rounds and rows polished on the driver (hinge), Newton
+iterations and line-search steps (squared hinge). Peak memory: Linux VmHWM of the
+in-memory process above the data, of the driver and of each worker. Test error on
+``--test-n`` fresh points. Usage::
 
     OPENBLAS_NUM_THREADS=1 python benchmarks/dask_scaling.py --out docs/results
 
@@ -47,6 +51,13 @@ from sparsify.datasets import make_ringnorm
 
 #: ringnorm's C and γ: γ = 1 / (d · Var X) (Var X ≈ 2.5), scikit-learn's "scale"
 C, GAMMA = 1.0, 1.0 / 50
+#: the distributed solvers' counters, per evaluation
+COUNTERS = ("sent_bytes", "received_bytes", "n_rounds", "n_polish_rows", "n_newton",
+            "n_line_steps")
+#: the table's two solver-step columns for each loss: (counter, heading)
+STEPS = {"hinge": (("n_rounds", "CoCoA+ rounds"), ("n_polish_rows", "polished rows")),
+         "squared_hinge": (("n_newton", "Newton iterations"),
+                           ("n_line_steps", "line-search steps"))}
 
 
 def _chunk(n: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
@@ -65,9 +76,7 @@ def _timed(marginal: Marginal, log: list[dict[str, Any]]) -> Marginal:
         start = time.perf_counter()
         result = evaluate(Z, grad)
         log.append({"seconds": time.perf_counter() - start,
-                    **{k: getattr(marginal, k) for k in ("sent_bytes", "received_bytes",
-                                                          "n_rounds", "n_polish_rows")
-                       if hasattr(marginal, k)}})
+                    **{k: getattr(marginal, k) for k in COUNTERS if hasattr(marginal, k)}})
         return result
 
     marginal.evaluate = timed  # type: ignore[method-assign]
@@ -83,18 +92,20 @@ def _summary(path: str, log: list[dict[str, Any]], res: Any, seconds: float,
            "first_eval_s": log[0]["seconds"],
            "eval_s": float(np.median([e["seconds"] for e in later])),
            "W": res.evaluation.value, "test_error": float(np.mean(np.sign(f) != yt))}
-    for key in ("sent_bytes", "received_bytes", "n_rounds", "n_polish_rows"):
+    for key in COUNTERS:
         if key in log[0]:
             row[key] = float(np.median([e[key] for e in later]))
     return row
 
 
 def _in_memory(n: int, n_blocks: int, nz: int, Z0: np.ndarray, max_iter: int, seed: int,
-               test: tuple[np.ndarray, np.ndarray]) -> dict[str, Any]:
+               test: tuple[np.ndarray, np.ndarray], loss: str) -> dict[str, Any]:
     """The in-memory fast path on the same blocks, in this (fresh) process."""
     from threadpoolctl import threadpool_limits
 
     from sparsify.algorithms.svm.fast import SVMDualMarginal
+    from sparsify.algorithms.svm.formulation import SVM
+    from sparsify.algorithms.svm.squared_hinge import SquaredHingeMarginal
 
     parts = [_chunk(m, seed + k) for k, m in enumerate(_sizes(n, n_blocks))]
     X, y = np.vstack([p[0] for p in parts]), np.concatenate([p[1] for p in parts])
@@ -104,7 +115,9 @@ def _in_memory(n: int, n_blocks: int, nz: int, Z0: np.ndarray, max_iter: int, se
     log: list[dict[str, Any]] = []
     with threadpool_limits(1):
         start = time.perf_counter()
-        marginal = _timed(SVMDualMarginal(C, X, y, kernel, nz), log)
+        marginal = _timed(SVMDualMarginal(C, X, y, kernel, nz) if loss == "hinge" else
+                          SquaredHingeMarginal(C, X, y, kernel, nz,
+                                               formulation=SVM(C, loss=loss)), log)
         res = minimize_marginal(marginal, Z0, max_iter=max_iter)
         seconds = time.perf_counter() - start
     return {**_summary("in memory", log, res, seconds, test, kernel),
@@ -116,7 +129,8 @@ def _worker_peak() -> int:
 
 
 def _on_cluster(n: int, n_blocks: int, nz: int, workers: int, max_iter: int, seed: int,
-                test: tuple[np.ndarray, np.ndarray]) -> tuple[dict[str, Any], np.ndarray]:
+                test: tuple[np.ndarray, np.ndarray], loss: str
+                ) -> tuple[dict[str, Any], np.ndarray]:
     import dask.array as da
     from dask import delayed
     from distributed import Client, LocalCluster
@@ -126,6 +140,9 @@ def _on_cluster(n: int, n_blocks: int, nz: int, workers: int, max_iter: int, see
         _diagonal_sum,
         initial_rows,
         make_blocks,
+    )
+    from sparsify.algorithms.svm.distributed_squared_hinge import (
+        DistributedSquaredHingeMarginal,
     )
 
     kernel = RBF(GAMMA)
@@ -147,8 +164,8 @@ def _on_cluster(n: int, n_blocks: int, nz: int, workers: int, max_iter: int, see
         Z0 = initial_rows(client, blocks, nz, None, seed)
         log: list[dict[str, Any]] = []
         start = time.perf_counter()
-        marginal = _timed(DistributedSVMMarginal(client, blocks, kernel, nz,
-                                                 diagonal=diagonal), log)
+        solver = DistributedSVMMarginal if loss == "hinge" else DistributedSquaredHingeMarginal
+        marginal = _timed(solver(client, blocks, kernel, nz, diagonal=diagonal), log)
         res = minimize_marginal(marginal, Z0, max_iter=max_iter)
         seconds = time.perf_counter() - start
         peaks = client.run(_worker_peak)
@@ -176,7 +193,8 @@ def report(rows: list[dict[str, Any]], args: argparse.Namespace, wall: float) ->
              f"numpy {np.__version__}; one BLAS thread per process; "
              f"{time.strftime('%Y-%m-%d')}. Total {wall / 60:.1f} min.", "",
              f"Ringnorm, N = {args.n}, in {args.blocks} row blocks generated on the workers; "
-             f"Nz = {args.nz}, C = {C:g}, γ = {GAMMA:g}; {args.max_iter} L-BFGS iterations "
+             f"Nz = {args.nz}, C = {C:g}, γ = {GAMMA:g}, loss {args.loss}; {args.max_iter} "
+             "L-BFGS iterations "
              "from the same initial XVs; test error on "
              f"{args.test_n} fresh points (Bayes error ≈ 1.3 %). eval = median seconds of the "
              "evaluations after the first; sent / received = median payload per evaluation "
@@ -184,13 +202,13 @@ def report(rows: list[dict[str, Any]], args: argparse.Namespace, wall: float) ->
              "in-memory process, above the start for the driver, and the largest worker's "
              "whole process.", "",
              "| path | fit s | iterations | evaluations | first eval s | eval s | sent KB | "
-             "received KB | CoCoA+ rounds | polished rows | W | test error | peak MB | "
-             "worker peak MB |", "|" + "---|" * 14]
+             "received KB | " + " | ".join(head for _, head in STEPS[args.loss])
+             + " | W | test error | peak MB | worker peak MB |", "|" + "---|" * 14]
     for r in rows:
         kb = [r[k] / 1024 if k in r else None for k in ("sent_bytes", "received_bytes")]
         lines.append("| " + " | ".join(_fmt(v) for v in (
             r["path"], r["fit_s"], r["n_iter"], r["n_evaluations"], r["first_eval_s"],
-            r["eval_s"], *kb, r.get("n_rounds"), r.get("n_polish_rows"), r["W"],
+            r["eval_s"], *kb, *(r.get(key) for key, _ in STEPS[args.loss]), r["W"],
             r["test_error"], r["peak_mb"], r.get("worker_peak_mb"))) + " |")
     local = next(r for r in rows if r["path"] == "in memory")
     lines.append("")
@@ -215,6 +233,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--max-iter", type=int, default=20)
     parser.add_argument("--test-n", type=int, default=20_000)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--loss", choices=sorted(STEPS), default="hinge")
     parser.add_argument("--quick", action="store_true", help="tiny sizes (the smoke test)")
     args = parser.parse_args(argv)
     if args.quick:
@@ -226,13 +245,13 @@ def main(argv: list[str] | None = None) -> int:
     rows, Z0 = [], None
     for workers in args.workers:
         row, Z0 = _on_cluster(args.n, args.blocks, args.nz, workers, args.max_iter, args.seed,
-                              test)
+                              test, args.loss)
         rows.append(row)
         print(f"[dask_scaling] {row}", flush=True)
     # a fresh process, so its peak memory is its own
     with ProcessPoolExecutor(1, mp_context=get_context("spawn")) as pool:
         rows.insert(0, pool.submit(_in_memory, args.n, args.blocks, args.nz, Z0, args.max_iter,
-                                   args.seed, test).result())
+                                   args.seed, test, args.loss).result())
     print(f"[dask_scaling] {rows[0]}", flush=True)
     write_csv(args.out / "dask_scaling.csv", rows,
               sorted({k for r in rows for k in r}, key=lambda k: (k != "path", k)))

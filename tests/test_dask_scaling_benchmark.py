@@ -12,10 +12,11 @@ from tests.benchmark_helpers import load_benchmark
 pytest.importorskip("distributed", reason="needs dask[distributed]")
 
 
-def test_quick_run_writes_the_page_and_both_paths(tmp_path: Path) -> None:
+@pytest.mark.parametrize("loss", ["hinge", "squared_hinge"])
+def test_quick_run_writes_the_page_and_both_paths(tmp_path: Path, loss: str) -> None:
     bench = load_benchmark("dask_scaling")
     out = tmp_path / "out"
-    assert bench.main(["--out", str(out), "--quick"]) == 0
+    assert bench.main(["--out", str(out), "--quick", "--loss", loss]) == 0
     rows = {r["path"]: r for r in csv.DictReader((out / "dask_scaling.csv").open())}
     assert set(rows) == {"in memory", "Dask, 2 workers"}
     local, remote = rows["in memory"], rows["Dask, 2 workers"]
@@ -25,4 +26,5 @@ def test_quick_run_writes_the_page_and_both_paths(tmp_path: Path) -> None:
     assert 0 < float(remote["sent_bytes"]) < 8 * 2000  # less than one N-vector
     text = (out / "dask_scaling.md").read_text()
     assert "| Dask, 2 workers |" in text and "KB sent" in text
+    assert ("Newton iterations" in text) == (loss == "squared_hinge")
     assert not list(out.glob("*.tmp"))
