@@ -201,6 +201,8 @@ def test_a_squared_hinge_fit_on_dask_arrays_runs_its_newton_method_on_the_worker
     ({"solver": "ecos"}, {}, "solver='ecos'"),
     ({"probability": True}, {}, "probability=True"),
     ({}, {"sample_weight": np.ones(40)}, "sample_weight"),
+    ({"class_weight": {1: 0.0}}, {}, "class 1 has none"),
+    ({"class_weight": {-1: 0.0}, "loss": "squared_hinge"}, {}, "class -1 has none"),
 ])
 def test_refuses_what_the_distributed_path_lacks(client: Any, params: dict[str, Any],
                                                  fit_kw: dict[str, Any], match: str) -> None:

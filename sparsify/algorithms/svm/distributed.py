@@ -615,6 +615,7 @@ def fit_distributed(estimator: Any, X: Any, y: Any, sample_weight: Any = None) -
     else:
         cw = compute_class_weight(estimator.class_weight, classes=classes, y=classes)
     estimator.class_weight_ = cw
+    estimator._check_weighted_classes(np.flatnonzero(cw > 0))  # as in memory, before any work
     weights = dict(zip(classes.tolist(), cw.tolist(), strict=True))
     gamma = estimator.gamma
     if gamma == "scale":

@@ -196,7 +196,13 @@ class DistributedSquaredHingeMarginal(DistributedSVMMarginal):
         H = 2.0 * np.sum([p[0] for p in parts], axis=0)
         rhs = 2.0 * np.sum([p[1] for p in parts], axis=0)
         H[:-1, :-1] += np.eye(self.n_expansion)
-        return np.asarray(scipy.linalg.cho_solve(scipy.linalg.cho_factor(H), rhs))
+        try:
+            return np.asarray(scipy.linalg.cho_solve(scipy.linalg.cho_factor(H), rhs))
+        except np.linalg.LinAlgError as error:  # positive definite unless round-off broke it
+            raise SolverError(
+                "The distributed squared-hinge SVM solver's Newton system is numerically "
+                "singular (formulation 'svm'). Fit on the data in memory (numpy arrays), whose "
+                "solver falls back to a conic one, or standardise the features.") from error
 
     def _solve(self) -> tuple[Array, float]:
         """(u, b) minimising F exactly, from the last evaluation's violators."""
