@@ -70,7 +70,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from performance import _peak_rss, _reset_peak_rss, _write_atomic, cpu_name, write_csv
 
 from sparsify import SparseSVC
-from sparsify.datasets import make_checkerboard, make_ringnorm, ringnorm_bayes_error
+from sparsify.datasets import (
+    make_checkerboard,
+    make_ringnorm,
+    ringnorm_bayes_error,
+    ringnorm_bayes_rule,
+)
 
 PARTS = ("a9a", "timing", "value", "moons")
 SETS = ("ringnorm", "checkerboard")
@@ -468,8 +473,22 @@ def _value_table(sel: list[dict[str, Any]], kind: str, n: int, ms: list[int]) ->
     return lines
 
 
-def _value_lines(sel: list[dict[str, Any]], kind: str, n: int, m: int) -> list[str]:
-    """The target (SLMC below Nystroem at 5 M and SVGP at M), then the same-problem view."""
+def _bayes_row(out: Path, like: dict[str, Any]) -> dict[str, Any] | None:
+    """The Bayes rule on the test set of the fit ``like`` (ringnorm's exact likelihood ratio),
+    its misclassified points recorded under ``out``: the paired reference of the value part."""
+    if like["set"] != "ringnorm" or "seed" not in like or "test_n" not in like:
+        return None
+    X_test, y_test = make("ringnorm", like["test_n"], like["seed"] + 1)
+    wrong = np.flatnonzero(ringnorm_bayes_rule(X_test) != y_test).astype(np.int32)
+    return keep_wrong(out, {"set": "ringnorm", "N": 0, "method": "Bayes rule", "M": 0,
+                            "test_n": like["test_n"], "seed": like["seed"],
+                            "error": len(wrong) / like["test_n"], "wrong": wrong})
+
+
+def _value_lines(sel: list[dict[str, Any]], kind: str, n: int, m: int,
+                 bayes: dict[str, Any] | None = None) -> list[str]:
+    """The target (SLMC below Nystroem at 5 M and SVGP at M), then the same-problem view and,
+    with ``bayes`` (`_bayes_row`), how far SLMC is from the best possible on the test set."""
 
     def measured(method: str, k: int) -> dict[str, Any] | None:
         r = _get(sel, kind, n, method, k * m)
@@ -487,6 +506,11 @@ def _value_lines(sel: list[dict[str, Any]], kind: str, n: int, m: int) -> list[s
     lines = [f"\nN = {n}, M = {m}: SLMC {100 * slmc['error']:.2f} % against "
              + ", ".join(against(slmc, name, r) for name, r in peers)
              + f"; target below both: {_verdict(slmc, peers)}."]
+    if bayes is not None and _paired(slmc, bayes):
+        lines.append(f"The Bayes rule errs on {100 * bayes['error']:.3f} % of the same test "
+                     f"points: SLMC {_z(slmc, bayes):+.1f} SE from the best possible"
+                     + "".join(f", {name} {_z(r, bayes):+.1f} SE" for name, r in peers
+                               if _paired(r, bayes)) + ".")
     same = [(name, r) for name, r in (("random XVs at M", measured("random XVs", 1)),
                                       ("random XVs at 5 M", measured("random XVs", 5)))
             if r is not None]
@@ -598,8 +622,11 @@ def report(rows: list[dict[str, Any]], params: dict[str, tuple[float, float]],
             else:
                 for n in ns_here:
                     lines += _value_table(sel, kind, n, ms_here)
+                    like = next((r for r in sel if r["set"] == kind and r["N"] == n
+                                 and "wrong" in r), None)
+                    bayes = _bayes_row(args.out, like) if like is not None else None
                     for m in ms_here:
-                        lines += _value_lines(sel, kind, n, m)
+                        lines += _value_lines(sel, kind, n, m, bayes)
             lines.append("")
     moons = [r for r in rows if r["part"] == "moons"]
     if moons:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from tests.benchmark_helpers import load_benchmark
@@ -42,6 +43,8 @@ def test_value_fits_runs_only_the_named_fits(tmp_path: Path) -> None:
         ("SLMC squared hinge", "3"), ("Nystroem", "3"), ("Nystroem", "15")}
     # the table has the fits run, though SLMC's own is not among them
     assert "| 3 | SLMC squared hinge | 3 |" in (out / "scale.md").read_text()
+    # every fit's misclassified test points, for the paired comparisons
+    assert all((out / r["wrong"]).is_file() for r in rows)
 
 
 def test_a9a_without_the_data_is_a_usage_error(tmp_path: Path) -> None:
@@ -111,3 +114,28 @@ def test_a_met_target_within_the_test_sets_noise_says_so() -> None:
     assert bench._verdict(fit, [("near", near), ("far", far)]).startswith(
         "met, but within 2 SE of near:")
     assert bench._verdict(far, [("near", near)]) == "not met"
+
+
+def test_fits_on_the_same_test_set_are_compared_paired(tmp_path: Path) -> None:
+    """McNemar's z from the points only one fit gets wrong; the independent-binomial z where a
+    fit's points are not recorded or its test set differs."""
+    bench = load_benchmark("scale")
+    rows = [bench.keep_wrong(tmp_path, {"set": "ringnorm", "N": 10, "method": name, "M": 3,
+                                        "test_n": 1000, "seed": 0, "error": len(wrong) / 1000,
+                                        "wrong": np.array(wrong, dtype=np.int32)})
+            for name, wrong in (("a", range(0, 10)), ("b", range(5, 20)))]
+    a, b = rows
+    # a alone errs on 5 points, b alone on 10
+    assert bench._z(a, b) == pytest.approx((5 - 10) / np.sqrt(15))
+    independent = (0.010 - 0.015) / np.sqrt((0.01 * 0.99 + 0.015 * 0.985) / 1000)
+    assert bench._z(a, {**b, "wrong": str(tmp_path / "none.npy")}) == pytest.approx(independent)
+    assert bench._z(a, {**b, "seed": 1}) == pytest.approx(independent)
+
+
+def test_the_value_part_measures_ringnorm_against_its_bayes_rule(tmp_path: Path) -> None:
+    bench = load_benchmark("scale")
+    out = tmp_path / "out"
+    assert bench.main(["--out", str(out), "--quick", "--parts", "value", "--sets", "ringnorm",
+                       "--value-fits", "SLMC", "Nystroem"]) == 0
+    text = (out / "scale.md").read_text()
+    assert "The Bayes rule errs on" in text and "SE from the best possible" in text

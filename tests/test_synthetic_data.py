@@ -5,7 +5,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from sparsify.datasets import make_checkerboard, make_ringnorm, ringnorm_bayes_error
+from sparsify.datasets import (
+    make_checkerboard,
+    make_ringnorm,
+    ringnorm_bayes_error,
+    ringnorm_bayes_rule,
+)
 
 
 def test_ringnorm_has_breimans_classes() -> None:
@@ -22,6 +27,18 @@ def test_ringnorm_has_breimans_classes() -> None:
 def test_ringnorms_bayes_error_is_breimans_1_3_percent() -> None:
     # Breiman (1996) reports the Bayes error as about 1.3 %
     assert 0.012 < ringnorm_bayes_error(400_000, random_state=3) < 0.015
+
+
+def test_ringnorms_bayes_rule_is_the_larger_likelihood() -> None:
+    from scipy.stats import multivariate_normal
+
+    X, _ = make_ringnorm(2000, random_state=4)
+    outer = multivariate_normal(np.zeros(20), 4.0 * np.eye(20)).logpdf(X)
+    inner = multivariate_normal(np.full(20, 2 / np.sqrt(20)), np.eye(20)).logpdf(X)
+    assert np.array_equal(ringnorm_bayes_rule(X), np.where(outer > inner, -1, 1))
+    with pytest.raises(ValueError, match=r"X must have shape \(n_samples, 20\), ringnorm's; got "
+                                         r"shape \(3, 2\)"):
+        ringnorm_bayes_rule(np.zeros((3, 2)))
 
 
 def test_checkerboard_labels_are_the_parity_of_the_square() -> None:

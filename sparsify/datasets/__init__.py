@@ -50,6 +50,7 @@ from sparsify.datasets.synthetic import (  # noqa: E402
     make_checkerboard,
     make_ringnorm,
     ringnorm_bayes_error,
+    ringnorm_bayes_rule,
 )
 
-__all__ += ["make_checkerboard", "make_ringnorm", "ringnorm_bayes_error"]
+__all__ += ["make_checkerboard", "make_ringnorm", "ringnorm_bayes_error", "ringnorm_bayes_rule"]
