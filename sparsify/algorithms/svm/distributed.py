@@ -256,7 +256,7 @@ class DistributedSVMMarginal(Marginal):
     >>> client.close(); cluster.close()
     """
 
-    formulation_name, title = "svm", "SVM"
+    formulation_name, title, method = "svm", "SVM", "svm-dask"
     #: numbers per row an evaluation holds beside K_XZ and B (α, costs, labels, scratch)
     scratch_per_row = 6
 
@@ -359,17 +359,30 @@ class DistributedSVMMarginal(Marginal):
             try:
                 return self._evaluate(Z, grad)
             except _BlockLost:
-                # a block is back at α = 0: the next try starts with coordinate descent
+                # a block is back at α = 0: the next try starts cold
                 self._warm = False
         raise SolverError(
-            f"The distributed SVM solver lost row blocks {MAX_LOSSES} times in one evaluation "
-            "(workers left the cluster; formulation 'svm'). Check the workers' logs (memory "
-            "limits, preemption) and fit again.")
+            f"The distributed {self.title} solver lost row blocks {MAX_LOSSES} times in one "
+            "evaluation (workers left the cluster; formulation 'svm'). Check the workers' logs "
+            "(memory limits, preemption) and fit again.")
 
     def _evaluate(self, Z: Array, grad: bool) -> Evaluation:
         self.sent_bytes = self.received_bytes = 0
         K_zz = self.kernel(Z, Z)
         T = whitening(K_zz + self.jitter * np.eye(len(Z)))
+        u, b, settle, per_block = self._solve(Z, T)
+        beta = T @ u
+        parts = self._map(settle, u, b, Z, beta, self.kernel, per_block=per_block)
+        value = 0.5 * float(u @ u) + sum(part[0] for part in parts)
+        if not grad:
+            return Evaluation(value, None, beta, b, self.method)
+        gradient = self.kernel.vjp_zz(Z, 0.5 * np.outer(beta, beta), K_zz)
+        gradient += np.sum([part[1] for part in parts], axis=0)
+        return Evaluation(value, gradient, beta, b, self.method)
+
+    def _solve(self, Z: Array, T: Array) -> tuple[Array, float, Any, list[tuple[Any, ...]] | None]:
+        """Every block's kernel rows and the inner problem's (u, b); the task that settles
+        each block's α and returns its parts of W and ∇W, with its per-block arguments."""
         u, s = self._prepare(Z, T)
         self.n_rounds, solved = 0, None
         if self._warm:
@@ -381,16 +394,8 @@ class DistributedSVMMarginal(Marginal):
         if solved is None:
             solved = self._polish(*self._coordinate_descent(u, s, self._b))
         alpha_parts, u, b = solved
-        self._warm = True
-        beta = T @ u
-        parts = self._map(_settle_rows, u, b, Z, beta, self.kernel, per_block=alpha_parts)
-        self._b = b
-        value = 0.5 * float(u @ u) + sum(part[0] for part in parts)
-        if not grad:
-            return Evaluation(value, None, beta, b, "svm-dask")
-        gradient = self.kernel.vjp_zz(Z, 0.5 * np.outer(beta, beta), K_zz)
-        gradient += np.sum([part[1] for part in parts], axis=0)
-        return Evaluation(value, gradient, beta, b, "svm-dask")
+        self._warm, self._b = True, b
+        return u, b, _settle_rows, alpha_parts
 
     def _prepare(self, Z: Array, T: Array) -> tuple[Array, float]:
         """Every block's K_XZ and B; u = Σ Bᵀα and s = Σ yᵀα at the blocks' current α."""

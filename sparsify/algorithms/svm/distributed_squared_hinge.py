@@ -32,15 +32,10 @@ import numpy as np
 import scipy.linalg
 from numpy.typing import NDArray
 
-from sparsify.algorithms.svm.distributed import (
-    MAX_LOSSES,
-    DistributedSVMMarginal,
-    _BlockLost,
-    _Rows,
-)
+from sparsify.algorithms.svm.distributed import DistributedSVMMarginal, _Rows
 from sparsify.algorithms.svm.squared_hinge import BLOCK, MAX_NEWTON
 from sparsify.core.errors import SolverError
-from sparsify.core.marginal import BLOCK_ROWS, Evaluation, check_expansion_vectors, whitening
+from sparsify.core.marginal import BLOCK_ROWS
 
 __all__ = ["DistributedSquaredHingeMarginal"]
 
@@ -163,32 +158,12 @@ class DistributedSquaredHingeMarginal(DistributedSVMMarginal):
         super().__init__(*args, **kwargs)
         self.n_newton = self.n_line_steps = 0
 
-    def evaluate(self, Z: Array, grad: bool = True) -> Evaluation:
-        Z = check_expansion_vectors(Z, self.n_expansion, self.n_features, "svm")
-        for _ in range(MAX_LOSSES):
-            try:
-                return self._evaluate(Z, grad)
-            except _BlockLost:
-                pass  # a recomputed block starts from α = 0: its marks come from slacks
-        raise SolverError(
-            f"The distributed squared-hinge SVM solver lost row blocks {MAX_LOSSES} times in "
-            "one evaluation (workers left the cluster; formulation 'svm'). Check the workers' "
-            "logs (memory limits, preemption) and fit again.")
-
-    def _evaluate(self, Z: Array, grad: bool) -> Evaluation:
-        self.sent_bytes = self.received_bytes = 0
-        K_zz = self.kernel(Z, Z)
-        T = whitening(K_zz + self.jitter * np.eye(len(Z)))
+    def _solve(self, Z: Array, T: Array) -> tuple[Array, float, Any, None]:
+        """Every block's kernel rows, then the Newton method from the last evaluation's
+        violators (a block recomputed after a lost worker starts from none)."""
         self._prepare(Z, T)
-        u, b = self._solve()
-        beta = T @ u
-        parts = self._map(_settle, u, b, Z, beta, self.kernel)
-        value = 0.5 * float(u @ u) + sum(part[0] for part in parts)
-        if not grad:
-            return Evaluation(value, None, beta, b, self.method)
-        gradient = self.kernel.vjp_zz(Z, 0.5 * np.outer(beta, beta), K_zz)
-        gradient += np.sum([part[1] for part in parts], axis=0)
-        return Evaluation(value, gradient, beta, b, self.method)
+        x = self._newton()
+        return x[:-1], float(x[-1]), _settle, None
 
     def _newton_point(self) -> Array:
         """The minimiser x of ½‖u‖² + Σ_A C_i (1 − P_i x)² over the blocks' marked points."""
@@ -204,8 +179,8 @@ class DistributedSquaredHingeMarginal(DistributedSVMMarginal):
                 "singular (formulation 'svm'). Fit on the data in memory (numpy arrays), whose "
                 "solver falls back to a conic one, or standardise the features.") from error
 
-    def _solve(self) -> tuple[Array, float]:
-        """(u, b) minimising F exactly, from the last evaluation's violators."""
+    def _newton(self) -> Array:
+        """x = (u, b) minimising F exactly, from the last evaluation's violators."""
         marks = self._map(_mark_violators, None, 0.0)
         if not (sum(m[1] for m in marks) and sum(m[2] for m in marks)):
             self._map(_mark_every_point)  # a start needs both classes: from every point
@@ -215,7 +190,7 @@ class DistributedSquaredHingeMarginal(DistributedSVMMarginal):
             self.n_newton += 1
             marks = self._map(_mark_violators, x[:-1], float(x[-1]))
             if not any(m[0] for m in marks):
-                return x[:-1], float(x[-1])  # the Newton point of its own set: exact
+                return x  # the Newton point of its own set: exact
             if not any(m[1] + m[2] for m in marks):
                 new = np.append(np.zeros(self.n_expansion), x[-1])  # F = ½‖u‖² here
             else:
