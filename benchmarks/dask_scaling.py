@@ -184,14 +184,17 @@ def _fmt(value: Any) -> str:
     return str(value)
 
 
-def report(rows: list[dict[str, Any]], args: argparse.Namespace, wall: float) -> str:
+def report(rows: list[dict[str, Any]], args: argparse.Namespace, wall: float,
+           load: float) -> str:
+    """The page; ``load`` is the load average at the start (other work slows both paths)."""
     cpu = cpu_name()
     lines = ["# One problem across a Dask cluster", "",
              "Produced by `benchmarks/dask_scaling.py` (written to a scratch folder, then "
              "copied here):", "", "    OPENBLAS_NUM_THREADS=1 python " + " ".join(sys.argv), "",
              f"Machine: {os.cpu_count()} CPUs ({cpu}), Python {platform.python_version()}, "
              f"numpy {np.__version__}; one BLAS thread per process; "
-             f"{time.strftime('%Y-%m-%d')}. Total {wall / 60:.1f} min.", "",
+             f"{time.strftime('%Y-%m-%d')}; load average {load:.1f} at the start, "
+             f"{os.getloadavg()[0]:.1f} at the end. Total {wall / 60:.1f} min.", "",
              f"Ringnorm, N = {args.n}, in {args.blocks} row blocks generated on the workers; "
              f"Nz = {args.nz}, C = {C:g}, γ = {GAMMA:g}, loss {args.loss}; {args.max_iter} "
              "L-BFGS iterations "
@@ -240,7 +243,7 @@ def main(argv: list[str] | None = None) -> int:
         args.n, args.nz, args.blocks, args.workers, args.max_iter, args.test_n = (
             2000, 5, 4, [2], 3, 500)
     args.out.mkdir(parents=True, exist_ok=True)
-    start = time.perf_counter()
+    start, load = time.perf_counter(), os.getloadavg()[0]
     test = make_ringnorm(args.test_n, random_state=10_000 + args.seed)
     rows, Z0 = [], None
     for workers in args.workers:
@@ -255,7 +258,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"[dask_scaling] {rows[0]}", flush=True)
     write_csv(args.out / "dask_scaling.csv", rows,
               sorted({k for r in rows for k in r}, key=lambda k: (k != "path", k)))
-    text = report(rows, args, time.perf_counter() - start)
+    text = report(rows, args, time.perf_counter() - start, load)
     _write_atomic(args.out / "dask_scaling.md", text)
     print(text)
     return 0
