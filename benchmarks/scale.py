@@ -360,11 +360,17 @@ def _slope(points: list[tuple[float, float]]) -> float | None:
     return float(np.polyfit(n, t, 1)[0])
 
 
+def _pct(r: dict[str, Any]) -> str:
+    """A fit's test error in percent, to the digits its test set resolves (a third decimal
+    from 10⁶ test points on)."""
+    return f"{100 * r['error']:.{3 if r.get('test_n', 0) >= 10**6 else 2}f} %"
+
+
 def _cell(r: dict[str, Any]) -> str:
     """Three table cells: test error | fit seconds | peak memory (a note and two dashes)."""
     if "note" in r:
         return f"{r['note']} | — | —"
-    return (f"{100 * r['error']:.2f} % | {r['seconds']:.1f} | "
+    return (f"{_pct(r)} | {r['seconds']:.1f} | "
             + (f"{r['peak_mb']:.0f}" if "peak_mb" in r else "—"))
 
 
@@ -463,7 +469,7 @@ def _slope_line(sel: list[dict[str, Any]], kind: str, m: int) -> list[str]:
 
 
 def _value_table(sel: list[dict[str, Any]], kind: str, n: int, ms: list[int]) -> list[str]:
-    lines = [f"N = {n}:", "", "| M | method | XVs | where | test error | fit s | peak MB |",
+    lines = ["", f"N = {n}:", "", "| M | method | XVs | where | test error | fit s | peak MB |",
              "|---|---|---|---|---|---|---|"]
     for m in ms:
         for method, factor, where in VALUE_FITS:
@@ -496,18 +502,18 @@ def _value_lines(sel: list[dict[str, Any]], kind: str, n: int, m: int,
 
     def against(fit: dict[str, Any], name: str, r: dict[str, Any]) -> str:
         below = "below" if fit["error"] < r["error"] else "not below"
-        return f"{name} {100 * r['error']:.2f} % ({below}{_versus(fit, r)})"
+        return f"{name} {_pct(r)} ({below}{_versus(fit, r)})"
 
     slmc = measured("SLMC", 1)
     peers = [(name, r) for name, r in (("Nystroem 5 M", measured("Nystroem", 5)),
                                        ("SVGP M", measured("SVGP", 1))) if r is not None]
     if slmc is None or not peers:
         return []
-    lines = [f"\nN = {n}, M = {m}: SLMC {100 * slmc['error']:.2f} % against "
+    lines = [f"\nN = {n}, M = {m}: SLMC {_pct(slmc)} against "
              + ", ".join(against(slmc, name, r) for name, r in peers)
              + f"; target below both: {_verdict(slmc, peers)}."]
     if bayes is not None and _paired(slmc, bayes):
-        lines.append(f"The Bayes rule errs on {100 * bayes['error']:.3f} % of the same test "
+        lines.append(f"The Bayes rule errs on {_pct(bayes)} of the same test "
                      f"points: SLMC {_z(slmc, bayes):+.1f} SE from the best possible"
                      + "".join(f", {name} {_z(r, bayes):+.1f} SE" for name, r in peers
                                if _paired(r, bayes)) + ".")
@@ -518,14 +524,14 @@ def _value_lines(sel: list[dict[str, Any]], kind: str, n: int, m: int,
     if same:
         lines.append("The same problem (hinge loss, C, unpenalised bias) on fixed random XVs: "
                      + ", ".join(against(slmc, name, r) for name, r in same)
-                     + (f"; SLMC from k-means centres {100 * kmeans['error']:.2f} %."
+                     + (f"; SLMC from k-means centres {_pct(kmeans)}."
                         if kmeans is not None else "."))
     for start, method in (("", "SLMC squared hinge"), (" from k-means centres",
                                                         "SLMC squared hinge k-means")):
         fit = measured(method, 1)
         if fit is not None:
             lines.append(f"With LinearSVC's loss, the squared hinge{start}: SLMC "
-                         f"{100 * fit['error']:.2f} % against "
+                         f"{_pct(fit)} against "
                          + ", ".join(against(fit, name, r) for name, r in peers)
                          + f"; below both: {_verdict(fit, peers)}.")
     return lines
