@@ -14,7 +14,8 @@ Parts (``--parts``):
   no label noise) at N = 10⁴ … 10⁶, Nz = 100, 200 and 500 (``--nz``): fit time, peak
   memory, test error on ``--test-n`` (10⁵) fresh points, beside Nystroem at M and 5 M and the Bayes
   error; the slope of log fit time against log N from N = 10⁵ on;
-- ``value``: N = 10⁵ and 10⁶ (``--value-sizes``) at the small budgets M = 16 and 32,
+- ``value``: N = 10⁵ and 10⁶ (``--value-sizes``) at the small budgets M = 16 and 32
+  (``--value-budgets``),
   where the XVs are put matters most; besides the peers, SLMC from k-means centres and
   SLMC's own problem on fixed random XVs at M and 5 M (Nystroem's landmarks with the hinge
   loss, solved exactly: the squared hinge of LinearSVC is another loss, whose test error
@@ -683,6 +684,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="N of the timing part")
     parser.add_argument("--value-sizes", type=int, nargs="+", default=[100_000, 1_000_000],
                         help="N of the value part")
+    parser.add_argument("--value-budgets", type=int, nargs="+", default=[16, 32],
+                        help="the budgets M of the value part")
     parser.add_argument("--sets", nargs="+", choices=SETS, default=list(SETS),
                         help="generated sets of the timing and value parts")
     parser.add_argument("--value-fits", nargs="+", metavar="METHOD",
@@ -736,7 +739,7 @@ def main(argv: list[str] | None = None) -> int:
         ns, ms, value_ms, args.test_n = [400], [4], [3], 500
         args.moons_nz, args.moons_seeds = [5], 1
     else:
-        ns, ms, value_ms = sorted(args.sizes), args.nz, [16, 32]
+        ns, ms, value_ms = sorted(args.sizes), args.nz, sorted(args.value_budgets)
     load = os.getloadavg()[0]
     start = time.perf_counter()
     params = ({kind: choose_params(kind, args.seed, 300 if args.quick else 3000)
