@@ -508,31 +508,34 @@ def _value_lines(sel: list[dict[str, Any]], kind: str, n: int, m: int,
     slmc = measured("SLMC", 1)
     peers = [(name, r) for name, r in (("Nystroem 5 M", measured("Nystroem", 5)),
                                        ("SVGP M", measured("SVGP", 1))) if r is not None]
-    if slmc is None or not peers:
+    if not peers:
         return []
-    lines = [f"\nN = {n}, M = {m}: SLMC {_pct(slmc)} against "
-             + ", ".join(against(slmc, name, r) for name, r in peers)
-             + f"; target below both: {_verdict(slmc, peers)}."]
-    if bayes is not None and _paired(slmc, bayes):
-        lines.append(f"The Bayes rule errs on {_pct(bayes)} of the same test "
-                     f"points: SLMC {_z(slmc, bayes):+.1f} SE from the best possible"
-                     + "".join(f", {name} {_z(r, bayes):+.1f} SE" for name, r in peers
-                               if _paired(r, bayes)) + ".")
-    same = [(name, r) for name, r in (("random XVs at M", measured("random XVs", 1)),
-                                      ("random XVs at 5 M", measured("random XVs", 5)))
-            if r is not None]
-    kmeans = measured("SLMC k-means", 1)
-    if same:
-        lines.append("The same problem (hinge loss, C, unpenalised bias) on fixed random XVs: "
-                     + ", ".join(against(slmc, name, r) for name, r in same)
-                     + (f"; SLMC from k-means centres {_pct(kmeans)}."
-                        if kmeans is not None else "."))
-    for start, method in (("", "SLMC squared hinge"), (" from k-means centres",
-                                                        "SLMC squared hinge k-means")):
+    if slmc is None:  # over the timeout: the other starts and losses still speak
+        r = _get(sel, kind, n, "SLMC", m)
+        lines = [f"\nN = {n}, M = {m}: SLMC {r.get('note', 'not run') if r else 'not run'}; "
+                 "target: not measured."]
+    else:
+        lines = [f"\nN = {n}, M = {m}: SLMC {_pct(slmc)} against "
+                 + ", ".join(against(slmc, name, r) for name, r in peers)
+                 + f"; target below both: {_verdict(slmc, peers)}."]
+        if bayes is not None and _paired(slmc, bayes):
+            lines.append(f"The Bayes rule errs on {_pct(bayes)} of the same test "
+                         f"points: SLMC {_z(slmc, bayes):+.1f} SE from the best possible"
+                         + "".join(f", {name} {_z(r, bayes):+.1f} SE" for name, r in peers
+                                   if _paired(r, bayes)) + ".")
+        same = [(name, r) for name, r in (("random XVs at M", measured("random XVs", 1)),
+                                          ("random XVs at 5 M", measured("random XVs", 5)))
+                if r is not None]
+        if same:
+            lines.append("The same problem (hinge loss, C, unpenalised bias) on fixed random "
+                         "XVs: " + ", ".join(against(slmc, name, r) for name, r in same) + ".")
+    for label, method in (("From k-means centres", "SLMC k-means"),
+                          ("With LinearSVC's loss, the squared hinge", "SLMC squared hinge"),
+                          ("With LinearSVC's loss, the squared hinge from k-means centres",
+                           "SLMC squared hinge k-means")):
         fit = measured(method, 1)
         if fit is not None:
-            lines.append(f"With LinearSVC's loss, the squared hinge{start}: SLMC "
-                         f"{_pct(fit)} against "
+            lines.append(f"{label}: SLMC {_pct(fit)} against "
                          + ", ".join(against(fit, name, r) for name, r in peers)
                          + f"; below both: {_verdict(fit, peers)}.")
     return lines
