@@ -44,6 +44,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import functools
 import json
 import os
 import platform
@@ -485,11 +486,18 @@ def _bayes_row(out: Path, like: dict[str, Any]) -> dict[str, Any] | None:
     its misclassified points recorded under ``out``: the paired reference of the value part."""
     if like["set"] != "ringnorm" or "seed" not in like or "test_n" not in like:
         return None
-    X_test, y_test = make("ringnorm", like["test_n"], like["seed"] + 1)
-    wrong = np.flatnonzero(ringnorm_bayes_rule(X_test) != y_test).astype(np.int32)
+    wrong = _bayes_wrong(like["test_n"], like["seed"])
     return keep_wrong(out, {"set": "ringnorm", "N": 0, "method": "Bayes rule", "M": 0,
                             "test_n": like["test_n"], "seed": like["seed"],
                             "error": len(wrong) / like["test_n"], "wrong": wrong})
+
+
+@functools.lru_cache(maxsize=4)
+def _bayes_wrong(test_n: int, seed: int) -> np.ndarray:
+    """The test points of (``test_n``, ``seed``) that ringnorm's Bayes rule misclassifies:
+    once per test set, which every N of the value part shares."""
+    X_test, y_test = make("ringnorm", test_n, seed + 1)
+    return np.flatnonzero(ringnorm_bayes_rule(X_test) != y_test).astype(np.int32)
 
 
 def _value_lines(sel: list[dict[str, Any]], kind: str, n: int, m: int,
