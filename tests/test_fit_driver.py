@@ -24,9 +24,11 @@ from sparsify import (
     SparseKernelClassifier,
     SparseKernelLogisticRegression,
     SparseKernelRegressor,
+    SparseKernelRidge,
     SparseKernelTransformer,
     SparseOutlierDetector,
     SparseSVC,
+    SparseSVR,
 )
 from sparsify.core.estimator import SHARED_PARAMS, estimator_for
 from sparsify.kernels import RBF
@@ -284,12 +286,21 @@ def test_the_command_line_refuses_a_transformer_with_the_reason(tmp_path, capsys
     assert "SparseKernelPCA is neither a classifier, a regressor nor an outlier detector" in err
 
 
-@pytest.mark.parametrize("make", [
-    lambda **kw: SparseSVC(5, C=1.0, **kw),
-    lambda **kw: SparseKernelLogisticRegression(5, lam=1e-2, **kw),
-], ids=["SparseSVC", "SparseKernelLogisticRegression"])
-def test_n_iter_no_change_stops_once_w_has_levelled_off(make) -> None:
-    X, y = make_moons(400, noise=0.3, random_state=0)
+def _noisy_sinc(n: int) -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(0)
+    X = rng.uniform(-3, 3, size=(n, 2))
+    return X, np.sinc(X[:, 0]) * np.cos(X[:, 1]) + 0.1 * rng.normal(size=n)
+
+
+@pytest.mark.parametrize("make, data", [
+    (lambda **kw: SparseSVC(5, C=1.0, **kw), lambda: make_moons(400, noise=0.3, random_state=0)),
+    (lambda **kw: SparseKernelLogisticRegression(5, lam=1e-2, **kw),
+     lambda: make_moons(400, noise=0.3, random_state=0)),
+    (lambda **kw: SparseSVR(5, C=10.0, epsilon=0.05, **kw), lambda: _noisy_sinc(400)),
+    (lambda **kw: SparseKernelRidge(5, alpha=1e-2, **kw), lambda: _noisy_sinc(400)),
+], ids=["SparseSVC", "SparseKernelLogisticRegression", "SparseSVR", "SparseKernelRidge"])
+def test_n_iter_no_change_stops_once_w_has_levelled_off(make, data) -> None:
+    X, y = data()
     # at N = 400 the window's tolerance is 1/√400 = 5 % of W
     full = make(n_iter_no_change=None, max_iter=60, tol=0.0, random_state=0).fit(X, y)
     early = make(n_iter_no_change=3, max_iter=60, tol=0.0, random_state=0).fit(X, y)

@@ -251,6 +251,11 @@ SHARED_PARAMS: dict[str, Any] = {
     "callback": None,
 }
 
+#: The constraint on ``n_iter_no_change``, offered by the estimators with an exact fast path
+#: (their fits reach large N; `SparseKernelEstimator._plateau` reads it).
+N_ITER_NO_CHANGE_CONSTRAINT: list[Any] = [Interval(Integral, 1, None, closed="left"),
+                                          StrOptions({"auto"}), None]
+
 _SHARED_DOC = """
     n_expansion : int or float, default={n_expansion!r}
         Number of expansion vectors Nz: an int is a count; a float in (0, 1] is

@@ -9,6 +9,7 @@ from typing import Any, ClassVar
 import numpy as np
 from sklearn.utils._param_validation import Interval
 
+from sparsify.core.estimator import N_ITER_NO_CHANGE_CONSTRAINT
 from sparsify.core.regressor import SparseKernelRegressor
 from sparsify.kernels import Kernel
 
@@ -53,6 +54,11 @@ class SparseKernelRidge(SparseKernelRegressor):
         Maximum L-BFGS iterations (0 keeps the initial XVs).
     tol : float, default=1e-6
         Stop when an iteration lowers W by less than this relative amount.
+    n_iter_no_change : int, "auto" or None, default="auto"
+        Also stop when the last ``n_iter_no_change`` iterations together
+        lowered W by less than 1/√N of it, W's own sampling error: W has
+        levelled off (`sparsify.core.optimize.sampling_plateau`). "auto" is 10 from
+        N = 10 000 points on and no such test below; None never.
     solver_tol : float, default=1e-8
         Accuracy of the generic path's solves (the closed form is exact).
     random_state : int, RandomState instance or None, default=None
@@ -93,6 +99,7 @@ class SparseKernelRidge(SparseKernelRegressor):
     _parameter_constraints: ClassVar[dict[str, Any]] = {
         **SparseKernelRegressor._parameter_constraints,
         "alpha": [Interval(Real, 0.0, None, closed="neither")],
+        "n_iter_no_change": N_ITER_NO_CHANGE_CONSTRAINT,
     }
 
     def __init__(
@@ -109,6 +116,7 @@ class SparseKernelRidge(SparseKernelRegressor):
         solver: str = "auto",
         max_iter: int = 200,
         tol: float = 1e-6,
+        n_iter_no_change: int | str | None = "auto",
         solver_tol: float = 1e-8,
         random_state: int | np.random.RandomState | None = None,
         n_jobs: int | None = None,
@@ -126,6 +134,7 @@ class SparseKernelRidge(SparseKernelRegressor):
         self.solver = solver
         self.max_iter = max_iter
         self.tol = tol
+        self.n_iter_no_change = n_iter_no_change
         self.solver_tol = solver_tol
         self.random_state = random_state
         self.n_jobs = n_jobs

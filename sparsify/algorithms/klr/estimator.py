@@ -17,7 +17,11 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_array
 
 from sparsify.core.classifier import SparseKernelClassifier, validate_classification
-from sparsify.core.estimator import KernelMachineMixin, SparseKernelEstimator
+from sparsify.core.estimator import (
+    N_ITER_NO_CHANGE_CONSTRAINT,
+    KernelMachineMixin,
+    SparseKernelEstimator,
+)
 from sparsify.core.optimize import CLASSIFIER_INIT_METHODS
 from sparsify.kernels import Kernel
 
@@ -146,8 +150,7 @@ class SparseKernelLogisticRegression(LogisticMixin, SparseKernelClassifier):
         "n_expansion": [Interval(Integral, 1, None, closed="left")],
         "lam": [Interval(Real, 0.0, None, closed="neither")],
         "init": [StrOptions(set(CLASSIFIER_INIT_METHODS)), "array-like"],
-        "n_iter_no_change": [Interval(Integral, 1, None, closed="left"), StrOptions({"auto"}),
-                             None],
+        "n_iter_no_change": N_ITER_NO_CHANGE_CONSTRAINT,
     }
 
     def __init__(

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from numbers import Integral, Real
+from numbers import Real
 from typing import Any, ClassVar
 
 import numpy as np
@@ -13,6 +13,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.metaestimators import available_if
 
 from sparsify.core.classifier import SparseKernelClassifier
+from sparsify.core.estimator import N_ITER_NO_CHANGE_CONSTRAINT
 from sparsify.core.formulation import make_formulation
 from sparsify.kernels import Kernel
 
@@ -167,8 +168,7 @@ class SparseSVC(SparseKernelClassifier):
         "loss": [StrOptions({"hinge", "squared_hinge"})],
         "class_weight": [dict, StrOptions({"balanced"}), None],
         "probability": ["boolean"],
-        "n_iter_no_change": [Interval(Integral, 1, None, closed="left"), StrOptions({"auto"}),
-                             None],
+        "n_iter_no_change": N_ITER_NO_CHANGE_CONSTRAINT,
     }
 
     def __init__(
