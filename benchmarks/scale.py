@@ -208,12 +208,30 @@ def _time_to(trace_json: str, error: float) -> str:
     return "never (within its epochs)"
 
 
-def choose_params(kind: str, seed: int, n: int = 3000) -> tuple[float, float]:
+#: The grid of `choose_params` (γ in units of 1/(d·Var X)). Runs before 2026-11-26's last
+#: session searched C ∈ {1, 10, 100, 1000} × γ ∈ {1/3, 1, 3}: both sets' choices lay on its
+#: edges (ringnorm C = 1 and γ = 3, checkerboard C = 1000), which that run's rows carry.
+CV_CS = [0.01, 0.1, 1.0, 10.0, 100.0, 1000.0, 10_000.0]
+CV_GAMMAS = {"1/27": 1 / 27, "1/9": 1 / 9, "1/3": 1 / 3, "1": 1.0, "3": 3.0, "9": 9.0}
+#: How the rows without a "cv" field chose (C, γ)
+EARLIER_CV = ("3-fold CV of the full SVC on 3000 points over C ∈ {1, 10, 100, 1000} × "
+              "γ ∈ {1/3, 1, 3}/(d·Var X); C and γ on the grid's edges")
+
+
+def choose_params(kind: str, seed: int, n: int = 3000) -> tuple[float, float, str]:
+    """(C, γ) by 3-fold CV of the full SVC on ``n`` fresh points, and how (edges named)."""
     X, y = make(kind, n, seed + 100)
     scale = 1.0 / (X.shape[1] * X.var())
-    grid = {"C": [1.0, 10.0, 100.0, 1000.0], "gamma": [scale / 3, scale, 3 * scale]}
+    grid = {"C": CV_CS, "gamma": [f * scale for f in CV_GAMMAS.values()]}
     search = GridSearchCV(SVC(), grid, cv=3).fit(X, y)
-    return float(search.best_params_["C"]), float(search.best_params_["gamma"])
+    C, gamma = float(search.best_params_["C"]), float(search.best_params_["gamma"])
+    edges = [f"{name} on the grid's {'lower' if v == values[0] else 'upper'} edge"
+             for name, v, values in (("C", C, grid["C"]), ("γ", gamma, grid["gamma"]))
+             if v in (values[0], values[-1])]
+    how = (f"3-fold CV of the full SVC on {n} points over C ∈ "
+           f"{{{', '.join(f'{c:g}' for c in CV_CS)}}} × γ ∈ {{{', '.join(CV_GAMMAS)}}}"
+           "/(d·Var X)")
+    return C, gamma, "; ".join([how, *edges])
 
 
 def keep_wrong(out: Path, row: dict[str, Any]) -> dict[str, Any]:
@@ -249,7 +267,7 @@ def save_csv(out: Path, rows: list[dict[str, Any]]) -> None:
 
 def read_csv(path: Path) -> list[dict[str, Any]]:
     """The rows of a scale.csv as `save_csv` wrote them (empty cells left out)."""
-    text_keys = {"part", "set", "method", "note", "trace", "wrong"}
+    text_keys = {"part", "set", "method", "note", "trace", "wrong", "cv"}
 
     def value(key: str, text: str) -> Any:
         if key in text_keys:
@@ -280,7 +298,8 @@ def run_a9a(args: argparse.Namespace, rows: list[dict[str, Any]]) -> None:
     save_csv(args.out, rows)
 
 
-def run_synthetic(args: argparse.Namespace, part: str, params: dict[str, tuple[float, float]],
+def run_synthetic(args: argparse.Namespace, part: str,
+                  params: dict[str, tuple[float, float, str]],
                   ns: list[int], ms: list[int], svgp: bool, rows: list[dict[str, Any]]
                   ) -> None:
     """SLMC and its peers on ringnorm and checkerboard; the value part adds SLMC from k-means
@@ -292,13 +311,13 @@ def run_synthetic(args: argparse.Namespace, part: str, params: dict[str, tuple[f
     extra = ([(method, k) for method, k, _ in VALUE_FITS if method in SPARSE and
               method != "SLMC" and wanted(method)] if part == "value" else [])
     for kind in args.sets:
-        C, gamma = params[kind]
+        C, gamma, how = params[kind]
         for m in ms:
             timed_out = None  # the N at which SLMC ran over the timeout: larger N would too
             for n in ns:
                 spec = (kind, n, args.test_n, args.seed)
                 base = {"part": part, "set": kind, "N": n, "C": C, "gamma": gamma,
-                        "seed": args.seed}
+                        "cv": how, "seed": args.seed}
                 first = len(rows)
                 limit = args.limit.get(kind) if part == "timing" else None
                 if wanted("SLMC"):
@@ -471,7 +490,9 @@ def _slope_line(sel: list[dict[str, Any]], kind: str, m: int) -> list[str]:
 
 
 def _value_table(sel: list[dict[str, Any]], kind: str, n: int, ms: list[int]) -> list[str]:
-    lines = ["", f"N = {n}:", "", "| M | method | XVs | where | test error | fit s | peak MB |",
+    r0 = next(r for r in sel if r["set"] == kind and r["N"] == n)
+    lines = ["", f"N = {n} (C = {r0['C']:g}, γ = {r0['gamma']:.4g}):", "",
+             "| M | method | XVs | where | test error | fit s | peak MB |",
              "|---|---|---|---|---|---|---|"]
     for m in ms:
         for method, factor, where in VALUE_FITS:
@@ -557,8 +578,22 @@ def _quoted_argv() -> list[str]:
     return argv
 
 
-def report(rows: list[dict[str, Any]], params: dict[str, tuple[float, float]],
-           args: argparse.Namespace, run: str) -> str:
+def _params_lines(rows: list[dict[str, Any]]) -> list[str]:
+    """Each set's (C, γ), how they were chosen, and which parts and N use them."""
+    used: dict[tuple[Any, ...], dict[str, set[int]]] = {}
+    for r in rows:
+        if r["part"] in ("timing", "value"):
+            key = (r["set"], r["C"], r["gamma"], r.get("cv", EARLIER_CV))
+            used.setdefault(key, {}).setdefault(r["part"], set()).add(r["N"])
+    lines = []
+    for (kind, C, gamma, how), parts in used.items():
+        where = "; ".join(f"{part} at N = {', '.join(str(n) for n in sorted(ns))}"
+                          for part, ns in parts.items())
+        lines.append(f"- {kind}: C = {C:g}, γ = {gamma:.4g} ({how}), for the {where}.")
+    return lines
+
+
+def report(rows: list[dict[str, Any]], args: argparse.Namespace, run: str) -> str:
     """The page; ``run`` says when, how long and under what load the rows were measured."""
     lines = ["# SLMC at scale", "", "Produced by `benchmarks/scale.py` (written to a scratch "
              "folder, then copied here):", "", "    OPENBLAS_NUM_THREADS=1 python "
@@ -568,10 +603,7 @@ def report(rows: list[dict[str, Any]], params: dict[str, tuple[float, float]],
              f"{sklearn.__version__}; one BLAS thread per process; {run} Each fit in a fresh "
              "process; peak = Linux VmHWM above what the data took. Cells: test error | fit "
              "seconds | peak memory.", ""]
-    for kind, (C, gamma) in params.items():
-        lines.append(f"- {kind}: C = {C:g}, γ = {gamma:.4g} (3-fold CV of the full SVC on "
-                     "3000 points).")
-    lines.append("")
+    lines += [*_params_lines(rows), ""]
     a9a = [r for r in rows if r["part"] == "a9a"]
     if a9a:
         lines += ["## a9a (32 561 training, 16 281 test points), C = 8, γ = 2⁻⁵", "",
@@ -729,11 +761,9 @@ def main(argv: list[str] | None = None) -> int:
                 parser.error(f"--merge {item!r}: no file {path}.")
             rows += [row for row in read_csv(Path(path)) if row["part"] in wanted]
         rows = [_copy_wrong(args.out, r) for r in _join(rows)]
-        params = {r["set"]: (r["C"], r["gamma"]) for r in rows
-                  if r["part"] in ("timing", "value")}
         args.out.mkdir(parents=True, exist_ok=True)
         save_csv(args.out, rows)
-        text = report(rows, params, args, f"joined from the CSVs of runs: {args.note}")
+        text = report(rows, args, f"joined from the CSVs of runs: {args.note}")
         _write_atomic(args.out / "scale.md", text)
         print(text)
         return 0
@@ -767,7 +797,7 @@ def main(argv: list[str] | None = None) -> int:
     if "moons" in args.parts:
         run_moons(args, rows)
     wall = time.perf_counter() - start
-    text = report(rows, params, args,
+    text = report(rows, args,
                   f"{time.strftime('%Y-%m-%d')}; load average {load:.1f} at the start, "
                   f"{os.getloadavg()[0]:.1f} at the end. Total {wall / 60:.1f} min.")
     _write_atomic(args.out / "scale.md", text)
