@@ -408,11 +408,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--svr-cs", type=float, nargs="+", default=SVR_CS)
     parser.add_argument("--svr-epsilons", type=float, nargs="+", default=SVR_EPSILONS)
     parser.add_argument("--max-iter", type=int, default=200)
-    # the page's rows ran L-BFGS to --max-iter or tol: "none" keeps that protocol; "auto"
-    # measures the estimators' default plateau test (W levelled off within 1/√N, N ≥ 10⁴)
     parser.add_argument("--n-iter-no-change", type=_plateau_arg, default=None,
-                        help='"none" (default: to --max-iter or tol), "auto" or an int: '
-                             "SparseKernelRidge's and SparseSVR's n_iter_no_change")
+                        help='"none" (the estimators\' default: to --max-iter or tol), "auto" '
+                             "or an int: SparseKernelRidge's and SparseSVR's n_iter_no_change")
     parser.add_argument("--sparse-svr-max-n", type=int, default=1_000_000,
                         help="fit SparseSVR on the sets with at most this many training points "
                              "(its evaluations cost O(N·M²): protein at M = 500 is the slowest)")

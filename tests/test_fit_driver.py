@@ -311,5 +311,5 @@ def test_n_iter_no_change_stops_once_w_has_levelled_off(make, data) -> None:
     drops = [(history[k - 3] - history[k]) / abs(history[k]) for k in range(3, n + 1)]
     assert drops[-1] < 0.05 and all(d >= 0.05 for d in drops[:-1])
     # "auto" leaves a fit below 10 000 points to tol and max_iter
-    auto = make(max_iter=60, tol=0.0, random_state=0).fit(X, y)
+    auto = make(n_iter_no_change="auto", max_iter=60, tol=0.0, random_state=0).fit(X, y)
     assert int(auto.n_iter_[0]) == int(full.n_iter_[0])
