@@ -139,3 +139,33 @@ def test_the_value_part_measures_ringnorm_against_its_bayes_rule(tmp_path: Path)
                        "--value-fits", "SLMC", "Nystroem"]) == 0
     text = (out / "scale.md").read_text()
     assert "The Bayes rule errs on" in text and "SE from the best possible" in text
+
+
+def test_the_page_names_each_rows_c_gamma_and_how_they_were_chosen() -> None:
+    bench = load_benchmark("scale")
+    wide = "3-fold CV of the full SVC on 3000 points over a wide grid"
+    rows = [{"part": "timing", "set": "ringnorm", "N": n, "C": 1.0, "gamma": 0.058}
+            for n in (10_000, 100_000)]
+    rows += [{"part": "value", "set": "ringnorm", "N": 100_000, "C": 0.1, "gamma": 0.0194,
+              "cv": wide}, {"part": "a9a", "set": "a9a", "N": 32561, "C": 8.0, "gamma": 1 / 32}]
+    lines = bench._params_lines(rows)
+    # rows without "cv" came from the earlier grid, whose edges the page names
+    assert lines == [f"- ringnorm: C = 1, γ = 0.058 ({bench.EARLIER_CV}), for the timing at "
+                     "N = 10000, 100000.",
+                     f"- ringnorm: C = 0.1, γ = 0.0194 ({wide}), for the value at N = 100000."]
+
+
+def test_choose_params_names_a_choice_on_the_grids_edge(monkeypatch) -> None:
+    bench = load_benchmark("scale")
+
+    class Search:  # GridSearchCV's answer: the largest C, an interior γ
+        def __init__(self, estimator, grid, cv):
+            self.best_params_ = {"C": grid["C"][-1], "gamma": grid["gamma"][2]}
+
+        def fit(self, X, y):
+            return self
+
+    monkeypatch.setattr(bench, "GridSearchCV", Search)
+    C, _, how = bench.choose_params("checkerboard", 0, 300)
+    assert C == bench.CV_CS[-1] and how.endswith("; C on the grid's upper edge")
+    assert "γ on" not in how
