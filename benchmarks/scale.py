@@ -208,9 +208,9 @@ def _time_to(trace_json: str, error: float) -> str:
     return "never (within its epochs)"
 
 
-#: The grid of `choose_params` (γ in units of 1/(d·Var X)). Runs before 2026-11-26's last
-#: session searched C ∈ {1, 10, 100, 1000} × γ ∈ {1/3, 1, 3}: both sets' choices lay on its
-#: edges (ringnorm C = 1 and γ = 3, checkerboard C = 1000), which that run's rows carry.
+#: The grid of `choose_params` (γ in units of 1/(d·Var X)). The runs of docs/results/scale.md
+#: searched C ∈ {1, 10, 100, 1000} × γ ∈ {1/3, 1, 3}, and both sets' choices lay on its edges
+#: (ringnorm C = 1 and γ = 3, checkerboard C = 1000); their rows have no "cv" field.
 CV_CS = [0.01, 0.1, 1.0, 10.0, 100.0, 1000.0, 10_000.0]
 CV_GAMMAS = {"1/27": 1 / 27, "1/9": 1 / 9, "1/3": 1 / 3, "1": 1.0, "3": 3.0, "9": 9.0}
 #: How the rows without a "cv" field chose (C, γ)
