@@ -102,10 +102,10 @@ def load_set(name: str, data_dir: Path | None, n: int, seed: int,
     """X, y in {-1, +1}, C and γ of a generated set or of a set in ``data_dir``."""
     if name in SYNTHETIC:
         X, y = make(name, n, seed)
-        # benchmarks/scale.py's cross-validation, on fewer points for a small n (the pages
-        # of runs before its grid was widened used C = 1, γ = 0.05807 on ringnorm and
-        # C = 1000, γ = 1.124 on checkerboard)
-        C, gamma, _ = choose_params(name, seed, min(n, 3000))
+        # --params where it names the set, else benchmarks/scale.py's cross-validation, on
+        # fewer points for a small n (the pages of runs before its grid was widened used
+        # C = 1, γ = 0.05807 on ringnorm and C = 1000, γ = 1.124 on checkerboard)
+        C, gamma = params.get(name) or choose_params(name, seed, min(n, 3000))[:2]
     else:
         d = _load(data_dir, name)  # type: ignore[arg-type]
         train = d["train_idx"][0] if "train_idx" in d else np.arange(len(d["y"]))
