@@ -131,18 +131,21 @@ def test_the_interior_point_on_a_working_set_lands_on_the_full_solution(
 
     full = fast._interior(B_of(Z), None)
     assert full is not None
-    sizes = []
+    sizes, settled = [], []
     monkeypatch.setattr(svm_fast, "IP_BAND", band)
-    solve = svm_fast._interior_point
+    solve, settle = svm_fast._interior_point, SVMDualMarginal._settle
     monkeypatch.setattr(svm_fast, "_interior_point",
                         lambda B, *a, **k: sizes.append(len(B)) or solve(B, *a, **k))
+    monkeypatch.setattr(SVMDualMarginal, "_settle", lambda self, B, *a: settled.append(
+        int(a[-1].sum())) or settle(self, B, *a))
     # the hint: the solution for XVs moved as an L-BFGS step would
     B = B_of(Z + 0.05)
     alpha, u, b = fast._interior(B, (full[0], full[2]))
     assert sizes[0] < len(B) / 4  # a working set, not every row
-    assert sizes == sorted(sizes)  # the set only grows
+    assert sizes + settled == sorted(sizes + settled)  # the set only grows
     if band == 0.0:
-        assert len(sizes) > 1  # rows were missed and joined
+        # rows were missed and joined: polished from the interior point's partition
+        assert settled and settled[0] > sizes[0]
     # the KKT conditions on every row, to the tolerance the polish guarantees
     slack = B @ u + fast.y * b - 1
     assert np.all(np.where(alpha <= 0, slack >= -1e-9, True))
@@ -409,6 +412,40 @@ def test_compiled_active_set_solves_random_duals_exactly(seed: int) -> None:
     value = 0.5 * beta @ K @ beta + C @ np.maximum(0.0, 1.0 - B @ beta - y * b)
     assert value == pytest.approx(primal.value, rel=1e-7)
     np.testing.assert_allclose(beta, beta_ref.value, atol=1e-5 * np.abs(beta).max())
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_the_kept_cholesky_factor_answers_the_moves_with_the_fresh_solves_answer(
+        seed: int) -> None:
+    """Warm-started after a long step of the XVs (dozens of rows change side), the polish
+    moves by the Cholesky factor kept across moves and lands on the KKT point that a fresh
+    solve of every move (no factor: L empty) lands on."""
+    rng = np.random.default_rng(seed)
+    X, labels = make_checkerboard(600, random_state=seed)
+    kernel = make_kernel("rbf", X, gamma=1.12)
+    Z = X[rng.choice(len(X), 40, replace=False)]
+    y, C, eye = labels.astype(float), np.full(len(X), 10.0 ** (seed % 3)), np.eye(40)
+
+    def rows(Z):  # the signed whitened rows of XVs Z
+        return y[:, None] * (kernel(X, Z) @ whitening(kernel(Z, Z) + 1e-8 * eye))
+
+    B = rows(Z)
+    last = _interior_point(B, y, eye, eye, C, 1e-11, lambda *start: _warm_active_set(
+        B, y, eye, eye, eye, C, *start, 1e-9, 10_000))
+    B = rows(Z + 0.3)
+    answers = {}
+    for name, L in (("kept", eye), ("fresh", np.empty((0, 0)))):
+        alpha, upper, free, beta = last[0].copy(), last[3].copy(), last[4].copy(), np.empty(40)
+        ok, b, kept = _active_set.active_set(B, y, eye, eye, L, C, alpha, upper, free, beta,
+                                             1e-9, 10_000, np.zeros(40), 0.0)
+        assert ok
+        assert _kkt_violation(B, y, eye, C, alpha, beta, b) <= 1e-9 * C.max()
+        answers[name] = beta, kept
+    assert answers["fresh"][1] == 0
+    assert answers["kept"][1] > 50  # (measured 88-143: one free row is solved fresh)
+    # β is unique (strictly convex in u = Bᵀα); two answers meeting the KKT conditions to
+    # 1e-9 differ by that times the problem's conditioning (whitened: ‖B_i‖ ≤ 1)
+    np.testing.assert_allclose(answers["kept"][0], answers["fresh"][0], atol=1e-6)
 
 
 def test_compiled_active_set_runs_in_threads_like_in_one() -> None:

@@ -6,9 +6,10 @@
  * function per numba function, with the same names (less the leading underscore,
  * reserved in C), the same loop order and the same arithmetic: on 548 random duals,
  * 1,000 calls of the helpers and three SparseSVC fits the results were bit-identical
- * (gcc 12 and clang 14, x86-64). Each move is a few loops over
- * at most N points and a (2 Nz + 2)-sized solve, which numpy would spend in call
- * overhead. Built by setuptools at install (setup.py, with -ffp-contract=off so
+ * (gcc 12 and clang 14, x86-64). Since then a move solves with a Cholesky factor
+ * kept across moves where it can (`Gram`), the earlier solve answering elsewhere.
+ * Each move is a few loops over at most N points and a solve of at most
+ * 2 Nz + 2 unknowns, which numpy would spend in call overhead. Built by setuptools at install (setup.py, with -ffp-contract=off so
  * no multiply-add is fused and x86-64 and arm64 round alike); no numpy headers:
  * the arrays come through the buffer protocol and are checked here.
  *
@@ -377,10 +378,263 @@ done:
 }
 
 /*
+ * The Cholesky factor R (upper triangular, G = R^T R) of the Gram matrix
+ * G = Phi_F Phi_F^T of the whitened free rows, kept across moves.
+ *
+ * `schur_solve` forms and factors G at every move, O(m^2 Nz) for m free rows:
+ * on ringnorm at N = 3e5, Nz = 500 a polish from 400 free rows took 7 s that
+ * way. Here a row that joins the free set appends a column (O(m Nz) for its inner
+ * products, O(m^2) for a triangular solve), one that leaves deletes its column
+ * and Givens rotations restore the triangle (O(m^2)); a move then costs
+ * O(m (m + Nz)). G is positive definite only for m <= Nz rows in general
+ * position: where a pivot vanishes the factor is dropped and `schur_solve`
+ * answers, until the free set has shrunk below the size that failed. Every
+ * solve is checked against the unreduced system (`kkt_solved`), so round-off
+ * accumulated over many updates costs a rebuild, never a wrong answer.
+ */
+typedef struct {
+    double *R;          /* cap x cap, row-major: its leading m x m block is the factor */
+    double *work;       /* 5 cap + Nz scratch doubles for `gram_solve` */
+    Py_ssize_t *point;  /* point[s]: the row in slot s (the factor's order, not F's) */
+    Py_ssize_t *slot;   /* slot[i]: row i's slot, or -1 (N entries) */
+    Py_ssize_t m, cap;
+    int valid;          /* whether R factors G of the rows in the slots */
+    Py_ssize_t failed;  /* while not valid: the free count at which it failed */
+} Gram;
+
+static int
+gram_init(Gram *g, Py_ssize_t N, Py_ssize_t nz)
+{
+    g->cap = nz;
+    g->m = 0;
+    g->valid = 1;
+    g->failed = 0;
+    g->R = new_doubles(nz * nz, 0);
+    g->work = new_doubles(6 * nz, 0);
+    g->point = (Py_ssize_t *)malloc((size_t)(nz > 0 ? nz : 1) * sizeof(Py_ssize_t));
+    g->slot = (Py_ssize_t *)malloc((size_t)(N > 0 ? N : 1) * sizeof(Py_ssize_t));
+    if (g->R == NULL || g->work == NULL || g->point == NULL || g->slot == NULL) {
+        return NO_MEMORY;
+    }
+    for (Py_ssize_t i = 0; i < N; i++) {
+        g->slot[i] = -1;
+    }
+    return SOLVED;
+}
+
+static void
+gram_free(Gram *g)
+{
+    free(g->R);
+    free(g->work);
+    free(g->point);
+    free(g->slot);
+}
+
+/* Empty the factor; failed > 0 marks it unusable until fewer than `failed` rows are free. */
+static void
+gram_clear(Gram *g, Py_ssize_t failed)
+{
+    for (Py_ssize_t s = 0; s < g->m; s++) {
+        g->slot[g->point[s]] = -1;
+    }
+    g->m = 0;
+    g->valid = failed == 0;
+    g->failed = failed;
+}
+
+/* Append row i (its whitened row Phi_i): FAILED where G would not be positive definite. */
+static int
+gram_append(Gram *g, const double *Phi, Py_ssize_t nz, Py_ssize_t i)
+{
+    Py_ssize_t m = g->m, cap = g->cap;
+    if (m >= cap) {
+        return FAILED;
+    }
+    const double *phi = Phi + i * nz;
+    double *R = g->R, diag = 0.0, rest = 0.0;
+    for (Py_ssize_t a = 0; a < nz; a++) {
+        diag += phi[a] * phi[a];
+    }
+    for (Py_ssize_t k = 0; k < m; k++) { /* R^T c = Phi_F phi, into column m */
+        const double *other = Phi + g->point[k] * nz;
+        double t = 0.0;
+        for (Py_ssize_t a = 0; a < nz; a++) {
+            t += other[a] * phi[a];
+        }
+        for (Py_ssize_t l = 0; l < k; l++) {
+            t -= R[l * cap + k] * R[l * cap + m];
+        }
+        R[k * cap + m] = t / R[k * cap + k];
+        rest += R[k * cap + m] * R[k * cap + m];
+    }
+    double pivot = diag - rest;
+    /* a pivot lost to cancellation leaves nothing to solve with */
+    if (!(pivot > 1e-12 * diag) || !isfinite(pivot)) {
+        return FAILED;
+    }
+    R[m * cap + m] = sqrt(pivot);
+    g->point[m] = i;
+    g->slot[i] = m;
+    g->m = m + 1;
+    return SOLVED;
+}
+
+/* Delete slot s: shift the later columns left, then rotate the subdiagonal away. */
+static int
+gram_delete(Gram *g, Py_ssize_t s)
+{
+    Py_ssize_t m = g->m, cap = g->cap;
+    double *R = g->R;
+    g->slot[g->point[s]] = -1;
+    for (Py_ssize_t j = s; j < m - 1; j++) {
+        for (Py_ssize_t l = 0; l <= j + 1; l++) {
+            R[l * cap + j] = R[l * cap + j + 1];
+        }
+        g->point[j] = g->point[j + 1];
+        g->slot[g->point[j]] = j;
+    }
+    for (Py_ssize_t j = s; j < m - 1; j++) {
+        double a = R[j * cap + j], b = R[(j + 1) * cap + j], h = hypot(a, b);
+        if (!(h > 0.0) || !isfinite(h)) {
+            return FAILED;
+        }
+        double c = a / h, sn = b / h;
+        for (Py_ssize_t l = j; l < m - 1; l++) {
+            double top = R[j * cap + l], bottom = R[(j + 1) * cap + l];
+            R[j * cap + l] = c * top + sn * bottom;
+            R[(j + 1) * cap + l] = c * bottom - sn * top;
+        }
+    }
+    g->m = m - 1;
+    return SOLVED;
+}
+
+/* x = G^-1 r (m entries) by the two triangular solves with R; x may be r. */
+static void
+gram_apply_inverse(const Gram *g, const double *r, double *x)
+{
+    Py_ssize_t m = g->m, cap = g->cap;
+    const double *R = g->R;
+    for (Py_ssize_t k = 0; k < m; k++) {
+        double t = r[k];
+        for (Py_ssize_t l = 0; l < k; l++) {
+            t -= R[l * cap + k] * x[l];
+        }
+        x[k] = t / R[k * cap + k];
+    }
+    for (Py_ssize_t k = m - 1; k >= 0; k--) {
+        double t = x[k];
+        for (Py_ssize_t l = k + 1; l < m; l++) {
+            t -= R[k * cap + l] * x[l];
+        }
+        x[k] = t / R[k * cap + k];
+    }
+}
+
+/* Bring the slots to the free rows F[:m]: FAILED where the factor cannot hold them. */
+static int
+gram_sync(Gram *g, const unsigned char *is_free, const Py_ssize_t *F, Py_ssize_t m,
+          const double *Phi, Py_ssize_t nz)
+{
+    for (Py_ssize_t s = g->m - 1; s >= 0; s--) {
+        if (!is_free[g->point[s]] && !gram_delete(g, s)) {
+            return FAILED;
+        }
+    }
+    for (Py_ssize_t k = 0; k < m; k++) {
+        if (g->slot[F[k]] < 0 && !gram_append(g, Phi, nz, F[k])) {
+            return FAILED;
+        }
+    }
+    return SOLVED;
+}
+
+/*
+ * `schur_solve`'s system by the kept factor: with G = Phi_F Phi_F^T and
+ * r = p_F - Phi_F L^-1 v, alpha_F = G^-1 (r - y_F b) and
+ * b = (y_F^T G^-1 r + cy) / (y_F^T G^-1 y_F). FAILED (and `schur_solve`
+ * answers) where the factor is unusable or its solution does not check.
+ */
+static int
+gram_solve(Gram *g, const double *B, const double *y, const double *p, const Py_ssize_t *F,
+           Py_ssize_t m, Py_ssize_t nz, const double *K, const double *L, const double *Phi,
+           const unsigned char *is_free, const double *v, double cy, double scale, double *sol)
+{
+    /* one free row: the constraint alone gives alpha = -cy y, which `schur_solve`'s pivot
+       on y reproduces to the last digit (it decides whether the row reaches its bound) */
+    if (m < 2 || m > g->cap || (!g->valid && m >= g->failed)) {
+        return FAILED;
+    }
+    int fresh = !g->valid;
+    if (fresh) {
+        gram_clear(g, 0);
+    }
+    while (1) {
+        if (gram_sync(g, is_free, F, m, Phi, nz)) {
+            double *u = g->work, *r = u + nz, *yy = r + g->cap, *x = yy + g->cap;
+            double *z = x + g->cap;
+            forward_substitution(L, v, u, nz);
+            for (Py_ssize_t s = 0; s < m; s++) {
+                Py_ssize_t i = g->point[s];
+                double t = TARGET(p, i);
+                for (Py_ssize_t a = 0; a < nz; a++) {
+                    t -= Phi[i * nz + a] * u[a];
+                }
+                r[s] = t;
+                yy[s] = y[i];
+            }
+            gram_apply_inverse(g, r, x);
+            gram_apply_inverse(g, yy, z);
+            double num = cy, den = 0.0;
+            for (Py_ssize_t s = 0; s < m; s++) {
+                num += yy[s] * x[s];
+                den += yy[s] * z[s];
+            }
+            if (den > 0.0 && isfinite(num / den)) {
+                double b = num / den;
+                /* alpha_F = G^-1 (r - y_F b) solved anew, not x - b z, whose difference
+                   can cancel the digits that decide whether a bound is met */
+                for (Py_ssize_t s = 0; s < m; s++) {
+                    r[s] -= yy[s] * b;
+                }
+                gram_apply_inverse(g, r, x);
+                for (Py_ssize_t s = 0; s < m; s++) { /* L^-1 v + Phi_F^T alpha_F */
+                    const double *phi = Phi + g->point[s] * nz;
+                    for (Py_ssize_t a = 0; a < nz; a++) {
+                        u[a] += x[s] * phi[a];
+                    }
+                }
+                for (Py_ssize_t a = nz - 1; a >= 0; a--) {
+                    double t = u[a];
+                    for (Py_ssize_t c = a + 1; c < nz; c++) {
+                        t -= L[c * nz + a] * sol[c];
+                    }
+                    sol[a] = t / L[a * nz + a];
+                }
+                sol[nz] = b;
+                for (Py_ssize_t k = 0; k < m; k++) {
+                    sol[nz + 1 + k] = x[g->slot[F[k]]];
+                }
+                if (kkt_solved(B, y, p, F, m, nz, K, v, cy, sol, scale)) {
+                    return SOLVED;
+                }
+            }
+        }
+        if (fresh) { /* built from scratch and still no good: wait for a smaller free set */
+            gram_clear(g, m);
+            return FAILED;
+        }
+        fresh = 1; /* an updated factor may have drifted: rebuild it once */
+        gram_clear(g, 0);
+    }
+}
+
+/*
  * The moves of `_warm_active_set`.
  *
  * Updates alpha, upper and is_free (the free mask; `free` is C's) in place and
- * writes beta (Nz) and *b_out; returns SOLVED where every KKT condition holds to
+ * writes beta (Nz), *b_out and *kept_out (the moves `gram_solve` answered); returns SOLVED where every KKT condition holds to
  * tol within max_iter moves. Non-finite values count as failure: no
  * floating-point error is raised here. B is N x Nz, K and K_inv Nz x Nz, L the
  * Cholesky factor of K or empty (nL = 0: every move solves the unreduced system).
@@ -394,9 +648,10 @@ active_set(const double *B, const double *y, const double *p, const double *K,
            const double *K_inv, const double *L, Py_ssize_t nL, const double *C, double *alpha,
            unsigned char *upper, unsigned char *is_free, Py_ssize_t N, Py_ssize_t nz,
            double tol, Py_ssize_t max_iter, const double *v0, double cy0, double *beta,
-           double *b_out)
+           double *b_out, Py_ssize_t *kept_out)
 {
     double b = 0.0;
+    *kept_out = 0;
     /* the bound points enter the subproblem only through these sums; each move updates
        them. They start from v0 and cy0: points at C_i held outside the rows given. */
     double cy = cy0, *v = new_doubles(nz, 1);
@@ -407,9 +662,11 @@ active_set(const double *B, const double *y, const double *p, const double *K,
     /* whitened rows Phi_i = L^-1 B_i^T of the points that have been free (no L: none) */
     double *Phi = nL ? new_doubles(N * nz, 0) : NULL;
     unsigned char *whitened = (unsigned char *)calloc((size_t)(N > 0 ? N : 1), 1);
+    Gram gram = {NULL, NULL, NULL, NULL, 0, 0, 0, 0};
     int status = NO_MEMORY;
     if (v == NULL || d == NULL || null == NULL || u == NULL || w == NULL || sol == NULL
-        || F == NULL || (nL && Phi == NULL) || whitened == NULL) {
+        || F == NULL || (nL && Phi == NULL) || whitened == NULL
+        || (nL && gram_init(&gram, N, nz) != SOLVED)) {
         goto done;
     }
     status = FAILED;
@@ -446,7 +703,12 @@ active_set(const double *B, const double *y, const double *p, const double *K,
                     whitened[i] = 1;
                 }
             }
-            solved = schur_solve(B, y, p, F, m, nz, K, L, Phi, v, cy, scale, sol);
+            solved = gram_solve(&gram, B, y, p, F, m, nz, K, L, Phi, is_free, v, cy, scale,
+                                sol);
+            *kept_out += solved == SOLVED;
+            if (solved == FAILED) {
+                solved = schur_solve(B, y, p, F, m, nz, K, L, Phi, v, cy, scale, sol);
+            }
         }
         if (solved == FAILED) {
             solved = active_set_solve(B, y, p, F, m, nz, K, v, cy, scale, sol);
@@ -584,6 +846,7 @@ done:
     free(F);
     free(Phi);
     free(whitened);
+    gram_free(&gram);
     return status;
 }
 
@@ -627,13 +890,14 @@ take_indices(Held *held, const char *function, PyObject *obj, Py_ssize_t m, Py_s
 
 PyDoc_STRVAR(active_set_doc,
 "active_set(B, y, K, K_inv, L, C, alpha, upper, free, beta, tol, max_iter, v0, cy0, p=None)\n"
-"-> (ok, b)\n\n"
+"-> (ok, b, kept)\n\n"
 "The moves of sparsify.algorithms.svm.fast._warm_active_set. Arrays: B (N, Nz), y, C (N,),\n"
 "K, K_inv (Nz, Nz), L (Nz, Nz) or (0, 0), all float64; alpha (N,) float64, upper and free\n"
 "(N,) bool, updated in place; beta (Nz,) float64, written; v0 (Nz,) float64 and cy0, the\n"
 "sums of C_j B_j and C_j y_j over points at C_j left out of B. Returns whether every KKT\n"
-"condition holds to tol within max_iter moves, and b. p (N,) float64: the rows' margin\n"
-"targets (None: 1 for every row, the SVM). The GIL is released meanwhile.");
+"condition holds to tol within max_iter moves, b, and how many moves the Cholesky factor\n"
+"kept across moves solved. p (N,) float64: the rows' margin targets (None: 1 for every\n"
+"row, the SVM). The GIL is released meanwhile.");
 
 static PyObject *
 py_active_set(PyObject *self, PyObject *args)
@@ -644,7 +908,7 @@ py_active_set(PyObject *self, PyObject *args)
     const double *B, *y, *K, *K_inv, *L, *C, *v0, *p = NULL;
     double *alpha, *beta, tol, cy0, b = 0.0;
     unsigned char *upper, *is_free;
-    Py_ssize_t max_iter, N, nz, nL;
+    Py_ssize_t max_iter, N, nz, nL, kept = 0;
     Held held = {.held = 0};
     if (!PyArg_ParseTuple(args, "OOOOOOOOOOdnOd|O:active_set", &oB, &oy, &oK, &oK_inv, &oL,
                           &oC, &oalpha, &oupper, &ofree, &obeta, &tol, &max_iter, &ov0, &cy0,
@@ -684,7 +948,7 @@ py_active_set(PyObject *self, PyObject *args)
     int status;
     Py_BEGIN_ALLOW_THREADS
     status = active_set(B, y, p, K, K_inv, L, nL, C, alpha, upper, is_free, N, nz, tol,
-                        max_iter, v0, cy0, beta, &b);
+                        max_iter, v0, cy0, beta, &b, &kept);
     Py_END_ALLOW_THREADS
     if (status == NO_MEMORY) {
         /* Phi and the null vector's matrix, N x Nz each, dominate: about twice B */
@@ -696,7 +960,7 @@ py_active_set(PyObject *self, PyObject *args)
                      "points or with fewer expansion vectors.", (Py_ssize_t)(mb + 1.0), N, nz);
     }
     else {
-        result = Py_BuildValue("(Od)", status == SOLVED ? Py_True : Py_False, b);
+        result = Py_BuildValue("(Odn)", status == SOLVED ? Py_True : Py_False, b, kept);
     }
 done:
     release_all(&held);
