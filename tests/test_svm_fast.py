@@ -113,6 +113,21 @@ def test_after_a_failed_polish_the_interior_point_answers_directly(
     assert fast.n_interior_point == SKIP_POLISH + 3 and fast.n_generic == 0
 
 
+def test_a_diverging_interior_point_hands_its_best_partition_to_the_polish() -> None:
+    """A checkerboard at C = 10⁴ on fixed random XVs: the interior point's gap falls to
+    about 0.006, then climbs back to 1 (its Newton directions lose their accuracy). The
+    partition of its best iterate settles in the polish: the fast path answers, not the
+    generic path, and with the generic path's W and ∇W."""
+    X, y = make_checkerboard(2000, random_state=0)
+    kernel = make_kernel("rbf", X, gamma=1.124)
+    fast, generic = _pair(X, y, kernel, 40, 1e4)
+    Z = initial_expansion_vectors(X, 40, "random", 0)
+    ev, ref = fast.evaluate(Z), generic.evaluate(Z)
+    assert (fast.n_interior_point, fast.n_generic) == (1, 0)
+    assert ev.value == pytest.approx(ref.value, rel=1e-6)
+    np.testing.assert_allclose(ev.grad, ref.grad, rtol=0, atol=1e-5 * np.abs(ref.grad).max())
+
+
 @pytest.mark.parametrize("band", [0.5, 0.0])
 def test_the_interior_point_on_a_working_set_lands_on_the_full_solution(
         band: float, monkeypatch: pytest.MonkeyPatch) -> None:
