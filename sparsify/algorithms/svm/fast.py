@@ -138,8 +138,8 @@ def _warm_active_set(
     v0, cy0 = (np.zeros(B.shape[1]), 0.0) if held is None else held
     p = None if targets is None else np.ascontiguousarray(targets, dtype=float)
     ok, b, _ = _compiled_active_set(B, y, K, K_inv, L, C, alpha, upper, free, beta, float(tol),
-                                 int(max_iter), np.ascontiguousarray(v0, dtype=float),
-                                 float(cy0), p)
+                                    int(max_iter), np.ascontiguousarray(v0, dtype=float),
+                                    float(cy0), p)
     return (alpha, beta, b, upper, free) if ok else None
 
 
