@@ -9,9 +9,10 @@
  * (gcc 12 and clang 14, x86-64). Since then a move solves with a Cholesky factor
  * kept across moves where it can (`Gram`), the earlier solve answering elsewhere.
  * Each move is a few loops over at most N points and a solve of at most
- * 2 Nz + 2 unknowns, which numpy would spend in call overhead. Built by setuptools at install (setup.py, with -ffp-contract=off so
- * no multiply-add is fused and x86-64 and arm64 round alike); no numpy headers:
- * the arrays come through the buffer protocol and are checked here.
+ * 2 Nz + 2 unknowns, which numpy would spend in call overhead. Built by
+ * setuptools at install (setup.py, with -ffp-contract=off so no multiply-add is
+ * fused and x86-64 and arm64 round alike); no numpy headers: the arrays come
+ * through the buffer protocol and are checked here.
  *
  * Status codes of the internal functions: 1 solved, 0 not solved (numerically),
  * -1 out of memory. Python sees three functions: `active_set` (what svm_fast
