@@ -214,6 +214,19 @@ forward_substitution(const double *L, const double *rhs, double *out, Py_ssize_t
     }
 }
 
+/* out = L^-T rhs for a lower-triangular L (n x n, row-major). */
+static void
+backward_substitution(const double *L, const double *rhs, double *out, Py_ssize_t n)
+{
+    for (Py_ssize_t a = n - 1; a >= 0; a--) {
+        double t = rhs[a];
+        for (Py_ssize_t c = a + 1; c < n; c++) {
+            t -= L[c * n + a] * out[c];
+        }
+        out[a] = t / L[a * n + a];
+    }
+}
+
 /*
  * `active_set_solve` with beta eliminated: an (m + 1)-sized system instead of
  * Nz + 1 + m.
@@ -268,13 +281,7 @@ schur_solve(const double *B, const double *y, const double *p, const Py_ssize_t 
             u[a] += r[k] * Phi[F[k] * nz + a];
         }
     }
-    for (Py_ssize_t a = nz - 1; a >= 0; a--) {
-        double t = u[a];
-        for (Py_ssize_t c = a + 1; c < nz; c++) {
-            t -= L[c * nz + a] * sol[c];
-        }
-        sol[a] = t / L[a * nz + a];
-    }
+    backward_substitution(L, u, sol, nz);
     sol[nz] = r[m];
     for (Py_ssize_t k = 0; k < m; k++) {
         sol[nz + 1 + k] = r[k];
@@ -606,13 +613,7 @@ gram_solve(Gram *g, const double *B, const double *y, const double *p, const Py_
                         u[a] += x[s] * phi[a];
                     }
                 }
-                for (Py_ssize_t a = nz - 1; a >= 0; a--) {
-                    double t = u[a];
-                    for (Py_ssize_t c = a + 1; c < nz; c++) {
-                        t -= L[c * nz + a] * sol[c];
-                    }
-                    sol[a] = t / L[a * nz + a];
-                }
+                backward_substitution(L, u, sol, nz);
                 sol[nz] = b;
                 for (Py_ssize_t k = 0; k < m; k++) {
                     sol[nz + 1 + k] = x[g->slot[F[k]]];
@@ -635,8 +636,9 @@ gram_solve(Gram *g, const double *B, const double *y, const double *p, const Py_
  * The moves of `_warm_active_set`.
  *
  * Updates alpha, upper and is_free (the free mask; `free` is C's) in place and
- * writes beta (Nz), *b_out and *kept_out (the moves `gram_solve` answered); returns SOLVED where every KKT condition holds to
- * tol within max_iter moves. Non-finite values count as failure: no
+ * writes beta (Nz), *b_out and *kept_out (the moves `gram_solve` answered);
+ * returns SOLVED where every KKT condition holds to tol within max_iter moves.
+ * Non-finite values count as failure: no
  * floating-point error is raised here. B is N x Nz, K and K_inv Nz x Nz, L the
  * Cholesky factor of K or empty (nL = 0: every move solves the unreduced system).
  * v0 (Nz) and cy0 are sum_j C_j B_j and sum_j C_j y_j over points at their upper
