@@ -27,7 +27,7 @@ from sparsify.core.errors import MemoryEstimateError
 from sparsify.core.gradcheck import check_gradient, random_problem
 from sparsify.core.marginal import whitening
 from sparsify.core.optimize import initial_expansion_vectors
-from sparsify.datasets import load_banana, make_checkerboard
+from sparsify.datasets import load_banana, make_checkerboard, make_ringnorm
 from sparsify.kernels import make_kernel
 
 KERNELS = ["rbf", "poly", "linear", "rbf+linear"]
@@ -621,6 +621,48 @@ def test_coordinate_descent_reaches_the_svm_with_its_free_bias(seed: int) -> Non
     assert converged and steps >= 1
     np.testing.assert_allclose(u, B.T @ alpha, atol=1e-9 * max(1.0, np.abs(u).max()))
     assert abs(y @ alpha) <= 1e-8 * C.max() * len(y)
+    u_ref, b_ref = cp.Variable(B.shape[1]), cp.Variable()
+    primal = cp.Problem(cp.Minimize(0.5 * cp.sum_squares(u_ref)
+                                    + C @ cp.pos(1 - B @ u_ref - y * b_ref)))
+    primal.solve(solver="CLARABEL")
+    value = 0.5 * u @ u + C @ np.maximum(0.0, 1.0 - B @ u - y * b)
+    assert value == pytest.approx(primal.value, rel=1e-6)
+
+
+def _ringnorm_rows(shift: float):
+    """B = y∘Φ of 3000 ringnorm points stored by class, y, C = 1: a fit's inner problem."""
+    X, y = make_ringnorm(3000, random_state=0)
+    order = np.argsort(y, kind="stable")  # the classes one after the other
+    X, y = X[order], y[order].astype(float)
+    kernel = make_kernel("rbf", X, gamma=0.02)
+    Z = X[:: 150] + shift
+    T = whitening(kernel(Z, Z) + 1e-10 * np.eye(len(Z)))
+    return np.ascontiguousarray(y[:, None] * (kernel(X, Z) @ T)), y, np.ones(len(y))
+
+
+def _pg_violation(B, y, C, alpha, u, b) -> float:
+    """The largest projected gradient of the dual at (α, u, b) over every row."""
+    G = B @ u + y * b - 1.0
+    return float(np.max(np.abs(np.where(alpha <= 0, np.minimum(G, 0.0),
+                                        np.where(alpha >= C, np.maximum(G, 0.0), G)))))
+
+
+def test_coordinate_descent_keeps_its_shrunk_rows_and_reaches_the_svm_from_a_warm_start(
+) -> None:
+    """A warm start, after an L-BFGS step, keeps the rows it shrank across the bias steps and
+    checks every row only at the end: it must still land on the optimum, to eps on every row
+    (the rows left out included), with the classes stored one after the other."""
+    B, y, C = _ringnorm_rows(0.0)
+    alpha, u = np.zeros(len(y)), np.empty(B.shape[1])
+    converged, b, cold, _ = _dual_cd.dual_cd(B, y, C, alpha, u, 0.0, 1.0, 1e-9, 10**5, 0)
+    assert converged and _pg_violation(B, y, C, alpha, u, b) <= 1e-8
+    B, *_ = _ringnorm_rows(0.02)  # the XVs moved
+    converged, b, warm, steps = _dual_cd.dual_cd(B, y, C, alpha, u, b, 1.0, 1e-9, 10**5, 0)
+    assert converged and steps >= 1 and warm < cold
+    # eps bounds the span of the projected gradients and the last bias step, each 1e-9;
+    # what the last pass moved adds as much again
+    assert _pg_violation(B, y, C, alpha, u, b) <= 1e-8
+    np.testing.assert_allclose(u, B.T @ alpha, atol=1e-9 * max(1.0, np.abs(u).max()))
     u_ref, b_ref = cp.Variable(B.shape[1]), cp.Variable()
     primal = cp.Problem(cp.Minimize(0.5 * cp.sum_squares(u_ref)
                                     + C @ cp.pos(1 - B @ u_ref - y * b_ref)))
