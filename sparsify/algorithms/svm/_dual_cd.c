@@ -19,9 +19,9 @@
  * The rows come signed, B_i = y_i Phi_i (the active set's B too), so one N x Nz
  * array serves both methods: y_i Phi_i u = B_i u and u = sum_i alpha_i B_i.
  * The steps converge to the free bias, where s = 0; each warm-starts from the last
- * alpha. Shrinking as in LIBLINEAR, also during the checks over every row and, from a
- * warm start, across the bias steps (see inner). The result is accurate to eps in the projected
- * gradient, enough to name the partition (bound, free, zero) that the exact
+ * alpha. Shrinking as in LIBLINEAR, also during the checks over every row and, from
+ * a warm start, across the bias steps (see inner). The result is accurate to eps in
+ * the projected gradient, enough to name the partition (bound, free, zero) that the exact
  * active-set method (_active_set.c) then polishes to the KKT point.
  *
  * Built by setuptools with -ffp-contract=off (setup.py) and a fixed-seed generator for
@@ -55,7 +55,7 @@ next_random(uint64_t *state)
  * that do not wait on one another (one running sum waits an addition's latency per
  * entry, which made a pass over N rows latency-bound) */
 static double
-dot(const double *restrict a, const double *restrict b, Py_ssize_t n)
+dot(const double *a, const double *b, Py_ssize_t n)
 {
     double s0 = 0.0, s1 = 0.0, s2 = 0.0, s3 = 0.0;
     Py_ssize_t k = 0;
@@ -71,9 +71,16 @@ dot(const double *restrict a, const double *restrict b, Py_ssize_t n)
     return (s0 + s1) + (s2 + s3);
 }
 
+/* C99's restrict, which MSVC spells __restrict */
+#if defined(_MSC_VER)
+#define RESTRICT __restrict
+#else
+#define RESTRICT restrict
+#endif
+
 /* u += t * row (restrict: the compiler may vectorise it without a run-time overlap test) */
 static void
-axpy(double *restrict u, double t, const double *restrict row, Py_ssize_t n)
+axpy(double *RESTRICT u, double t, const double *RESTRICT row, Py_ssize_t n)
 {
     for (Py_ssize_t c = 0; c < n; c++) {
         u[c] += t * row[c];
