@@ -612,6 +612,16 @@ def _whitened_problem(seed: int):
     return np.ascontiguousarray(B @ np.linalg.solve(K, V * np.sqrt(lam))), y, C
 
 
+def _assert_primal_optimum(B, y, C, u, b) -> None:
+    """(u, b) attain the SVM primal's optimum on the rows B, as Clarabel solves it (rel 1e-6)."""
+    u_ref, b_ref = cp.Variable(B.shape[1]), cp.Variable()
+    primal = cp.Problem(cp.Minimize(0.5 * cp.sum_squares(u_ref)
+                                    + C @ cp.pos(1 - B @ u_ref - y * b_ref)))
+    primal.solve(solver="CLARABEL")
+    value = 0.5 * u @ u + C @ np.maximum(0.0, 1.0 - B @ u - y * b)
+    assert value == pytest.approx(primal.value, rel=1e-6)
+
+
 @pytest.mark.parametrize("seed", range(6))
 def test_coordinate_descent_reaches_the_svm_with_its_free_bias(seed: int) -> None:
     """Run to a tight tolerance it is an exact method: the primal optimum and yᵀα = 0."""
@@ -621,12 +631,7 @@ def test_coordinate_descent_reaches_the_svm_with_its_free_bias(seed: int) -> Non
     assert converged and steps >= 1
     np.testing.assert_allclose(u, B.T @ alpha, atol=1e-9 * max(1.0, np.abs(u).max()))
     assert abs(y @ alpha) <= 1e-8 * C.max() * len(y)
-    u_ref, b_ref = cp.Variable(B.shape[1]), cp.Variable()
-    primal = cp.Problem(cp.Minimize(0.5 * cp.sum_squares(u_ref)
-                                    + C @ cp.pos(1 - B @ u_ref - y * b_ref)))
-    primal.solve(solver="CLARABEL")
-    value = 0.5 * u @ u + C @ np.maximum(0.0, 1.0 - B @ u - y * b)
-    assert value == pytest.approx(primal.value, rel=1e-6)
+    _assert_primal_optimum(B, y, C, u, b)
 
 
 def _ringnorm_rows(shift: float):
@@ -663,12 +668,7 @@ def test_coordinate_descent_keeps_its_shrunk_rows_and_reaches_the_svm_from_a_war
     # what the last pass moved adds as much again
     assert _pg_violation(B, y, C, alpha, u, b) <= 1e-8
     np.testing.assert_allclose(u, B.T @ alpha, atol=1e-9 * max(1.0, np.abs(u).max()))
-    u_ref, b_ref = cp.Variable(B.shape[1]), cp.Variable()
-    primal = cp.Problem(cp.Minimize(0.5 * cp.sum_squares(u_ref)
-                                    + C @ cp.pos(1 - B @ u_ref - y * b_ref)))
-    primal.solve(solver="CLARABEL")
-    value = 0.5 * u @ u + C @ np.maximum(0.0, 1.0 - B @ u - y * b)
-    assert value == pytest.approx(primal.value, rel=1e-6)
+    _assert_primal_optimum(B, y, C, u, b)
 
 
 def test_coordinate_descent_is_deterministic_and_thread_safe() -> None:
