@@ -86,6 +86,10 @@ IP_BAND = 0.5
 #: interior point costs less than a failed coordinate descent and polish; on a 4 × 4
 #: checkerboard at C = 1000, Nz = 16, N = 10⁵: 0.44 s against 1.7 s) before it is tried again.
 SKIP_POLISH = 10
+#: The interior point stops after this many iterates without a new lowest duality gap and
+#: polishes its best iterate's partition (a working Mehrotra iterate lowers the gap at each
+#: step; the early ones, at a gap near 1, by a little each)
+IP_STALL = 10
 
 
 # The active-set moves and the coordinate descent are C (sparsify/algorithms/svm/_active_set.c,
@@ -221,8 +225,9 @@ def _interior_point(
     holds in general position that the polish would cost more than further
     iterates; that usually ends the method well before the gap reaches ``tol``.
     Where the method stalls instead (per-point costs spanning decades can make
-    the gap wander back up) or diverges (the gap 100 times its lowest), the
-    partition of the iterate with the lowest gap gets one more polish. Plain
+    the gap wander back up; `IP_STALL` iterates without a new lowest gap) or
+    diverges (the gap 100 times its lowest), the partition of the iterate with
+    the lowest gap gets one more polish. Plain
     numpy: at N in the hundreds an iteration is a few dozen vector operations.
     """
     N = len(y)
@@ -231,6 +236,7 @@ def _interior_point(
     lam, mu, b = np.ones(N), np.ones(N), 0.0
     next_polish = 1e-3  # try the exact polish at gaps 1e-3, then 100× lower each time
     best: tuple[float, Array, NDArray[np.bool_], NDArray[np.bool_]] | None = None
+    stalled = 0  # iterates since the gap last reached a new low
     try:
         for _ in range(max_iter):
             s = C - alpha
@@ -241,11 +247,14 @@ def _interior_point(
             # (the SVM's Σα by numpy's pairwise sum, as before targets existed)
             linear = float(alpha.sum()) if targets is None else float(p @ alpha)
             gap = (primal - (linear - 0.5 * wnorm2)) / max(1.0, abs(primal))
-            if best is not None and gap > 100 * best[0]:
-                # diverged: the Newton directions lost their accuracy (a checkerboard at
-                # C = 10⁴, fixed random XVs: from a gap of 0.006 back to 1, then steps of
-                # 1e-7 to the end; its best partition then settled in the polish)
+            if best is not None and (gap > 100 * best[0] or stalled >= IP_STALL):
+                # diverged or stalled: the Newton directions lost their accuracy (a
+                # checkerboard at C = 10⁴, fixed random XVs: from a gap of 0.006 back to 1,
+                # then steps of 1e-7 to the end; at N = 10⁶, Nz = 500 on 40 679 rows: from
+                # 0.11 back to 0.999, crawling there to the 100th iterate, 78 s); its best
+                # partition then settled in the polish
                 break
+            stalled = 0 if best is None or gap < best[0] else stalled + 1
             if best is None or gap < best[0] or gap <= next_polish:
                 # A bound counts as active where its slack is below its multiplier
                 # (α/C < λ, (C − α)/C < μ): on the central path the two separate
