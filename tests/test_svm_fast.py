@@ -7,6 +7,7 @@ import subprocess
 import sys
 import tracemalloc
 from concurrent.futures import ThreadPoolExecutor
+from functools import partial
 
 import cvxpy as cp
 import numpy as np
@@ -155,6 +156,34 @@ def test_a_stalled_interior_point_stops_and_polishes_its_best_partition(monkeypa
     np.testing.assert_allclose(slack[free], 0.0, atol=1e-9)
     assert fast.y @ alpha == pytest.approx(0.0, abs=1e-9 * fast.C.max())
     assert ev.value == pytest.approx(0.5 * u @ u + fast.C @ np.maximum(0.0, -slack), rel=1e-9)
+
+
+def test_where_the_stalled_polish_fails_the_interior_point_goes_on(monkeypatch) -> None:
+    """The same checkerboard on every row: the stall's polish settles after 38 iterates;
+    where it fails instead (a polish made to fail once) the iterates go on, as before the
+    stall rule, and the next polish lands on the KKT point."""
+    X, y = make_checkerboard(4000, random_state=0)
+    kernel = make_kernel("rbf", X, gamma=1.124)
+    fast = SVMDualMarginal(1e4, X, y, kernel, 80, tol=1e-9)
+    Z = initial_expansion_vectors(X, 80, "random", 0)
+    B = fast._signed_rows(kernel(fast.X, Z) @ whitening(kernel(Z, Z) + fast.jitter * np.eye(80)))
+    eye, y, C = np.eye(80), fast.y, fast.C
+    polish = partial(_warm_active_set, B, y, eye, eye, eye, C, tol=1e-9, max_iter=900)
+    counts = {}
+    inv = np.linalg.inv
+    monkeypatch.setattr(np.linalg, "inv", lambda a: counts.update(
+        iterates=counts.get("iterates", 0) + 1) or inv(a))
+
+    def failing_once(*args):
+        counts["polish"] = counts.get("polish", 0) + 1
+        return None if counts["polish"] == 1 else polish(*args)
+
+    solved = _interior_point(B, y, eye, eye, C, 1e-11, lambda *args: polish(*args))
+    settled_at = counts.pop("iterates")
+    assert solved is not None and settled_at < 100  # the stall's polish ended it
+    solved = _interior_point(B, y, eye, eye, C, 1e-11, failing_once)
+    assert solved is not None and counts["polish"] >= 2 and counts["iterates"] > settled_at
+    assert _kkt_violation(B, y, eye, C, *solved[:3]) <= 1e-9 * C.max()
 
 
 @pytest.mark.parametrize("band", [0.5, 0.0])

@@ -86,9 +86,9 @@ IP_BAND = 0.5
 #: interior point costs less than a failed coordinate descent and polish; on a 4 × 4
 #: checkerboard at C = 1000, Nz = 16, N = 10⁵: 0.44 s against 1.7 s) before it is tried again.
 SKIP_POLISH = 10
-#: The interior point stops after this many iterates without a new lowest duality gap and
-#: polishes its best iterate's partition (a working Mehrotra iterate lowers the gap at each
-#: step; the early ones, at a gap near 1, by a little each)
+#: After this many iterates without a new lowest duality gap the interior point polishes its
+#: best iterate's partition (a working Mehrotra iterate lowers the gap at each step; the
+#: early ones, at a gap near 1, by a little each)
 IP_STALL = 10
 
 
@@ -224,10 +224,11 @@ def _interior_point(
     100-fold, unless it has so many more free rows than the Nz + 1 the margin
     holds in general position that the polish would cost more than further
     iterates; that usually ends the method well before the gap reaches ``tol``.
-    Where the method stalls instead (per-point costs spanning decades can make
-    the gap wander back up; `IP_STALL` iterates without a new lowest gap) or
-    diverges (the gap 100 times its lowest), the partition of the iterate with
-    the lowest gap gets one more polish. Plain
+    After `IP_STALL` iterates without a new lowest gap the partition of the
+    iterate with the lowest gap is polished once (the method goes on where that
+    does not settle). Where the method stalls to the end instead (per-point
+    costs spanning decades can make the gap wander back up) or diverges (the
+    gap 100 times its lowest), that partition gets one more polish. Plain
     numpy: at N in the hundreds an iteration is a few dozen vector operations.
     """
     N = len(y)
@@ -247,14 +248,19 @@ def _interior_point(
             # (the SVM's Σα by numpy's pairwise sum, as before targets existed)
             linear = float(alpha.sum()) if targets is None else float(p @ alpha)
             gap = (primal - (linear - 0.5 * wnorm2)) / max(1.0, abs(primal))
-            if best is not None and (gap > 100 * best[0] or stalled >= IP_STALL):
-                # diverged or stalled: the Newton directions lost their accuracy (a
-                # checkerboard at C = 10⁴, fixed random XVs: from a gap of 0.006 back to 1,
-                # then steps of 1e-7 to the end; at N = 10⁶, Nz = 500 on 40 679 rows: from
-                # 0.11 back to 0.999, crawling there to the 100th iterate, 78 s); its best
-                # partition then settled in the polish
+            if best is not None and gap > 100 * best[0]:
+                # diverged: the Newton directions lost their accuracy (a checkerboard at
+                # C = 10⁴, fixed random XVs: from a gap of 0.006 back to 1, then steps of
+                # 1e-7 to the end; its best partition then settled in the polish)
                 break
             stalled = 0 if best is None or gap < best[0] else stalled + 1
+            if stalled == IP_STALL and best is not None:
+                # stalled (at N = 10⁶, Nz = 500 on 40 679 rows: from 0.11 back to 0.999,
+                # crawling there to the 100th iterate, 78 s): the best partition's polish;
+                # where it does not settle the iterates go on, as before this rule
+                polished = polish(*best[1:])
+                if polished is not None:
+                    return polished
             if best is None or gap < best[0] or gap <= next_polish:
                 # A bound counts as active where its slack is below its multiplier
                 # (α/C < λ, (C − α)/C < μ): on the central path the two separate
