@@ -129,6 +129,17 @@ def test_a_diverging_interior_point_hands_its_best_partition_to_the_polish() -> 
     np.testing.assert_allclose(ev.grad, ref.grad, rtol=0, atol=1e-5 * np.abs(ref.grad).max())
 
 
+def _assert_kkt_on_every_row(fast, B, alpha, u, b) -> None:
+    """The SVM dual's KKT conditions on every row of B, to the tolerance the polish
+    guarantees (1e-9 in the margin slack; yᵀα to 1e-9 of the largest C)."""
+    slack = B @ u + fast.y * b - 1
+    assert np.all(np.where(alpha <= 0, slack >= -1e-9, True))
+    assert np.all(np.where(alpha >= fast.C, slack <= 1e-9, True))
+    free = (alpha > 0) & (alpha < fast.C)
+    np.testing.assert_allclose(slack[free], 0.0, atol=1e-9)
+    assert fast.y @ alpha == pytest.approx(0.0, abs=1e-9 * fast.C.max())
+
+
 def test_a_stalled_interior_point_stops_and_polishes_its_best_partition(monkeypatch) -> None:
     """A checkerboard at C = 10⁴, Nz = 80: the gap falls, climbs back nine-fold (not the 100×
     of a divergence) and crawls there; without the stall rule every one of the 100 iterates
@@ -149,13 +160,9 @@ def test_a_stalled_interior_point_stops_and_polishes_its_best_partition(monkeypa
     alpha, b = fast._last
     B = fast._signed_rows(kernel(fast.X, Z) @ whitening(kernel(Z, Z) + fast.jitter * np.eye(80)))
     u = B.T @ alpha
-    slack = B @ u + fast.y * b - 1
-    assert np.all(np.where(alpha <= 0, slack >= -1e-9, True))
-    assert np.all(np.where(alpha >= fast.C, slack <= 1e-9, True))
-    free = (alpha > 0) & (alpha < fast.C)
-    np.testing.assert_allclose(slack[free], 0.0, atol=1e-9)
-    assert fast.y @ alpha == pytest.approx(0.0, abs=1e-9 * fast.C.max())
-    assert ev.value == pytest.approx(0.5 * u @ u + fast.C @ np.maximum(0.0, -slack), rel=1e-9)
+    _assert_kkt_on_every_row(fast, B, alpha, u, b)
+    hinge = np.maximum(0.0, 1 - B @ u - fast.y * b)
+    assert ev.value == pytest.approx(0.5 * u @ u + fast.C @ hinge, rel=1e-9)
 
 
 def test_where_the_stalled_polish_fails_the_interior_point_goes_on(monkeypatch) -> None:
@@ -219,13 +226,7 @@ def test_the_interior_point_on_a_working_set_lands_on_the_full_solution(
     if band == 0.0:
         # rows were missed and joined: polished from the interior point's partition
         assert settled and settled[0] > sizes[0]
-    # the KKT conditions on every row, to the tolerance the polish guarantees
-    slack = B @ u + fast.y * b - 1
-    assert np.all(np.where(alpha <= 0, slack >= -1e-9, True))
-    assert np.all(np.where(alpha >= fast.C, slack <= 1e-9, True))
-    free = (alpha > 0) & (alpha < fast.C)
-    np.testing.assert_allclose(slack[free], 0.0, atol=1e-9)
-    assert fast.y @ alpha == pytest.approx(0.0, abs=1e-9 * fast.C.max())
+    _assert_kkt_on_every_row(fast, B, alpha, u, b)
     np.testing.assert_allclose(u, B.T @ alpha, atol=1e-9 * max(1.0, np.abs(u).max()))
     # u is unique (the dual's objective is strictly convex in u = Bᵀα); two answers each
     # meeting the KKT conditions to 1e-9 differ by that times the problem's conditioning
