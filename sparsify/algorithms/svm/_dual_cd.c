@@ -231,6 +231,27 @@ inner(const double *B, const double *y, const double *p, const double *C, const 
 }
 
 /*
+ * `inner`'s work space, WORK_BYTES bytes per row: the diagonal Qd (N doubles) in the
+ * return value and the index (2 N + 1 entries: a pass's order and run_order's runs).
+ * NULL (both freed) where an allocation fails.
+ */
+#define WORK_BYTES 24.0
+
+static double *
+work_space(Py_ssize_t N, Py_ssize_t **index)
+{
+    double *Qd = (double *)malloc((size_t)(N > 0 ? N : 1) * sizeof(double));
+    *index = (Py_ssize_t *)malloc((size_t)(2 * N + 1) * sizeof(Py_ssize_t));
+    if (Qd == NULL || *index == NULL) {
+        free(Qd);
+        free(*index);
+        *index = NULL;
+        return NULL;
+    }
+    return Qd;
+}
+
+/*
  * Coordinate descent with the proximal point steps on b (`inner`) until a step moves
  * b by at most eps (then s = y^T alpha is at most eps / rho). alpha and b are
  * updated in place, u is written. Returns CONVERGED, BUDGET or NO_MEMORY.
@@ -241,11 +262,10 @@ dual_cd(const double *B, const double *y, const double *p, const double *C, Py_s
         double *alpha, double *u, double *b, double rho, double eps, Py_ssize_t max_epochs,
         uint64_t seed, Py_ssize_t *epochs, Py_ssize_t *steps)
 {
-    double *Qd = (double *)malloc((size_t)(N > 0 ? N : 1) * sizeof(double));
-    Py_ssize_t *index = (Py_ssize_t *)malloc((size_t)(2 * N + 1) * sizeof(Py_ssize_t));
-    int status = NO_MEMORY;
-    if (Qd == NULL || index == NULL) {
-        goto done;
+    Py_ssize_t *index;
+    double *Qd = work_space(N, &index);
+    if (Qd == NULL) {
+        return NO_MEMORY;
     }
     uint64_t state = seed;
     double s = 0.0;
@@ -265,9 +285,8 @@ dual_cd(const double *B, const double *y, const double *p, const double *C, Py_s
     /* the shrunk rows are kept across the bias steps from a warm start only: from
      * alpha = 0 the first steps move b far (by 6 on ringnorm), past the rows left out,
      * and the passes did not settle within the first evaluation's budget */
-    status = inner(B, y, p, C, Qd, N, nz, alpha, u, &s, b, rho, 1.0, eps, index, &state, epochs,
-                   max_epochs, steps, warm);
-done:
+    int status = inner(B, y, p, C, Qd, N, nz, alpha, u, &s, b, rho, 1.0, eps, index, &state,
+                       epochs, max_epochs, steps, warm);
     free(Qd);
     free(index);
     return status;
@@ -285,18 +304,18 @@ local_cd(const double *B, const double *y, const double *C, Py_ssize_t N, Py_ssi
          double *alpha, double *u, double *s, double b, double rho, double sigma, double eps,
          Py_ssize_t max_epochs, uint64_t seed, Py_ssize_t *epochs)
 {
-    double *Qd = (double *)malloc((size_t)(N > 0 ? N : 1) * sizeof(double));
-    Py_ssize_t *index = (Py_ssize_t *)malloc((size_t)(2 * N + 1) * sizeof(Py_ssize_t));
-    int status = NO_MEMORY;
-    if (Qd != NULL && index != NULL) {
-        uint64_t state = seed;
-        for (Py_ssize_t i = 0; i < N; i++) {
-            Qd[i] = dot(B + i * nz, B + i * nz, nz) + rho;
-        }
-        *epochs = 0;
-        status = inner(B, y, NULL, C, Qd, N, nz, alpha, u, s, &b, rho, sigma, eps, index,
-                       &state, epochs, max_epochs, NULL, 0);
+    Py_ssize_t *index;
+    double *Qd = work_space(N, &index);
+    if (Qd == NULL) {
+        return NO_MEMORY;
     }
+    uint64_t state = seed;
+    for (Py_ssize_t i = 0; i < N; i++) {
+        Qd[i] = dot(B + i * nz, B + i * nz, nz) + rho;
+    }
+    *epochs = 0;
+    int status = inner(B, y, NULL, C, Qd, N, nz, alpha, u, s, &b, rho, sigma, eps, index,
+                       &state, epochs, max_epochs, NULL, 0);
     free(Qd);
     free(index);
     return status;
@@ -382,7 +401,7 @@ py_dual_cd(PyObject *self, PyObject *args)
         PyErr_Format(PyExc_MemoryError,
                      "The SVM fast path's coordinate descent could not allocate its work "
                      "arrays (%zd MB for N = %zd points). Free memory, or fit on fewer points.",
-                     (Py_ssize_t)(24.0 * (double)N / 1e6 + 1.0), N);
+                     (Py_ssize_t)(WORK_BYTES * (double)N / 1e6 + 1.0), N);
     }
     else {
         result = Py_BuildValue("(Odnn)", status == CONVERGED ? Py_True : Py_False, b, epochs,
@@ -438,7 +457,7 @@ py_local_cd(PyObject *self, PyObject *args)
         PyErr_Format(PyExc_MemoryError,
                      "The SVM's distributed coordinate descent could not allocate its work "
                      "arrays (%zd MB for a block of %zd points). Use smaller row blocks.",
-                     (Py_ssize_t)(24.0 * (double)N / 1e6 + 1.0), N);
+                     (Py_ssize_t)(WORK_BYTES * (double)N / 1e6 + 1.0), N);
     }
     else {
         result = Py_BuildValue("(Odn)", status == CONVERGED ? Py_True : Py_False, s, epochs);
