@@ -156,9 +156,10 @@ class SquaredHingeMarginal(SVMDualMarginal):
 
     def evaluate(self, Z: Array, grad: bool = True) -> Evaluation:
         Z = check_expansion_vectors(Z, self.n_expansion, self.X.shape[1], self.formulation_name)
-        K_xz, K_zz = kernel_blocks(self.kernel, self.X, Z)
-        T = whitening(K_zz + self.jitter * np.eye(len(Z)))
-        Phi = K_xz @ T
+        N, Nz = len(self.X), len(Z)
+        K_xz, K_zz = kernel_blocks(self.kernel, self.X, Z, out=self._work.get("K_xz", N, Nz))
+        T = whitening(K_zz + self.jitter * np.eye(Nz))
+        Phi = np.matmul(K_xz, T, out=self._work.get("Phi", N, Nz))
         try:
             with np.errstate(divide="raise", invalid="raise"):
                 u, b, slack = self._solve_newton(Phi)

@@ -157,7 +157,11 @@ class SVRDualMarginal(SVMDualMarginal):
 
     def _signed_rows(self, Phi: Array) -> Array:
         """The 2N signed rows [Φ; −Φ]."""
-        return np.concatenate([Phi, -Phi])
+        n = len(Phi)
+        B = self._work.get("B", 2 * n, Phi.shape[1])
+        B[:n] = Phi
+        np.negative(Phi, out=B[n:])
+        return B
 
     def _dual_f(self, alpha: Array) -> Array:
         """ν_i = α_i⁺ − α_i⁻, the multiplier of f_i."""
