@@ -26,7 +26,7 @@ from sparsify.algorithms.svm.fast import (
 from sparsify.algorithms.svm.formulation import SVM
 from sparsify.core.errors import MemoryEstimateError
 from sparsify.core.gradcheck import check_gradient, random_problem
-from sparsify.core.marginal import whitening
+from sparsify.core.marginal import whitened_rows, whitening
 from sparsify.core.optimize import initial_expansion_vectors
 from sparsify.datasets import load_banana, make_checkerboard, make_ringnorm
 from sparsify.kernels import make_kernel
@@ -129,6 +129,12 @@ def test_a_diverging_interior_point_hands_its_best_partition_to_the_polish() -> 
     np.testing.assert_allclose(ev.grad, ref.grad, rtol=0, atol=1e-5 * np.abs(ref.grad).max())
 
 
+def _rows_of(fast, Z):
+    """The signed whitened rows the fast path solves on at XVs Z."""
+    K_xz, K_zz = fast.kernel(fast.X, Z), fast.kernel(Z, Z) + fast.jitter * np.eye(len(Z))
+    return fast._signed_rows(whitened_rows(K_xz, K_zz, np.empty_like(K_xz))[0])
+
+
 def _assert_kkt_on_every_row(fast, B, alpha, u, b) -> None:
     """The SVM dual's KKT conditions on every row of B, to the tolerance the polish
     guarantees (1e-9 in the margin slack; yᵀα to 1e-9 of the largest C)."""
@@ -158,7 +164,7 @@ def test_a_stalled_interior_point_stops_and_polishes_its_best_partition(monkeypa
     assert (fast.n_interior_point, fast.n_generic) == (1, 0)
     assert len(inverses) <= 30  # one Newton matrix per iterate: 27 measured, 100 before
     alpha, b = fast._last
-    B = fast._signed_rows(kernel(fast.X, Z) @ whitening(kernel(Z, Z) + fast.jitter * np.eye(80)))
+    B = _rows_of(fast, Z)
     u = B.T @ alpha
     _assert_kkt_on_every_row(fast, B, alpha, u, b)
     hinge = np.maximum(0.0, 1 - B @ u - fast.y * b)
@@ -865,8 +871,7 @@ def test_the_first_evaluation_polishes_where_every_violation_is_in_the_working_s
     kernel = make_kernel("rbf", X, gamma=3.0)
     fast, generic = _pair(X, y, kernel, 10, 3.0)
     Z = initial_expansion_vectors(X, 10, "random", 0)
-    K_xz, K_zz = kernel(X, Z), kernel(Z, Z)
-    B = (K_xz @ whitening(K_zz + fast.jitter * np.eye(10))) * fast.y[:, None]
+    B = _rows_of(fast, Z)
 
     def largest_projected_gradient(passes: int) -> tuple[bool, float]:
         alpha, u = np.zeros(len(y)), np.empty(10)

@@ -26,7 +26,9 @@ from typing import Any
 
 import cvxpy as cp
 import numpy as np
+import scipy.linalg
 from numpy.typing import NDArray
+from scipy.linalg import blas
 
 from sparsify.core.formulation import Declaration, Formulation, Outputs
 from sparsify.core.memory import check_memory
@@ -53,6 +55,7 @@ __all__ = [
     "kernel_blocks",
     "link_gradient",
     "make_marginal",
+    "whitened_rows",
     "whitening",
 ]
 
@@ -315,6 +318,43 @@ def whitening(K_zz: Array) -> Array:
     lam, V = np.linalg.eigh(K_zz)
     T: Array = V / np.sqrt(np.clip(lam, np.finfo(float).tiny, None))
     return T
+
+
+def whitened_rows(K_xz: Array, K_zz: Array, out: Array) -> tuple[Array, Array]:
+    """Return Φ = K_XZ T, written into ``out``, and T, with ``Tᵀ K_ZZ T = I``.
+
+    T = L⁻ᵀ from the Cholesky factor K_ZZ = L Lᵀ, so the N × Nz product is a
+    triangular one (BLAS trmm), half the flops of ``K_XZ @ whitening(K_ZZ)``:
+    on one core at N = 10⁵, 0.65 s against 1.13 s at Nz = 500 and 0.14 against
+    0.22 s at Nz = 200. Any T with Tᵀ K_ZZ T = I gives the same rows up to a
+    rotation, so the same Gram matrix ΦΦᵀ and the same β = T u. Where the
+    factorization fails (K_ZZ numerically indefinite despite the caller's
+    jitter) `whitening`'s eigenvectors take over. ``out`` is a C-ordered
+    float array of K_XZ's shape (not K_XZ itself, which the gradient needs).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> K_zz = np.array([[2.0, 1.0], [1.0, 2.0]])
+    >>> K_xz = np.array([[1.0, 0.5], [0.2, 2.0], [1.0, 1.0]])
+    >>> Phi, T = whitened_rows(K_xz, K_zz, np.empty((3, 2)))
+    >>> bool(np.allclose(T.T @ K_zz @ T, np.eye(2)))
+    True
+    >>> bool(np.allclose(Phi @ Phi.T, K_xz @ np.linalg.solve(K_zz, K_xz.T)))
+    True
+    """
+    try:
+        L = scipy.linalg.cholesky(K_zz, lower=True)
+    except np.linalg.LinAlgError:
+        T = whitening(K_zz)
+        return np.matmul(K_xz, T, out=out), T
+    L_inv = scipy.linalg.solve_triangular(L, np.eye(len(L)), lower=True)
+    np.copyto(out, K_xz)
+    # Φᵀ = L⁻¹ K_XZᵀ in place: out.T is the Fortran-ordered Nz × N array BLAS works on
+    done = blas.dtrmm(1.0, L_inv, out.T, side=0, lower=1, overwrite_b=1)
+    if not np.shares_memory(done, out):  # (a BLAS wrapper that copied after all)
+        out[...] = done.T
+    return out, L_inv.T
 
 
 #: What to change when every backend that answered gave the same certain verdict. A

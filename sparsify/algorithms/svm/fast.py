@@ -2,8 +2,8 @@
 
 For fixed XVs Z, SLMC's inner problem (paper §3.4, eq. 41-43) is a linear SVM
 with a free bias on Nz features. In whitened coordinates, Φ = K_XZ T with
-T = V Λ^(-½) (K_ZZ + jitter·I = V Λ Vᵀ, `sparsify.core.marginal.whitening`) and
-β = T u, it reads::
+Tᵀ (K_ZZ + jitter·I) T = I (T = L⁻ᵀ from its Cholesky factor L, a triangular
+product; `sparsify.core.marginal.whitened_rows`) and β = T u, it reads::
 
     min_{u,b} ½ ‖u‖² + Σ_i C_i max(0, 1 − y_i (Φ_i u + b))
 
@@ -67,7 +67,7 @@ from sparsify.core.marginal import (
     diagonal_scale,
     kernel_blocks,
     link_gradient,
-    whitening,
+    whitened_rows,
 )
 from sparsify.core.memory import check_memory
 from sparsify.kernels import Kernel
@@ -644,8 +644,9 @@ class SVMDualMarginal(Marginal):
         Z = check_expansion_vectors(Z, self.n_expansion, self.X.shape[1], self.formulation_name)
         N, Nz = len(self.X), len(Z)
         K_xz, K_zz = kernel_blocks(self.kernel, self.X, Z, out=self._work.get("K_xz", N, Nz))
-        T = whitening(K_zz + self.jitter * np.eye(Nz))
-        B = self._signed_rows(np.matmul(K_xz, T, out=self._work.get("Phi", N, Nz)))
+        Phi, T = whitened_rows(K_xz, K_zz + self.jitter * np.eye(Nz),
+                               self._work.get("Phi", N, Nz))
+        B = self._signed_rows(Phi)
         try:
             # a division by zero or a NaN is a breakdown too, not a warning to go on from
             with np.errstate(divide="raise", invalid="raise"):
