@@ -26,7 +26,7 @@ from sparsify.algorithms.svm.fast import (
 from sparsify.algorithms.svm.formulation import SVM
 from sparsify.core.errors import MemoryEstimateError
 from sparsify.core.gradcheck import check_gradient, random_problem
-from sparsify.core.marginal import whitened_rows, whitening
+from sparsify.core.marginal import whitening
 from sparsify.core.optimize import initial_expansion_vectors
 from sparsify.datasets import load_banana, make_checkerboard, make_ringnorm
 from sparsify.kernels import make_kernel
@@ -131,8 +131,7 @@ def test_a_diverging_interior_point_hands_its_best_partition_to_the_polish() -> 
 
 def _rows_of(fast, Z):
     """The signed whitened rows the fast path solves on at XVs Z."""
-    K_xz, K_zz = fast.kernel(fast.X, Z), fast.kernel(Z, Z) + fast.jitter * np.eye(len(Z))
-    return fast._signed_rows(whitened_rows(K_xz, K_zz, np.empty_like(K_xz))[0])
+    return fast._rows(fast.kernel(fast.X, Z), fast.kernel(Z, Z) + fast.jitter * np.eye(len(Z)))[0]
 
 
 def _assert_kkt_on_every_row(fast, B, alpha, u, b) -> None:
@@ -179,7 +178,8 @@ def test_where_the_stalled_polish_fails_the_interior_point_goes_on(monkeypatch) 
     kernel = make_kernel("rbf", X, gamma=1.124)
     fast = SVMDualMarginal(1e4, X, y, kernel, 80, tol=1e-9)
     Z = initial_expansion_vectors(X, 80, "random", 0)
-    B = fast._signed_rows(kernel(fast.X, Z) @ whitening(kernel(Z, Z) + fast.jitter * np.eye(80)))
+    # the eigenvector basis, in which the figures above were measured
+    B = fast.y[:, None] * (kernel(fast.X, Z) @ whitening(kernel(Z, Z) + fast.jitter * np.eye(80)))
     eye, y, C = np.eye(80), fast.y, fast.C
     polish = partial(_warm_active_set, B, y, eye, eye, eye, C, tol=1e-9, max_iter=900)
     counts = {}
@@ -212,8 +212,7 @@ def test_the_interior_point_on_a_working_set_lands_on_the_full_solution(
     Z = initial_expansion_vectors(X, 32, "random", 0)
 
     def B_of(Z):  # the signed whitened rows of XVs Z
-        return fast._signed_rows(kernel(fast.X, Z) @ whitening(kernel(Z, Z)
-                                                                + fast.jitter * np.eye(32)))
+        return _rows_of(fast, Z).copy()
 
     full = fast._interior(B_of(Z), None)
     assert full is not None

@@ -320,7 +320,8 @@ def whitening(K_zz: Array) -> Array:
     return T
 
 
-def whitened_rows(K_xz: Array, K_zz: Array, out: Array) -> tuple[Array, Array]:
+def whitened_rows(K_xz: Array, K_zz: Array, out: Array, scale: Array | None = None
+                  ) -> tuple[Array, Array]:
     """Return Φ = K_XZ T, written into ``out``, and T, with ``Tᵀ K_ZZ T = I``.
 
     T = L⁻ᵀ from the Cholesky factor K_ZZ = L Lᵀ, so the N × Nz product is a
@@ -330,7 +331,9 @@ def whitened_rows(K_xz: Array, K_zz: Array, out: Array) -> tuple[Array, Array]:
     rotation, so the same Gram matrix ΦΦᵀ and the same β = T u. Where the
     factorization fails (K_ZZ numerically indefinite despite the caller's
     jitter) `whitening`'s eigenvectors take over. ``out`` is a C-ordered
-    float array of K_XZ's shape (not K_XZ itself, which the gradient needs).
+    float array of K_XZ's shape (not K_XZ itself, which the gradient needs);
+    ``scale`` (N,), if given, multiplies the rows (the SVM's signs, B = y∘Φ),
+    in the same pass that copies K_XZ.
 
     Examples
     --------
@@ -347,9 +350,15 @@ def whitened_rows(K_xz: Array, K_zz: Array, out: Array) -> tuple[Array, Array]:
         L = scipy.linalg.cholesky(K_zz, lower=True)
     except np.linalg.LinAlgError:
         T = whitening(K_zz)
-        return np.matmul(K_xz, T, out=out), T
+        np.matmul(K_xz, T, out=out)
+        if scale is not None:
+            out *= scale[:, None]
+        return out, T
     L_inv = scipy.linalg.solve_triangular(L, np.eye(len(L)), lower=True)
-    np.copyto(out, K_xz)
+    if scale is None:
+        np.copyto(out, K_xz)
+    else:  # (diag(s) K_XZ) T = diag(s) (K_XZ T)
+        np.multiply(K_xz, scale[:, None], out=out)
     # Φᵀ = L⁻¹ K_XZᵀ in place: out.T is the Fortran-ordered Nz × N array BLAS works on
     done = blas.dtrmm(1.0, L_inv, out.T, side=0, lower=1, overwrite_b=1)
     if not np.shares_memory(done, out):  # (a BLAS wrapper that copied after all)

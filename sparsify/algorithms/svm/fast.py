@@ -469,10 +469,9 @@ class SVMDualMarginal(Marginal):
     def _p(self) -> Array | float:
         return 1.0 if self.targets is None else self.targets
 
-    def _signed_rows(self, Phi: Array) -> Array:
-        """The dual's rows B from the whitened features Φ = K_XZ T (overwritten): y∘Φ."""
-        Phi *= self.y[:, None]
-        return Phi
+    def _rows(self, K_xz: Array, K_zz: Array) -> tuple[Array, Array]:
+        """The dual's rows B = y∘Φ, Φ = K_XZ T, in a work array, and T (K_ZZ with jitter)."""
+        return whitened_rows(K_xz, K_zz, self._work.get("B", *K_xz.shape), scale=self.y)
 
     def _dual_f(self, alpha: Array) -> Array:
         """ν, the multipliers of f (one per point) from the dual's α (one per row): α∘y."""
@@ -644,9 +643,7 @@ class SVMDualMarginal(Marginal):
         Z = check_expansion_vectors(Z, self.n_expansion, self.X.shape[1], self.formulation_name)
         N, Nz = len(self.X), len(Z)
         K_xz, K_zz = kernel_blocks(self.kernel, self.X, Z, out=self._work.get("K_xz", N, Nz))
-        Phi, T = whitened_rows(K_xz, K_zz + self.jitter * np.eye(Nz),
-                               self._work.get("Phi", N, Nz))
-        B = self._signed_rows(Phi)
+        B, T = self._rows(K_xz, K_zz + self.jitter * np.eye(Nz))
         try:
             # a division by zero or a NaN is a breakdown too, not a warning to go on from
             with np.errstate(divide="raise", invalid="raise"):

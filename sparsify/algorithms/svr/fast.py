@@ -27,7 +27,7 @@ from numpy.typing import NDArray
 from sparsify.algorithms.svm.fast import WORKING_BAND, SVMDualMarginal
 from sparsify.algorithms.svr.interior import interior_point
 from sparsify.core.formulation import Formulation
-from sparsify.core.marginal import Evaluation, Marginal
+from sparsify.core.marginal import Evaluation, Marginal, whitened_rows
 from sparsify.kernels import Kernel
 
 Array = NDArray[np.float64]
@@ -155,13 +155,13 @@ class SVRDualMarginal(SVMDualMarginal):
                 return solved[:3]
         return super()._solve(B)
 
-    def _signed_rows(self, Phi: Array) -> Array:
-        """The 2N signed rows [Φ; −Φ]."""
-        n = len(Phi)
-        B = self._work.get("B", 2 * n, Phi.shape[1])
-        B[:n] = Phi
-        np.negative(Phi, out=B[n:])
-        return B
+    def _rows(self, K_xz: Array, K_zz: Array) -> tuple[Array, Array]:
+        """The 2N signed rows [Φ; −Φ] in a work array, and T."""
+        n, Nz = K_xz.shape
+        B = self._work.get("B", 2 * n, Nz)
+        _, T = whitened_rows(K_xz, K_zz, B[:n])
+        np.negative(B[:n], out=B[n:])
+        return B, T
 
     def _dual_f(self, alpha: Array) -> Array:
         """ν_i = α_i⁺ − α_i⁻, the multiplier of f_i."""
