@@ -26,7 +26,7 @@ from sparsify.algorithms.svm.fast import (
 from sparsify.algorithms.svm.formulation import SVM
 from sparsify.core.errors import MemoryEstimateError
 from sparsify.core.gradcheck import check_gradient, random_problem
-from sparsify.core.marginal import whitening
+from sparsify.core.marginal import triangular_whitening, whitening
 from sparsify.core.optimize import initial_expansion_vectors
 from sparsify.datasets import load_banana, make_checkerboard, make_ringnorm
 from sparsify.kernels import make_kernel
@@ -131,7 +131,8 @@ def test_a_diverging_interior_point_hands_its_best_partition_to_the_polish() -> 
 
 def _rows_of(fast, Z):
     """The signed whitened rows the fast path solves on at XVs Z."""
-    return fast._rows(fast.kernel(fast.X, Z), fast.kernel(Z, Z) + fast.jitter * np.eye(len(Z)))[0]
+    T = triangular_whitening(fast.kernel(Z, Z) + fast.jitter * np.eye(len(Z)))
+    return fast._rows(fast.kernel(fast.X, Z), T)
 
 
 def _assert_kkt_on_every_row(fast, B, alpha, u, b) -> None:

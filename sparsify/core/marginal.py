@@ -55,6 +55,7 @@ __all__ = [
     "kernel_blocks",
     "link_gradient",
     "make_marginal",
+    "triangular_whitening",
     "whitened_rows",
     "whitening",
 ]
@@ -320,50 +321,65 @@ def whitening(K_zz: Array) -> Array:
     return T
 
 
-def whitened_rows(K_xz: Array, K_zz: Array, out: Array, scale: Array | None = None
-                  ) -> tuple[Array, Array]:
-    """Return Φ = K_XZ T, written into ``out``, and T, with ``Tᵀ K_ZZ T = I``.
+def triangular_whitening(K_zz: Array) -> Array:
+    """Return an upper triangular T with ``Tᵀ K_ZZ T = I``: L⁻ᵀ, K_ZZ = L Lᵀ (Cholesky).
 
-    T = L⁻ᵀ from the Cholesky factor K_ZZ = L Lᵀ, so the N × Nz product is a
-    triangular one (BLAS trmm), half the flops of ``K_XZ @ whitening(K_ZZ)``:
-    on one core at N = 10⁵, 0.65 s against 1.13 s at Nz = 500 and 0.14 against
-    0.22 s at Nz = 200. Any T with Tᵀ K_ZZ T = I gives the same rows up to a
-    rotation, so the same Gram matrix ΦΦᵀ and the same β = T u. Where the
-    factorization fails (K_ZZ numerically indefinite despite the caller's
-    jitter) `whitening`'s eigenvectors take over. ``out`` is a C-ordered
-    float array of K_XZ's shape (not K_XZ itself, which the gradient needs);
-    ``scale`` (N,), if given, multiplies the rows (the SVM's signs, B = y∘Φ),
-    in the same pass that copies K_XZ.
+    Any T with Tᵀ K_ZZ T = I gives the same whitened rows up to a rotation,
+    so the same Gram matrix ΦΦᵀ and the same β = T u, as `whitening`'s
+    eigenvectors; a triangular one halves the cost of the N × Nz product
+    (`whitened_rows`). Where the factorization fails (K_ZZ numerically
+    indefinite despite the caller's jitter) `whitening`'s T is returned.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> K = np.array([[2.0, 1.0], [1.0, 2.0]])
+    >>> T = triangular_whitening(K)
+    >>> bool(np.allclose(T.T @ K @ T, np.eye(2))), bool(np.allclose(T, np.triu(T)))
+    (True, True)
+    """
+    try:
+        L = scipy.linalg.cholesky(K_zz, lower=True)
+    except np.linalg.LinAlgError:
+        return whitening(K_zz)
+    T: Array = scipy.linalg.solve_triangular(L, np.eye(len(L)), lower=True).T
+    return T
+
+
+def whitened_rows(K_xz: Array, T: Array, out: Array, scale: Array | None = None) -> Array:
+    """Write the whitened rows Φ = K_XZ T into ``out`` and return it, rows times ``scale``.
+
+    Where T is upper triangular (`triangular_whitening`) the product is a
+    triangular one (BLAS trmm on a copy of K_XZ), half the flops of a dense
+    ``K_XZ @ T``: on one core at N = 10⁵, 0.65 s against 1.13 s at Nz = 500
+    and 0.14 against 0.22 s at Nz = 200. ``out`` is a C-ordered float array of
+    K_XZ's shape (not K_XZ itself, which the gradient needs); ``scale`` (N,),
+    if given, multiplies the rows (the SVM's signs, B = y∘Φ) in the pass that
+    copies K_XZ, as (diag(s) K_XZ) T = diag(s) (K_XZ T).
 
     Examples
     --------
     >>> import numpy as np
     >>> K_zz = np.array([[2.0, 1.0], [1.0, 2.0]])
     >>> K_xz = np.array([[1.0, 0.5], [0.2, 2.0], [1.0, 1.0]])
-    >>> Phi, T = whitened_rows(K_xz, K_zz, np.empty((3, 2)))
-    >>> bool(np.allclose(T.T @ K_zz @ T, np.eye(2)))
-    True
+    >>> Phi = whitened_rows(K_xz, triangular_whitening(K_zz), np.empty((3, 2)))
     >>> bool(np.allclose(Phi @ Phi.T, K_xz @ np.linalg.solve(K_zz, K_xz.T)))
     True
     """
-    try:
-        L = scipy.linalg.cholesky(K_zz, lower=True)
-    except np.linalg.LinAlgError:
-        T = whitening(K_zz)
+    if np.tril(T, -1).any():  # a dense T (the eigenvectors)
         np.matmul(K_xz, T, out=out)
         if scale is not None:
             out *= scale[:, None]
-        return out, T
-    L_inv = scipy.linalg.solve_triangular(L, np.eye(len(L)), lower=True)
+        return out
     if scale is None:
         np.copyto(out, K_xz)
-    else:  # (diag(s) K_XZ) T = diag(s) (K_XZ T)
+    else:
         np.multiply(K_xz, scale[:, None], out=out)
-    # Φᵀ = L⁻¹ K_XZᵀ in place: out.T is the Fortran-ordered Nz × N array BLAS works on
-    done = blas.dtrmm(1.0, L_inv, out.T, side=0, lower=1, overwrite_b=1)
+    # Φᵀ = Tᵀ K_XZᵀ in place: out.T is the Fortran-ordered Nz × N array BLAS works on
+    done = blas.dtrmm(1.0, T.T, out.T, side=0, lower=1, overwrite_b=1)
     if not np.shares_memory(done, out):  # (a BLAS wrapper that copied after all)
         out[...] = done.T
-    return out, L_inv.T
+    return out
 
 
 #: What to change when every backend that answered gave the same certain verdict. A

@@ -48,7 +48,8 @@ from sparsify.core.marginal import (
     check_expansion_vectors,
     diagonal_scale,
     kernel_blocks,
-    whitening,
+    triangular_whitening,
+    whitened_rows,
 )
 from sparsify.core.memory import check_memory
 from sparsify.kernels import Kernel
@@ -122,9 +123,7 @@ def _make_rows(X: Any, labels: Any, positive: Any, C: float, weights: dict[Any, 
 def _prepare(rows: _Rows, Z: Array, T: Array, kernel: Kernel) -> tuple[Array, float]:
     """The block's K_XZ and B = y∘(K_XZ T); its Bᵀα and yᵀα at its current α."""
     rows.K_xz = kernel_blocks(kernel, rows.X, Z)[0]
-    B = rows.K_xz @ T
-    B *= rows.y[:, None]
-    rows.B = np.ascontiguousarray(B)
+    rows.B = whitened_rows(rows.K_xz, T, np.empty_like(rows.K_xz), scale=rows.y)
     return rows.B.T @ rows.alpha, float(rows.y @ rows.alpha)
 
 
@@ -369,7 +368,7 @@ class DistributedSVMMarginal(Marginal):
     def _evaluate(self, Z: Array, grad: bool) -> Evaluation:
         self.sent_bytes = self.received_bytes = 0
         K_zz = self.kernel(Z, Z)
-        T = whitening(K_zz + self.jitter * np.eye(len(Z)))
+        T = triangular_whitening(K_zz + self.jitter * np.eye(len(Z)))
         u, b, settle, per_block = self._solve(Z, T)
         beta = T @ u
         parts = self._map(settle, u, b, Z, beta, self.kernel, per_block=per_block)

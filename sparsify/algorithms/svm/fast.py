@@ -3,7 +3,7 @@
 For fixed XVs Z, SLMC's inner problem (paper §3.4, eq. 41-43) is a linear SVM
 with a free bias on Nz features. In whitened coordinates, Φ = K_XZ T with
 Tᵀ (K_ZZ + jitter·I) T = I (T = L⁻ᵀ from its Cholesky factor L, a triangular
-product; `sparsify.core.marginal.whitened_rows`) and β = T u, it reads::
+product; `sparsify.core.marginal.triangular_whitening`) and β = T u, it reads::
 
     min_{u,b} ½ ‖u‖² + Σ_i C_i max(0, 1 − y_i (Φ_i u + b))
 
@@ -67,6 +67,7 @@ from sparsify.core.marginal import (
     diagonal_scale,
     kernel_blocks,
     link_gradient,
+    triangular_whitening,
     whitened_rows,
 )
 from sparsify.core.memory import check_memory
@@ -469,9 +470,9 @@ class SVMDualMarginal(Marginal):
     def _p(self) -> Array | float:
         return 1.0 if self.targets is None else self.targets
 
-    def _rows(self, K_xz: Array, K_zz: Array) -> tuple[Array, Array]:
-        """The dual's rows B = y∘Φ, Φ = K_XZ T, in a work array, and T (K_ZZ with jitter)."""
-        return whitened_rows(K_xz, K_zz, self._work.get("B", *K_xz.shape), scale=self.y)
+    def _rows(self, K_xz: Array, T: Array) -> Array:
+        """The dual's rows B = y∘(K_XZ T), in a work array."""
+        return whitened_rows(K_xz, T, self._work.get("B", *K_xz.shape), scale=self.y)
 
     def _dual_f(self, alpha: Array) -> Array:
         """ν, the multipliers of f (one per point) from the dual's α (one per row): α∘y."""
@@ -643,7 +644,8 @@ class SVMDualMarginal(Marginal):
         Z = check_expansion_vectors(Z, self.n_expansion, self.X.shape[1], self.formulation_name)
         N, Nz = len(self.X), len(Z)
         K_xz, K_zz = kernel_blocks(self.kernel, self.X, Z, out=self._work.get("K_xz", N, Nz))
-        B, T = self._rows(K_xz, K_zz + self.jitter * np.eye(Nz))
+        T = triangular_whitening(K_zz + self.jitter * np.eye(Nz))
+        B = self._rows(K_xz, T)
         try:
             # a division by zero or a NaN is a breakdown too, not a warning to go on from
             with np.errstate(divide="raise", invalid="raise"):

@@ -35,6 +35,7 @@ from sparsify.core.marginal import (
     check_expansion_vectors,
     kernel_blocks,
     link_gradient,
+    triangular_whitening,
     whitened_rows,
 )
 
@@ -158,8 +159,8 @@ class SquaredHingeMarginal(SVMDualMarginal):
         Z = check_expansion_vectors(Z, self.n_expansion, self.X.shape[1], self.formulation_name)
         N, Nz = len(self.X), len(Z)
         K_xz, K_zz = kernel_blocks(self.kernel, self.X, Z, out=self._work.get("K_xz", N, Nz))
-        Phi, T = whitened_rows(K_xz, K_zz + self.jitter * np.eye(Nz),
-                               self._work.get("Phi", N, Nz))
+        T = triangular_whitening(K_zz + self.jitter * np.eye(Nz))
+        Phi = whitened_rows(K_xz, T, self._work.get("Phi", N, Nz))
         try:
             with np.errstate(divide="raise", invalid="raise"):
                 u, b, slack = self._solve_newton(Phi)

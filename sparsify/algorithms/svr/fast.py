@@ -155,13 +155,13 @@ class SVRDualMarginal(SVMDualMarginal):
                 return solved[:3]
         return super()._solve(B)
 
-    def _rows(self, K_xz: Array, K_zz: Array) -> tuple[Array, Array]:
-        """The 2N signed rows [Φ; −Φ] in a work array, and T."""
+    def _rows(self, K_xz: Array, T: Array) -> Array:
+        """The 2N signed rows [Φ; −Φ], Φ = K_XZ T, in a work array."""
         n, Nz = K_xz.shape
         B = self._work.get("B", 2 * n, Nz)
-        _, T = whitened_rows(K_xz, K_zz, B[:n])
+        whitened_rows(K_xz, T, B[:n])
         np.negative(B[:n], out=B[n:])
-        return B, T
+        return B
 
     def _dual_f(self, alpha: Array) -> Array:
         """ν_i = α_i⁺ − α_i⁻, the multiplier of f_i."""
