@@ -879,10 +879,7 @@ def test_the_first_evaluation_polishes_where_every_violation_is_in_the_working_s
         alpha, u = np.zeros(len(y)), np.empty(10)
         named, b, _, _ = _dual_cd.dual_cd(B, fast.y, fast.C, alpha, u, 0.0, fast.rho,
                                           fast.cd_eps, passes, 0, None)
-        g = B @ u + fast.y * b - 1.0
-        pg = np.where(alpha >= fast.C, np.maximum(g, 0.0),
-                      np.where(alpha > 0, g, np.minimum(g, 0.0)))
-        return not named and np.abs(pg).max() <= svm_fast.WORKING_BAND
+        return not named and _pg_violation(B, fast.y, fast.C, alpha, u, b) <= svm_fast.WORKING_BAND
 
     # the cold start converges after about 320 passes, its gradients near 1 until about 260
     passes = next(k for k in range(200, 400, 10) if short_but_within_the_band(k))

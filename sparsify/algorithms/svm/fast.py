@@ -640,11 +640,15 @@ class SVMDualMarginal(Marginal):
                                            self.kernel, self.n_expansion, tol=self.tol)
         return self._fallback.evaluate(Z, grad)
 
-    def evaluate(self, Z: Array, grad: bool = True) -> Evaluation:
-        Z = check_expansion_vectors(Z, self.n_expansion, self.X.shape[1], self.formulation_name)
+    def _blocks(self, Z: Array) -> tuple[Array, Array, Array]:
+        """K_XZ (in a work array), K_ZZ and T, Tᵀ(K_ZZ + jitter·I)T = I, at checked XVs Z."""
         N, Nz = len(self.X), len(Z)
         K_xz, K_zz = kernel_blocks(self.kernel, self.X, Z, out=self._work.get("K_xz", N, Nz))
-        T = triangular_whitening(K_zz + self.jitter * np.eye(Nz))
+        return K_xz, K_zz, triangular_whitening(K_zz + self.jitter * np.eye(Nz))
+
+    def evaluate(self, Z: Array, grad: bool = True) -> Evaluation:
+        Z = check_expansion_vectors(Z, self.n_expansion, self.X.shape[1], self.formulation_name)
+        K_xz, K_zz, T = self._blocks(Z)
         B = self._rows(K_xz, T)
         try:
             # a division by zero or a NaN is a breakdown too, not a warning to go on from

@@ -33,9 +33,7 @@ from sparsify.algorithms.svm.fast import SVMDualMarginal, _Stalled
 from sparsify.core.marginal import (
     Evaluation,
     check_expansion_vectors,
-    kernel_blocks,
     link_gradient,
-    triangular_whitening,
     whitened_rows,
 )
 
@@ -157,10 +155,8 @@ class SquaredHingeMarginal(SVMDualMarginal):
 
     def evaluate(self, Z: Array, grad: bool = True) -> Evaluation:
         Z = check_expansion_vectors(Z, self.n_expansion, self.X.shape[1], self.formulation_name)
-        N, Nz = len(self.X), len(Z)
-        K_xz, K_zz = kernel_blocks(self.kernel, self.X, Z, out=self._work.get("K_xz", N, Nz))
-        T = triangular_whitening(K_zz + self.jitter * np.eye(Nz))
-        Phi = whitened_rows(K_xz, T, self._work.get("Phi", N, Nz))
+        K_xz, K_zz, T = self._blocks(Z)
+        Phi = whitened_rows(K_xz, T, self._work.get("Phi", *K_xz.shape))
         try:
             with np.errstate(divide="raise", invalid="raise"):
                 u, b, slack = self._solve_newton(Phi)
