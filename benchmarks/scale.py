@@ -218,18 +218,21 @@ EARLIER_CV = ("3-fold CV of the full SVC on 3000 points over C ∈ {1, 10, 100, 
               "γ ∈ {1/3, 1, 3}/(d·Var X); C and γ on the grid's edges")
 
 
-def choose_params(kind: str, seed: int, n: int = 3000) -> tuple[float, float, str]:
-    """(C, γ) by 3-fold CV of the full SVC on ``n`` fresh points, and how (edges named)."""
+def choose_params(kind: str, seed: int, n: int = 3000, cs: list[float] | None = None
+                  ) -> tuple[float, float, str]:
+    """(C, γ) by 3-fold CV of the full SVC on ``n`` fresh points over ``cs`` (default
+    `CV_CS`) × `CV_GAMMAS`, and how (edges named)."""
+    cs = CV_CS if cs is None else sorted(cs)
     X, y = make(kind, n, seed + 100)
     scale = 1.0 / (X.shape[1] * X.var())
-    grid = {"C": CV_CS, "gamma": [f * scale for f in CV_GAMMAS.values()]}
+    grid = {"C": cs, "gamma": [f * scale for f in CV_GAMMAS.values()]}
     search = GridSearchCV(SVC(), grid, cv=3).fit(X, y)
     C, gamma = float(search.best_params_["C"]), float(search.best_params_["gamma"])
     edges = [f"{name} on the grid's {'lower' if v == values[0] else 'upper'} edge"
              for name, v, values in (("C", C, grid["C"]), ("γ", gamma, grid["gamma"]))
              if v in (values[0], values[-1])]
     how = (f"3-fold CV of the full SVC on {n} points over C ∈ "
-           f"{{{', '.join(f'{c:g}' for c in CV_CS)}}} × γ ∈ {{{', '.join(CV_GAMMAS)}}}"
+           f"{{{', '.join(f'{c:g}' for c in cs)}}} × γ ∈ {{{', '.join(CV_GAMMAS)}}}"
            "/(d·Var X)")
     return C, gamma, "; ".join([how, *edges])
 
@@ -739,6 +742,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--moons-nz", type=int, nargs="+", default=[10, 50, 100, 200, 500])
     parser.add_argument("--moons-seeds", type=int, default=5)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--cv-cs", type=float, nargs="+", default=None, metavar="C",
+                        help="the C values of the cross-validation that chooses (C, γ) for the "
+                             f"generated sets (default {' '.join(f'{c:g}' for c in CV_CS)}); "
+                             "to widen it past an edge")
     parser.add_argument("--limit", nargs="*", default=[], metavar="SET=N",
                         help="largest N of the timing part for a set (e.g. checkerboard=30000)")
     parser.add_argument("--quick", action="store_true", help="tiny sizes (the smoke test)")
@@ -783,7 +790,7 @@ def main(argv: list[str] | None = None) -> int:
         ns, ms, value_ms = sorted(args.sizes), args.nz, sorted(args.value_budgets)
     load = os.getloadavg()[0]
     start = time.perf_counter()
-    params = ({kind: choose_params(kind, args.seed, 300 if args.quick else 3000)
+    params = ({kind: choose_params(kind, args.seed, 300 if args.quick else 3000, args.cv_cs)
                for kind in args.sets}
               if {"timing", "value"} & set(args.parts) else {})
     rows: list[dict[str, Any]] = []

@@ -169,3 +169,7 @@ def test_choose_params_names_a_choice_on_the_grids_edge(monkeypatch) -> None:
     C, _, how = bench.choose_params("checkerboard", 0, 300)
     assert C == bench.CV_CS[-1] and how.endswith("; C on the grid's upper edge")
     assert "γ on" not in how
+    # a widened grid (--cv-cs), given in any order, is searched sorted: its largest C is the edge
+    C, _, how = bench.choose_params("checkerboard", 0, 300, [1e6, 1e3, 1e5])
+    assert C == 1e6 and "C ∈ {1000, 100000, 1e+06}" in how
+    assert how.endswith("; C on the grid's upper edge")
