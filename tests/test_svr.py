@@ -211,6 +211,24 @@ def test_many_points_on_the_tube_edges() -> None:
     assert fast.n_interior_point == 2 and fast.n_generic == 0
 
 
+def test_where_both_interior_points_stall_the_smoothed_hinge_answers(monkeypatch) -> None:
+    """The SVM's smoothed hinge path on the SVR's rows, with their margin targets, where the
+    SVR's interior point and the SVM's stall (both made to, and coordinate descent stopped
+    short): the generic path's W and ∇W."""
+    X, y = _data(400, seed=7)
+    reference = CvxpyMarginal(SVR(30.0, 0.02), X, y, RBF(1.0), 40, solver="clarabel",
+                              tol=1e-10)
+    monkeypatch.setattr(sparsify.algorithms.svr.fast, "interior_point", lambda *a, **k: None)
+    monkeypatch.setattr(sparsify.algorithms.svm.fast, "_interior_point", lambda *a, **k: None)
+    fast = SVRDualMarginal(30.0, 0.02, X, y, RBF(1.0), 40, formulation=SVR(30.0, 0.02))
+    fast.first_epochs = 5
+    Z = X[:40] + 0.05
+    own, ref = fast.evaluate(Z), reference.evaluate(Z)
+    assert (fast.n_smoothed, fast.n_generic) == (1, 0)
+    assert own.value == pytest.approx(ref.value, rel=1e-6)
+    np.testing.assert_allclose(own.grad, ref.grad, rtol=1e-5, atol=1e-6 * np.abs(ref.grad).max())
+
+
 def _whitened(X: np.ndarray, Z: np.ndarray) -> np.ndarray:
     K_zz = RBF(1.0)(Z, Z)
     values, vectors = np.linalg.eigh(K_zz)

@@ -36,7 +36,9 @@ computed in row blocks, so memory is K_XZ and B, two N × Nz arrays.
 A solution is accepted only when its KKT conditions hold to ``tol`` (active
 set) or its duality gap is below ``tol`` (interior point), so W(Z) agrees with
 the generic path (sparsify.core.conic), which stays the reference in the tests and
-takes over an evaluation where the interior point stalls. The gradient is
+takes over an evaluation where the interior point stalls and the smoothed hinge's Newton
+path (`sparsify.algorithms.svm.smoothed`, polished like the interior point) does not
+settle either. The gradient is
 Lemma 1 with ν = α∘y and c = ½: ∂W/∂K_XZ = −(α∘y)βᵀ, ∂W/∂K_ZZ = ½ββᵀ. The
 constraint yᵀα = 0 puts support vectors in both classes, so W is differentiable
 (paper, Corollary 2) and no warning is needed here.
@@ -56,6 +58,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from sparsify.algorithms.svm.smoothed import hinge_partition, smoothed_hinge_path
 from sparsify.core.conic import ConicMarginal
 from sparsify.core.formulation import Formulation
 from sparsify.core.marginal import (
@@ -205,6 +208,18 @@ class _NewtonSystem:
         return da, db, dlam, dmu, t
 
 
+def _polish_affordable(n_free: int, Nz: int, rows: int) -> bool:
+    """Whether the polish from a partition with ``n_free`` free rows costs about an interior
+    point iteration on ``rows`` rows or less.
+
+    Beyond Nz + 1 free rows each of the polish's moves is a null-space step dropping one
+    row, an elimination of (Nz + 1) × n_free; those steps cost about one more iterate,
+    rows·Nz², where (n_free − Nz − 1)·n_free ≤ rows (ringnorm at N = 3·10⁵, Nz = 500,
+    C = 0.1: 24 s from 711 free rows, an iterate 0.7 s).
+    """
+    return (n_free - Nz - 1) * n_free <= rows
+
+
 def _interior_point(
     B: Array,
     y: Array,
@@ -240,6 +255,7 @@ def _interior_point(
     next_polish = 1e-3  # try the exact polish at gaps 1e-3, then 100× lower each time
     best: tuple[float, Array, NDArray[np.bool_], NDArray[np.bool_]] | None = None
     stalled = 0  # iterates since the gap last reached a new low
+    lowest = np.inf  # the lowest largest dual residual |g − λ + μ| so far
     try:
         for _ in range(max_iter):
             s = C - alpha
@@ -250,11 +266,17 @@ def _interior_point(
             # (the SVM's Σα by numpy's pairwise sum, as before targets existed)
             linear = float(alpha.sum()) if targets is None else float(p @ alpha)
             gap = (primal - (linear - 0.5 * wnorm2)) / max(1.0, abs(primal))
-            if best is not None and gap > 100 * best[0]:
+            r_d = g - lam + mu
+            residual = float(np.abs(r_d).max())
+            if best is not None and (gap > 100 * best[0] or residual > 100 * lowest):
                 # diverged: the Newton directions lost their accuracy (a checkerboard at
                 # C = 10⁴, fixed random XVs: from a gap of 0.006 back to 1, then steps of
-                # 1e-7 to the end; its best partition then settled in the polish)
+                # 1e-7 to the end; its best partition then settled in the polish). The
+                # dual residual is linear in the iterate, so an exact step of length t
+                # scales it by 1 − t: its growth is round-off (a checkerboard at C = 10⁶,
+                # N = 10⁶, on 140 360 rows: from 520 to 2·10⁵ in five iterates, the gap at 1)
                 break
+            lowest = min(lowest, max(residual, 1e-9))
             stalled = 0 if best is None or gap < best[0] else stalled + 1
             if stalled == IP_STALL and best is not None:
                 # stalled (at N = 10⁶, Nz = 500 on 40 679 rows: from 0.11 back to 0.999,
@@ -272,12 +294,7 @@ def _interior_point(
                 start = np.where(upper, C, np.where(free, alpha, 0.0))
                 if best is None or gap < best[0]:
                     best = (gap, start, upper, free)
-                # beyond Nz + 1 free rows each of the polish's moves is a null-space step
-                # dropping one row, an elimination of (Nz + 1) × |free|; offered only where
-                # those steps cost about one more iterate here, |set|·Nz² (ringnorm at
-                # N = 3·10⁵, Nz = 500, C = 0.1: 24 s from 711 free rows, an iterate 0.7 s)
-                m = int(free.sum())
-                if gap <= next_polish and (m - B.shape[1] - 1) * m <= N:
+                if gap <= next_polish and _polish_affordable(int(free.sum()), B.shape[1], N):
                     next_polish = gap / 100
                     polished = polish(start, upper, free)
                     if polished is not None:
@@ -291,7 +308,7 @@ def _interior_point(
                 block = slice(start, start + BLOCK_ROWS)
                 S += B[block].T @ (B[block] * D_inv[block, None])
             S_inv = np.linalg.inv(S)
-            newton = _NewtonSystem(y, alpha, s, lam, mu, g - lam + mu, r_p, D_inv, S_inv,
+            newton = _NewtonSystem(y, alpha, s, lam, mu, r_d, r_p, D_inv, S_inv,
                                    B, K_inv)
             da, _, dlam, dmu, t = newton.direction(0.0, 0.0)  # predictor: affine scaling
             # Mehrotra's corrector: centre by σ = (m_aff / m)³ and correct the
@@ -349,10 +366,11 @@ class SVMDualMarginal(Marginal):
 
     Attributes
     ----------
-    n_active_set, n_interior_point, n_generic : int
+    n_active_set, n_interior_point, n_smoothed, n_generic : int
         How many solves the warm-started active-set method settled, how many
-        needed the interior-point method, and how many evaluations fell back
-        to the generic path (or to ``fallback``).
+        needed the interior-point method, how many the smoothed hinge's Newton
+        path where the interior point stalled, and how many evaluations fell
+        back to the generic path (or to ``fallback``).
 
     Examples
     --------
@@ -460,6 +478,7 @@ class SVMDualMarginal(Marginal):
         self.last_epochs = 0  # passes of the last evaluation's coordinate descent
         self.n_active_set = 0
         self.n_interior_point = 0
+        self.n_smoothed = 0
         self.n_generic = 0
         # evaluations left that go straight to the interior point, and the next such streak
         self._skip_polish, self._skip_next = 0, SKIP_POLISH
@@ -536,9 +555,13 @@ class SVMDualMarginal(Marginal):
             # 0.06 s; warm-started from an exact solution, later ones settle
             hint = (alpha, b)
         solved = self._interior(B, hint)
-        if solved is None:
-            raise _Stalled
-        self.n_interior_point += 1
+        if solved is not None:
+            self.n_interior_point += 1
+        else:
+            solved = self._smoothed(B)
+            if solved is None:
+                raise _Stalled
+            self.n_smoothed += 1
         alpha, u, b = solved
         self._last = (alpha, b)
         return alpha, u, b
@@ -591,6 +614,24 @@ class SVMDualMarginal(Marginal):
                 if settled is not None:
                     return settled[:3]
             work |= missed
+
+    def _smoothed(self, B: Array) -> tuple[Array, Array, float] | None:
+        """α, u, b by the smoothed hinge's Newton path, a width's partition polished.
+
+        After each width of `smoothed_hinge_path` whose quadratic rows are few enough for
+        the polish (`_polish_affordable`), the rows in the linear piece go to C, the
+        quadratic ones are free, and the active-set method settles from there, the rows
+        near the margin its working set. None where no width's partition settles.
+        """
+        y, C = self.y, self.C
+        for delta, _, _, r in smoothed_hinge_path(B, y, C, self.targets):
+            alpha, upper, free = hinge_partition(r, C, delta)
+            if not _polish_affordable(int(free.sum()), B.shape[1], len(y)):
+                continue
+            solved = self._settle(B, alpha, upper, free, free | (np.abs(r) <= WORKING_BAND))
+            if solved is not None:
+                return solved[:3]
+        return None
 
     def _settle(self, B: Array, alpha: Array, upper: NDArray[np.bool_],
                 free: NDArray[np.bool_], work: NDArray[np.bool_]) -> Solution | None:
