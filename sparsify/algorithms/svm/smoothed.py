@@ -16,7 +16,9 @@ the zero, quadratic and linear pieces, F_δ is a quadratic whose minimiser is on
 (Nz + 1)-sized solve over the quadratic rows. As in Keerthi and DeCoste's finite Newton
 method for the squared hinge (`sparsify.algorithms.svm.squared_hinge`), each step goes
 towards that minimiser with an exact line search, and a width ends, exactly, when the
-minimiser's partition is the one it came from. Its minimiser has a dual that is feasible
+minimiser's partition is the one it came from (or where the line search resolves no more
+decrease in floating point, or after `MAX_NEWTON` steps: the polish makes the end exact). Its
+minimiser has a dual that is feasible
 for the hinge's dual: α_i = C_i ℓ′_δ(r_i) ∈ [0, C_i], u = Bᵀα, yᵀα = 0. As δ → 0 the
 quadratic rows become the hinge's free rows and the linear ones its rows at C.
 
