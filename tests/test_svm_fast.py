@@ -847,41 +847,30 @@ def test_memory_is_estimated_before_any_kernel_block(monkeypatch) -> None:
         SVMDualMarginal(1.0, X, y, make_kernel("rbf", X), 10)
 
 
-@pytest.mark.parametrize(("n_samples", "n_expansion"), [(3000, 5), (3000, 60), (20000, 60)])
+@pytest.mark.parametrize(("n_samples", "n_expansion", "stalls"),
+                         [(3000, 5, False), (3000, 60, False), (20000, 60, False),
+                          (20000, 5, True)])
 def test_the_memory_estimate_covers_an_evaluation(monkeypatch, n_samples: int,
-                                                  n_expansion: int) -> None:
+                                                  n_expansion: int, stalls: bool) -> None:
     """What an evaluation allocates at its peak (numpy's allocations, traced) is within the
     estimate checked before any kernel block: at few XVs (the solvers' row vectors dominate),
-    at many, and where the first evaluation's interior point runs on every row."""
+    at many, where the first evaluation's interior point runs on every row, and where it
+    stalls (made to) and the smoothed hinge's Newton path answers (its line search's sorted
+    crossings, then the polish)."""
     X, y = make_checkerboard(n_samples, random_state=0)
     estimates = []
     check = svm_fast.check_memory
     monkeypatch.setattr(svm_fast, "check_memory",
                         lambda need, *args: estimates.append(need) or check(need, *args))
+    if stalls:
+        monkeypatch.setattr(svm_fast, "_interior_point", lambda *args, **kwargs: None)
     fast = SVMDualMarginal(1000.0, X, y, make_kernel("rbf", X, gamma=1.0), n_expansion)
     tracemalloc.start()
     fast.evaluate(X[:n_expansion] + 0.01)
     peak = tracemalloc.get_traced_memory()[1]
     tracemalloc.stop()
-    assert fast.n_interior_point == 1 and fast.n_generic == 0
-    assert peak <= estimates[0]
-
-
-def test_the_memory_estimate_covers_the_smoothed_hinges_path(monkeypatch) -> None:
-    """Where the interior point stalls (made to) the smoothed hinge's Newton path answers;
-    its line search's sorted crossings and the polish stay within the same estimate."""
-    X, y = make_checkerboard(20000, random_state=0)
-    estimates = []
-    check = svm_fast.check_memory
-    monkeypatch.setattr(svm_fast, "check_memory",
-                        lambda need, *args: estimates.append(need) or check(need, *args))
-    monkeypatch.setattr(svm_fast, "_interior_point", lambda *args, **kwargs: None)
-    fast = SVMDualMarginal(1000.0, X, y, make_kernel("rbf", X, gamma=1.0), 5)
-    tracemalloc.start()
-    fast.evaluate(X[:5] + 0.01)
-    peak = tracemalloc.get_traced_memory()[1]
-    tracemalloc.stop()
-    assert fast.n_smoothed == 1 and fast.n_generic == 0
+    assert (fast.n_interior_point, fast.n_smoothed) == ((0, 1) if stalls else (1, 0))
+    assert fast.n_generic == 0
     assert peak <= estimates[0]
 
 

@@ -210,10 +210,11 @@ def smoothed_hinge_path(B: Array, y: Array, C: Array, targets: Array | None = No
     u, b = np.zeros(Nz), 0.0
     for width in widths:
         delta = width * scale
+        # recomputed at each width: the steps' updates of the margins accumulate round-off
         margin = B @ u + y * b
+        r = p - margin
+        linear, quadratic = _pieces(r, delta)
         for _ in range(MAX_NEWTON):
-            r = p - margin
-            linear, quadratic = _pieces(r, delta)
             u_new, b_new = _newton_point(B, y, C, p, linear, quadratic, delta)
             d_u, d_b = u_new - u, b_new - b
             delta_r = B @ d_u + y * d_b
@@ -224,9 +225,10 @@ def smoothed_hinge_path(B: Array, y: Array, C: Array, targets: Array | None = No
             margin = margin + t * delta_r
             # a full step lands on the Newton point itself, without round-off
             u, b = (u_new, b_new) if t == 1.0 else (u + t * d_u, b + t * d_b)
-            if t == 1.0:
-                now_linear, now_quadratic = _pieces(p - margin, delta)
-                if (np.array_equal(now_linear, linear)
-                        and np.array_equal(now_quadratic, quadratic)):
-                    break  # the minimiser of its own partition's quadratic: F_δ's minimiser
-        yield delta, u, b, p - margin
+            r = p - margin
+            now_linear, now_quadratic = _pieces(r, delta)
+            if (t == 1.0 and np.array_equal(now_linear, linear)
+                    and np.array_equal(now_quadratic, quadratic)):
+                break  # the minimiser of its own partition's quadratic: F_δ's minimiser
+            linear, quadratic = now_linear, now_quadratic
+        yield delta, u, b, r
