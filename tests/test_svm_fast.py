@@ -96,8 +96,9 @@ def test_after_a_failed_polish_the_interior_point_answers_directly(
     Z = initial_expansion_vectors(X, 4, "random", 0)
     fast.evaluate(Z)
     assert (fast.n_active_set, fast.n_interior_point) == (0, 1)
-    calls = []
-    monkeypatch.setattr(svm_fast, "dual_cd", lambda *a: calls.append(1) or _dual_cd.dual_cd(*a))
+    calls = []  # the passes each coordinate descent was given
+    monkeypatch.setattr(svm_fast, "dual_cd",
+                        lambda *a: calls.append(a[8]) or _dual_cd.dual_cd(*a))
     monkeypatch.setattr(SVMDualMarginal, "_settle", lambda self, *a: None)
     for step in range(1, SKIP_POLISH + 3):
         ev = fast.evaluate(Z + 0.01 * step)
@@ -109,9 +110,26 @@ def test_after_a_failed_polish_the_interior_point_answers_directly(
         if step == SKIP_POLISH + 1:  # the failed polish, then SKIP_POLISH straight to the IP
             assert (fast.n_active_set, fast.n_interior_point) == (0, SKIP_POLISH + 2)
             assert len(calls) == 1
-    # then coordinate descent and the polish are tried again
-    assert len(calls) == 2
+    # then coordinate descent and the polish are tried again, with the first evaluation's
+    # passes: the warm ones failed to name the partition
+    assert calls == [fast.max_epochs, fast.first_epochs]
     assert fast.n_interior_point == SKIP_POLISH + 3 and fast.n_generic == 0
+
+
+@pytest.mark.parametrize(("n_free", "extra"), [(10, 5), (30, 0)])
+def test_the_polish_gets_a_move_per_excess_free_row_only_where_affordable(
+        monkeypatch: pytest.MonkeyPatch, n_free: int, extra: int) -> None:
+    """Each free row beyond Nz + 1 needs a move to leave; the budget grants them where those
+    moves cost about an interior-point iterate (`_polish_affordable`), not from coordinate
+    descent's partition at a large C with thousands of free rows."""
+    X, y = make_checkerboard(500, random_state=0)
+    fast = SVMDualMarginal(1e6, X, y, make_kernel("rbf", X, gamma=1.12), 4, tol=1e-9)
+    budgets = []
+    monkeypatch.setattr(svm_fast, "_warm_active_set", lambda *a: budgets.append(a[10]))
+    B = np.random.default_rng(0).standard_normal((500, 4))
+    free = np.arange(500) < n_free
+    fast._polish(B, np.where(free, 1.0, 0.0), np.zeros(500, bool), free, free)
+    assert budgets == [fast.polish_moves * 4 + 100 + extra]
 
 
 def test_a_diverging_interior_point_hands_its_best_partition_to_the_polish() -> None:

@@ -523,7 +523,11 @@ class SVMDualMarginal(Marginal):
             alpha, b = ((np.zeros(len(y)), 0.0) if last is None
                         else (np.clip(last[0], 0.0, C), last[1]))
             u = np.empty(Nz)
-            passes = self.first_epochs if last is None else self.max_epochs
+            # a retry after a failed polish gets the first evaluation's passes: where 1000
+            # warm passes failed to name the partition they fail again (a checkerboard at
+            # C = 10⁶, N = 10⁵, Nz = 16: 14 s each retry, against 1-2 s per interior point)
+            retry = self._skip_next > SKIP_POLISH
+            passes = self.first_epochs if last is None or retry else self.max_epochs
             named, b, self.last_epochs, _ = dual_cd(B, y, C, alpha, u, b, self.rho,
                                                     self.cd_eps, passes, 0, self.targets)
             upper, free = alpha >= C, (alpha > 0) & (alpha < C)
@@ -660,8 +664,13 @@ class SVMDualMarginal(Marginal):
         C_held, eye, Nz = self.C[held], self._identity, B.shape[1]
         # a move costs O(|work|·Nz); the interior point some twenty O(N·Nz²) iterations.
         # Each free row beyond the Nz + 1 the margin holds needs a move to leave (a smoothed
-        # hinge's partition: at N = 10⁶, Nz = 16, 410 free rows)
-        moves = self.polish_moves * Nz + 100 + max(0, int(free.sum()) - Nz - 1)
+        # hinge's partition: at N = 10⁶, Nz = 16, 410 free rows), granted where those moves
+        # are affordable: coordinate descent at a large C can leave half the rows free
+        # (a checkerboard at C = 10⁶, N = 10⁵, Nz = 16: minutes of moves, then failing)
+        excess = int(free.sum()) - Nz - 1
+        moves = self.polish_moves * Nz + 100
+        if excess > 0 and _polish_affordable(excess + Nz + 1, Nz, len(self.y)):
+            moves += excess
         result = _warm_active_set(B[work], self.y[work], eye, eye, eye, self.C[work],
                                   alpha[work], upper[work], free[work], self.tol, moves,
                                   (C_held @ B[held], float(C_held @ self.y[held])),
