@@ -19,8 +19,9 @@ Parts (``--parts``):
   where the XVs are put matters most; besides the peers, SLMC from k-means centres and
   SLMC's own problem on fixed random XVs at M and 5 M (Nystroem's landmarks with the hinge
   loss, solved exactly: the squared hinge of LinearSVC is another loss, whose test error
-  on the noiseless checkerboard is lower than the hinge's at equal XVs), on ``--test-n``
-  fresh points;
+  on the noiseless checkerboard is lower than the hinge's at equal XVs), and the full SVC
+  once per N (where it finishes within ``--svc-timeout``: what the hinge loss reaches with
+  every training point a candidate SV), on ``--test-n`` fresh points;
 - ``moons``: make_moons(5000, noise = 0.3), Nz = 10 … 500, 5 seeds: does every fit succeed.
 
 Each fit of ``timing`` and ``value`` records which test points it misclassifies
@@ -102,6 +103,9 @@ VALUE_FITS = (("SLMC", 1, "optimised, from a random subset (the default)"),
               ("SVGP", 1, "learned inducing points (variational GP)"))
 #: the fits made at the budget M only: their M are the budgets
 ONE_BUDGET = {m for m, _, _ in VALUE_FITS} - {m for m, k, _ in VALUE_FITS if k != 1}
+#: the value part's full SVM, once per N (its row's M is 0): what SLMC's loss reaches with
+#: every training point a candidate SV, where it finishes within ``--svc-timeout``
+FULL_SVM = ("SVC", "the full SVM: SLMC's problem with every training point a candidate")
 
 
 def make(kind: str, n: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
@@ -313,6 +317,7 @@ def run_synthetic(args: argparse.Namespace, part: str,
 
     extra = ([(method, k) for method, k, _ in VALUE_FITS if method in SPARSE and
               method != "SLMC" and wanted(method)] if part == "value" else [])
+    svc_over: dict[str, bool] = {}  # per set: the full SVM ran over its timeout at some N
     for kind in args.sets:
         C, gamma, how = params[kind]
         for m in ms:
@@ -350,6 +355,12 @@ def run_synthetic(args: argparse.Namespace, part: str,
                 if svgp and wanted("SVGP"):
                     rows.append({**base, **_svgp(args.gp_python, spec, m, gamma,
                                                  args.gp_epochs, args.seed, args.timeout)})
+                if part == "value" and wanted(FULL_SVM[0]) and m == ms[0]:
+                    svc = ({"note": f"not run: over {args.svc_timeout:.0f} s at a smaller N"}
+                           if svc_over.get(kind) else
+                           _fresh(args.svc_timeout, _fit, "SVC", spec, 0, C, gamma, args.seed))
+                    svc_over[kind] = str(svc.get("note", "")).startswith(("over", "not run"))
+                    rows.append({**base, "method": "SVC", "M": 0, **svc})
                 rows[first:] = [keep_wrong(args.out, row) for row in rows[first:]]
                 for row in rows[first:]:
                     print(f"[scale] {row}", flush=True)
@@ -497,6 +508,10 @@ def _value_table(sel: list[dict[str, Any]], kind: str, n: int, ms: list[int]) ->
     lines = ["", f"N = {n} (C = {r0['C']:g}, γ = {r0['gamma']:.4g}):", "",
              "| M | method | XVs | where | test error | fit s | peak MB |",
              "|---|---|---|---|---|---|---|"]
+    full = _get(sel, kind, n, FULL_SVM[0], 0)
+    if full is not None:
+        lines.append(f"| — | {FULL_SVM[0]} | {full.get('n_support', '—')} SVs | {FULL_SVM[1]} "
+                     f"| {_cell(full)} |")
     for m in ms:
         for method, factor, where in VALUE_FITS:
             r = _get(sel, kind, n, method, factor * m)
@@ -561,6 +576,12 @@ def _value_lines(sel: list[dict[str, Any]], kind: str, n: int, m: int,
         if same:
             lines.append("The same problem (hinge loss, C, unpenalised bias) on fixed random "
                          "XVs: " + ", ".join(against(slmc, name, r) for name, r in same) + ".")
+        full = _get(sel, kind, n, FULL_SVM[0], 0)
+        if full is not None and "error" in full:
+            lines.append("With every training point a candidate SV (the full SVM): "
+                         + against(slmc, "the full SVM", full)
+                         + "".join(f"; the full SVM {_z(full, r):+.1f} SE from {name}"
+                                   for name, r in peers if _z(full, r) is not None) + ".")
     for label, method in (("From k-means centres", "SLMC k-means"),
                           ("With LinearSVC's loss, the squared hinge", "SLMC squared hinge"),
                           ("With LinearSVC's loss, the squared hinge from k-means centres",
@@ -648,7 +669,10 @@ def report(rows: list[dict[str, Any]], args: argparse.Namespace, run: str) -> st
                       "at M and 5 M is what moving the XVs buys. LinearSVC minimises the "
                       "squared hinge, another loss: the rows *SLMC squared hinge* fit SLMC "
                       "with that loss (`SparseSVC(loss=\"squared_hinge\")`), the "
-                      "like-for-like comparison with Nystroem + LinearSVC. *SE*: the difference "
+                      "like-for-like comparison with Nystroem + LinearSVC. The row *SVC*, once "
+                      "per N, is the full SVM, SLMC's problem with every training point a "
+                      "candidate SV: where it errs more than Nystroem + LinearSVC, the gap is "
+                      "the loss's, not the XVs'. *SE*: the difference "
                       "of two test errors over its standard error on the test set, paired "
                       "(McNemar's test: the points only one of the two gets wrong) where "
                       "both fits' misclassified test points are recorded, else the two "
@@ -735,8 +759,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--sets", nargs="+", choices=SETS, default=list(SETS),
                         help="generated sets of the timing and value parts")
     parser.add_argument("--value-fits", nargs="+", metavar="METHOD",
-                        choices=list(dict.fromkeys(m for m, _, _ in VALUE_FITS)),
-                        default=list(dict.fromkeys(m for m, _, _ in VALUE_FITS)),
+                        choices=[*dict.fromkeys(m for m, _, _ in VALUE_FITS), FULL_SVM[0]],
+                        default=[*dict.fromkeys(m for m, _, _ in VALUE_FITS), FULL_SVM[0]],
                         help="the value part's fits to run (default every one), to add "
                              "fits to an earlier run's CSV with --merge")
     parser.add_argument("--moons-nz", type=int, nargs="+", default=[10, 50, 100, 200, 500])

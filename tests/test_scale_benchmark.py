@@ -24,11 +24,17 @@ def test_quick_run_writes_every_part(tmp_path: Path) -> None:
     assert {(r["method"], r["M"]) for r in value} == {
         ("SLMC", "3"), ("SLMC k-means", "3"), ("random XVs", "3"), ("random XVs", "15"),
         ("Nystroem", "3"), ("Nystroem", "15"), ("SVGP", "3"), ("SLMC squared hinge", "3"),
-        ("SLMC squared hinge k-means", "3")}
+        ("SLMC squared hinge k-means", "3"), ("SVC", "0")}
     # SLMC's problem on fixed XVs is the start of SLMC's own fit: it ran no iteration
     assert next(r["n_iter"] for r in value if r["method"] == "random XVs") == "0"
     assert next(r["note"] for r in rows if r["method"] == "SVGP") == "not run (no --gp-python)"
+    # the full SVM once per set and N, beside SLMC and the peers, paired
+    full = [r for r in value if r["method"] == "SVC"]
+    assert len(full) == 2 and all(r["error"] and int(r["n_support"]) > 0 for r in full)
     text = (out / "scale.md").read_text()
+    assert text.count("| — | SVC |") == 2
+    assert text.count("With every training point a candidate SV (the full SVM): the full SVM "
+                      ) == 2 and "SE from Nystroem 5 M" in text
     assert "## Fit time against N" in text and "Every fit succeeds: met." in text
     assert not list(out.glob("*.tmp"))
 
