@@ -17,9 +17,9 @@ import numpy as np
 import pytest
 
 from sparsify import RBF, SparseSVC
-from sparsify.core.marginal import diagonal_scale
+from sparsify.core.marginal import diagonal_scale, triangular_whitening
 from sparsify.core.optimize import minimize_marginal
-from sparsify.datasets import make_ringnorm
+from sparsify.datasets import make_checkerboard, make_ringnorm
 
 distributed = pytest.importorskip("distributed", reason="needs dask[distributed]")
 da = pytest.importorskip("dask.array", reason="needs dask[array]")
@@ -29,11 +29,17 @@ from sparsify.algorithms.svm.distributed import (  # noqa: E402
     initial_rows,
     make_blocks,
 )
+from sparsify.algorithms.svm.distributed_smoothed import smoothed_path  # noqa: E402
 from sparsify.algorithms.svm.distributed_squared_hinge import (  # noqa: E402
     DistributedSquaredHingeMarginal,
 )
 from sparsify.algorithms.svm.fast import SVMDualMarginal  # noqa: E402
 from sparsify.algorithms.svm.formulation import SVM  # noqa: E402
+from sparsify.algorithms.svm.smoothed import (  # noqa: E402
+    WIDTHS,
+    hinge_partition,
+    smoothed_hinge_path,
+)
 from sparsify.algorithms.svm.squared_hinge import SquaredHingeMarginal  # noqa: E402
 
 N, NZ, C, GAMMA = 3000, 8, 1.0, 1.0 / 20
@@ -101,6 +107,55 @@ def test_lbfgs_follows_the_in_memory_path(client: Any, blocks: Any,
     assert remote.n_iter == local.n_iter
     assert remote.evaluation.value == pytest.approx(local.evaluation.value, rel=1e-7)
     np.testing.assert_allclose(remote.Z, local.Z, atol=1e-5)
+
+
+def test_the_smoothed_hinge_path_over_blocks_is_the_in_memory_one(
+        client: Any, blocks: Any, ringnorm: tuple[np.ndarray, np.ndarray]) -> None:
+    """Width by width, the Newton path over the blocks lands on F_δ's minimiser, the point
+    the in-memory path yields (both exact: a partition's Newton point, or where the line
+    search resolves no more decrease), and the blocks keep α = C ℓ′_δ(r) there."""
+    X, y = ringnorm
+    remote = _distributed(client, blocks, X)
+    local = SVMDualMarginal(C, X, y, RBF(GAMMA), NZ)
+    Z = X[np.random.default_rng(4).choice(N, NZ, replace=False)]
+    _, _, T = local._blocks(Z)
+    np.testing.assert_allclose(T, triangular_whitening(
+        RBF(GAMMA)(Z, Z) + remote.jitter * np.eye(NZ)), rtol=1e-12)
+    B = local._rows(local._blocks(Z)[0], T)
+    remote._prepare(Z, T)
+    ours = list(smoothed_path(remote._map, NZ))
+    theirs = list(smoothed_hinge_path(B, y.astype(float), np.full(N, C)))
+    assert len(ours) == len(theirs) == len(WIDTHS)
+    for (u, b, n_quadratic), (delta, u_ref, b_ref, r) in zip(ours, theirs, strict=True):
+        # F_δ's Newton matrix has condition number about C/δ: its minimiser to that
+        scale = 1e-10 * max(1.0, C / delta)
+        np.testing.assert_allclose(u, u_ref, rtol=0, atol=scale * np.abs(u_ref).max())
+        assert b == pytest.approx(b_ref, abs=scale * max(1.0, abs(b_ref)))
+        assert n_quadratic == int(np.sum((r > 0) & (r < delta)))
+    alpha = np.concatenate(remote._map(lambda rows: rows.alpha))
+    np.testing.assert_allclose(alpha, hinge_partition(r, np.full(N, C), delta)[0], atol=1e-8)
+
+
+def test_at_a_large_c_the_smoothed_path_names_the_partition(client: Any) -> None:
+    """Checkerboard at C = 10⁶: coordinate descent's rounds leave most rows free, so the
+    smoothed hinge's path names the partition the polish settles from; the answer is the
+    in-memory fast path's."""
+    X, y = make_checkerboard(2000, random_state=0)
+    big = make_blocks(client, da.from_array(X, chunks=500), da.from_array(y, chunks=500),
+                      1, 1e6)
+    kernel = RBF(0.375)
+    remote = DistributedSVMMarginal(client, big, kernel, 8, diagonal=1.0)
+    local = SVMDualMarginal(1e6, X, y, kernel, 8)
+    Z = X[np.random.default_rng(0).choice(2000, 8, replace=False)]
+    with distributed.get_task_stream(client) as stream:
+        a, b = remote.evaluate(Z), local.evaluate(Z)
+    assert remote.n_smoothed == 1
+    # both polish to the KKT tolerance 1e-9 on rows with C = 10⁶: W to that times ΣC
+    assert a.value == pytest.approx(b.value, rel=1e-8)
+    np.testing.assert_allclose(a.grad, b.grad, rtol=1e-6, atol=1e-6 * np.abs(b.grad).max())
+    ran = {t["key"].split("-")[0] for t in stream.data}
+    assert {"_mark_pieces", "_piece_sums", "_slope_piece", "_keep_alpha"} <= ran
+    client.cancel(big)
 
 
 def test_squared_hinge_evaluation_equals_the_in_memory_newton_method(

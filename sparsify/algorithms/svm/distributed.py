@@ -39,7 +39,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from sparsify.algorithms.svm._dual_cd import local_cd
-from sparsify.algorithms.svm.fast import _warm_active_set
+from sparsify.algorithms.svm.fast import _polish_affordable, _warm_active_set
 from sparsify.core.errors import SolverError
 from sparsify.core.marginal import (
     BLOCK_ROWS,
@@ -90,6 +90,8 @@ class _Rows:
     slack: Array | None = None
     delta: Array | None = None
     on: NDArray[np.bool_] | None = None
+    #: the smoothed hinge's pieces of the rows (`distributed_smoothed`)
+    piece: NDArray[np.int8] | None = None
 
 
 # -- the tasks that run on the workers (module level, so Dask can ship them) -------------
@@ -191,6 +193,10 @@ def _settle_rows(rows: _Rows, u: Array, b: float, Z: Array, beta: Array, kernel:
     return loss, grad
 
 
+def _free_rows(rows: _Rows) -> int:
+    return int(np.sum((rows.alpha > 0.0) & (rows.alpha < rows.C)))
+
+
 def _sample(rows: _Rows, label: Any, n: int, seed: int) -> tuple[Array, int]:
     """Up to ``n`` random rows of the block (of class ``label``, None for any) and their count."""
     index = np.arange(len(rows.y)) if label is None else np.flatnonzero(rows.labels == label)
@@ -237,6 +243,10 @@ class DistributedSVMMarginal(Marginal):
         evaluation (arrays and numbers; Dask's own messages not counted).
     n_rounds, n_polish_rows : int
         CoCoA+ rounds and rows polished on the driver in the last evaluation.
+    n_smoothed : int
+        Evaluations whose partition the smoothed hinge's Newton path named
+        (`distributed_smoothed`), where coordinate descent's left the polish too
+        many free rows.
 
     Examples
     --------
@@ -269,6 +279,7 @@ class DistributedSVMMarginal(Marginal):
         shapes = client.gather([client.submit(_shape, block, pure=False)
                                 for block in self.blocks])
         self.n_features = int(shapes[0][1])
+        self.n_rows = sum(int(n) for n, _ in shapes)
         self._check_memory(shapes)
         # coordinate descent only names the partition; the polish makes it exact. Long local
         # passes (ringnorm, 2·10⁵ rows in 8 blocks, Nz = 100: first evaluation 3.8 s at 100
@@ -279,7 +290,7 @@ class DistributedSVMMarginal(Marginal):
         self._tokens: list[int] = []
         self.poll_seconds = 2.0  # how often a waiting evaluation checks its blocks' workers
         self.sent_bytes = self.received_bytes = 0
-        self.n_rounds = self.n_polish_rows = 0
+        self.n_rounds = self.n_polish_rows = self.n_smoothed = 0
 
     def _check_memory(self, shapes: list[tuple[int, int]]) -> None:
         """Refuse, before any kernel block, where a worker's blocks would exceed its memory limit.
@@ -391,10 +402,37 @@ class DistributedSVMMarginal(Marginal):
             except SolverError:  # the blocks may hold part of its α: start over from them
                 u, s = self._prepare(Z, T)
         if solved is None:
-            solved = self._polish(*self._coordinate_descent(u, s, self._b))
+            u, b = self._coordinate_descent(u, s, self._b)
+            free = sum(self._map(_free_rows))
+            if _polish_affordable(free, self.n_expansion, self.n_rows):
+                try:
+                    solved = self._polish(u, b)
+                except SolverError:
+                    pass
+        if solved is None:
+            solved = self._smoothed()
         alpha_parts, u, b = solved
         self._warm, self._b = True, b
         return u, b, _settle_rows, alpha_parts
+
+    def _smoothed(self) -> tuple[list[tuple[Any, ...]], Array, float]:
+        """The polish from the partition of the smoothed hinge's Newton path, width by width
+        (`distributed_smoothed.smoothed_path`), where the quadratic rows are few enough."""
+        from sparsify.algorithms.svm.distributed_smoothed import smoothed_path
+
+        for u, b, n_quadratic in smoothed_path(self._map, self.n_expansion):
+            if _polish_affordable(n_quadratic, self.n_expansion, self.n_rows):
+                try:
+                    solved = self._polish(u, b)
+                except SolverError:
+                    continue  # the next width's partition is closer to the hinge's
+                self.n_smoothed += 1
+                return solved
+        raise SolverError(
+            "The distributed SVM solver's polish did not settle from coordinate descent's "
+            "partition nor from the smoothed hinge's (formulation 'svm'). Fit on the data in "
+            "memory (numpy arrays), whose solver has an interior-point fallback, or loosen "
+            "solver_tol.")
 
     def _prepare(self, Z: Array, T: Array) -> tuple[Array, float]:
         """Every block's K_XZ and B; u = Σ Bᵀα and s = Σ yᵀα at the blocks' current α."""
