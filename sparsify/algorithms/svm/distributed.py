@@ -266,8 +266,10 @@ class DistributedSVMMarginal(Marginal):
     """
 
     formulation_name, title, method = "svm", "SVM", "svm-dask"
-    #: numbers per row an evaluation holds beside K_XZ and B (α, costs, labels, scratch)
-    scratch_per_row = 6
+    #: numbers per row an evaluation holds beside K_XZ and B: α, costs, labels and signs,
+    #: the smoothed path's residuals, direction and pieces (`distributed_smoothed`), and its
+    #: line search's temporaries (about three rows' worth)
+    scratch_per_row = 10
 
     def __init__(self, client: Any, blocks: list[Any], kernel: Kernel, n_expansion: int,
                  tol: float = 1e-9, jitter: float = 1e-10, diagonal: float = 1.0) -> None:

@@ -77,14 +77,17 @@ def _slope_piece(rows: _Rows, t: float, width: float) -> tuple[float, float, flo
     assert r is not None and delta is not None
     at_t = r - t * delta
     linear, quadratic = at_t >= width, (at_t > 0.0) & (at_t < width)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        breaks = np.concatenate([np.where(delta != 0.0, r / delta, np.nan),
-                                 np.where(delta != 0.0, (r - width) / delta, np.nan)])
-    below, above = breaks[breaks <= t], breaks[breaks > t]
-    Cd = C * delta
-    return (float(Cd[linear].sum() + Cd[quadratic] @ r[quadratic] / width),
-            float(Cd[quadratic] @ delta[quadratic] / width),
-            float(below.max(initial=-np.inf)), float(above.min(initial=np.inf)))
+    del at_t
+    s0 = float(C[linear] @ delta[linear])
+    s0 += float((C[quadratic] * delta[quadratic]) @ r[quadratic]) / width
+    s1 = float((C[quadratic] * delta[quadratic]) @ delta[quadratic]) / width
+    left, right = -np.inf, np.inf
+    for shift in (0.0, width):  # a row's pieces change where r(t) = 0 and where r(t) = δ
+        with np.errstate(divide="ignore", invalid="ignore"):
+            times = (r - shift) / delta  # ±inf or nan where δ_i = 0: never a nearest break
+        left = max(left, float(times[times <= t].max(initial=-np.inf)))
+        right = min(right, float(times[times > t].min(initial=np.inf)))
+    return s0, s1, left, right
 
 
 def _keep_alpha(rows: _Rows, width: float) -> None:
