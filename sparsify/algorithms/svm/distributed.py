@@ -194,6 +194,7 @@ def _settle_rows(rows: _Rows, u: Array, b: float, Z: Array, beta: Array, kernel:
 
 
 def _free_rows(rows: _Rows) -> int:
+    """The block's rows with 0 < α < C."""
     return int(np.sum((rows.alpha > 0.0) & (rows.alpha < rows.C)))
 
 

@@ -667,10 +667,9 @@ class SVMDualMarginal(Marginal):
         # hinge's partition: at N = 10⁶, Nz = 16, 410 free rows), granted where those moves
         # are affordable: coordinate descent at a large C can leave half the rows free
         # (a checkerboard at C = 10⁶, N = 10⁵, Nz = 16: minutes of moves, then failing)
-        excess = int(free.sum()) - Nz - 1
-        moves = self.polish_moves * Nz + 100
-        if excess > 0 and _polish_affordable(excess + Nz + 1, Nz, len(self.y)):
-            moves += excess
+        n_free, moves = int(free.sum()), self.polish_moves * Nz + 100
+        if n_free > Nz + 1 and _polish_affordable(n_free, Nz, len(self.y)):
+            moves += n_free - Nz - 1
         result = _warm_active_set(B[work], self.y[work], eye, eye, eye, self.C[work],
                                   alpha[work], upper[work], free[work], self.tol, moves,
                                   (C_held @ B[held], float(C_held @ self.y[held])),
