@@ -29,8 +29,8 @@ import scipy.linalg
 from numpy.typing import NDArray
 
 from sparsify.algorithms.svm.distributed import _Rows
-from sparsify.algorithms.svm.distributed_squared_hinge import MAX_LINE_STEPS, _direction
-from sparsify.algorithms.svm.smoothed import MAX_NEWTON, WIDTHS, hinge_partition
+from sparsify.algorithms.svm.distributed_squared_hinge import line_search_over_blocks
+from sparsify.algorithms.svm.smoothed import MAX_NEWTON, WIDTHS, _pieces, hinge_partition
 from sparsify.core.errors import SolverError
 from sparsify.core.marginal import BLOCK_ROWS
 
@@ -46,7 +46,8 @@ def _mark_pieces(rows: _Rows, u: Array, b: float, width: float) -> tuple[bool, i
     whether a piece changed, and the rows in the quadratic piece."""
     assert rows.B is not None
     rows.slack = 1.0 - rows.B @ u - rows.y * b
-    piece = np.where(rows.slack >= width, 2, np.where(rows.slack > 0.0, 1, 0)).astype(np.int8)
+    linear, quadratic = _pieces(rows.slack, width)
+    piece = (2 * linear + quadratic).astype(np.int8)
     changed = rows.piece is None or not np.array_equal(piece, rows.piece)
     rows.piece = piece
     return changed, int(np.sum(piece == 1))
@@ -75,9 +76,7 @@ def _slope_piece(rows: _Rows, t: float, width: float) -> tuple[float, float, flo
     and the block's breakpoints (r(t) = 0 or δ) nearest to t on either side."""
     r, delta, C = rows.slack, rows.delta, rows.C
     assert r is not None and delta is not None
-    at_t = r - t * delta
-    linear, quadratic = at_t >= width, (at_t > 0.0) & (at_t < width)
-    del at_t
+    linear, quadratic = _pieces(r - t * delta, width)
     s0 = float(C[linear] @ delta[linear])
     s0 += float((C[quadratic] * delta[quadratic]) @ r[quadratic]) / width
     s1 = float((C[quadratic] * delta[quadratic]) @ delta[quadratic]) / width
@@ -124,7 +123,10 @@ def smoothed_path(map_: Callable[..., list[Any]], n_expansion: int,
                     "singular (formulation 'svm'). Fit on the data in memory (numpy arrays), "
                     "whose solver falls back to a conic one.") from error
             d = new - x
-            t = _line_search(map_, float(x[:-1] @ d[:-1]), float(d[:-1] @ d[:-1]), d, width)
+            # F_δ' = a + c t − (s0 − t s1) on a piece; the step capped at the Newton point
+            t, _ = line_search_over_blocks(map_, _slope_piece, (width,), float(x[:-1] @ d[:-1]),
+                                           float(d[:-1] @ d[:-1]), d, 1.0, 1.0,
+                                           "SVM (smoothed hinge)")
             if t <= 0.0:
                 break
             x = new if t >= 1.0 else x + t * d
@@ -133,29 +135,3 @@ def smoothed_path(map_: Callable[..., list[Any]], n_expansion: int,
                 break  # the Newton point of its own partition: F_δ's minimiser
         map_(_keep_alpha, width)
         yield x[:-1].copy(), float(x[-1]), sum(m[1] for m in marks)
-
-
-def _line_search(map_: Callable[..., list[Any]], a: float, c: float, d: Array,
-                 width: float) -> float:
-    """The minimiser t in [0, 1] of F_δ along d (F_δ' = a + c t − (s0 − t s1) on a piece)."""
-    map_(_direction, d[:-1], float(d[-1]))
-    lo, hi, t = 0.0, 1.0, 1.0
-    for _ in range(MAX_LINE_STEPS):
-        parts = map_(_slope_piece, t, width)
-        s0, s1 = sum(p[0] for p in parts), sum(p[1] for p in parts)
-        left, right = max(p[2] for p in parts), min(p[3] for p in parts)
-        slope, curvature = a + c * t - (s0 - t * s1), c + s1
-        if t >= 1.0 and slope <= 0.0:
-            return 1.0  # the full step: F_δ still decreases at the Newton point
-        root = (s0 - a) / curvature if curvature > 0.0 else np.nan
-        if left <= root <= right:
-            return float(min(max(root, 0.0), 1.0))
-        if slope > 0.0:
-            hi = t
-        else:
-            lo = t
-        t = root if lo < root < hi else 0.5 * (lo + hi)
-    raise SolverError(
-        f"The distributed SVM solver's smoothed-hinge line search did not settle in "
-        f"{MAX_LINE_STEPS} steps (formulation 'svm'). Fit on the data in memory (numpy "
-        "arrays).")

@@ -26,6 +26,7 @@ per line-search step; nothing N-sized leaves a worker.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -113,6 +114,40 @@ def _settle(rows: _Rows, u: Array, b: float, Z: Array, beta: Array, kernel: Any
         part = slice(start, start + BLOCK_ROWS)
         grad += kernel.vjp_z(rows.X[part], Z, -np.outer(nu[part], beta), rows.K_xz[part])
     return float(rows.C @ slack**2), grad
+
+
+def line_search_over_blocks(map_: Callable[..., list[Any]], slope_task: Any,
+                            args: tuple[Any, ...], a: float, c: float, d: Array,
+                            weight: float, cap: float, title: str) -> tuple[float, int]:
+    """The minimiser t in [0, ``cap``] of a convex piecewise quadratic along d, and the steps.
+
+    Its derivative on the piece around t is a + c t − weight·(s0 − t s1), where
+    ``slope_task(rows, t, *args)`` returns each block's (s0, s1, nearest breakpoint at or
+    below t, nearest above). Each step takes the root of that line; where the root lies on
+    the piece it came from it is the answer (exact), else a safeguarded Newton step on the
+    piecewise linear derivative, bisection where it leaves the bracket. The blocks first keep
+    their rows' change along d (`_direction`).
+    """
+    map_(_direction, d[:-1], float(d[-1]))
+    lo, hi, t = 0.0, cap, 1.0
+    for step in range(1, MAX_LINE_STEPS + 1):
+        parts = map_(slope_task, t, *args)
+        s0, s1 = sum(p[0] for p in parts), sum(p[1] for p in parts)
+        left, right = max(p[2] for p in parts), min(p[3] for p in parts)
+        slope, curvature = a + c * t - weight * (s0 - t * s1), c + weight * s1
+        if t >= cap and slope <= 0.0:
+            return cap, step  # the whole step: still decreasing at its end
+        root = (weight * s0 - a) / curvature if curvature > 0.0 else np.nan
+        if left <= root <= right:
+            return float(min(max(root, 0.0), cap)), step
+        if slope > 0.0:
+            hi = t
+        else:
+            lo = t
+        t = root if lo < root < hi else (2.0 * t if np.isinf(hi) else 0.5 * (lo + hi))
+    raise SolverError(
+        f"The distributed {title} solver's line search did not settle in {MAX_LINE_STEPS} "
+        "steps (formulation 'svm'). Fit on the data in memory (numpy arrays).")
 
 
 # -- the driver ---------------------------------------------------------------------------
@@ -205,27 +240,7 @@ class DistributedSquaredHingeMarginal(DistributedSVMMarginal):
 
     def _line_search(self, a: float, c: float, d: Array) -> float:
         """The exact minimiser t ≥ 0 of F along d (F' = a + c t − 2 Σ C δ (slack − t δ)⁺)."""
-        self._map(_direction, d[:-1], float(d[-1]))
-        lo, hi, t = 0.0, np.inf, 1.0
-        for _ in range(MAX_LINE_STEPS):
-            self.n_line_steps += 1
-            parts = self._map(_slope_piece, t)
-            s0, s1 = sum(p[0] for p in parts), sum(p[1] for p in parts)
-            left, right = max(p[2] for p in parts), min(p[3] for p in parts)
-            slope, curvature = a + c * t - 2.0 * (s0 - t * s1), c + 2.0 * s1
-            if curvature > 0.0:
-                root = (2.0 * s0 - a) / curvature  # F' = 0 on this piece's line
-                if left <= root <= right:
-                    return max(root, 0.0)
-            if slope > 0.0:
-                hi = t
-            else:
-                lo = t
-            if curvature > 0.0 and lo < root < hi:
-                t = root
-            else:
-                t = 2.0 * t if np.isinf(hi) else 0.5 * (lo + hi)
-        raise SolverError(
-            f"The distributed squared-hinge SVM solver's line search did not settle in "
-            f"{MAX_LINE_STEPS} steps (formulation 'svm'). Fit on the data in memory (numpy "
-            "arrays).")
+        t, steps = line_search_over_blocks(self._map, _slope_piece, (), a, c, d, 2.0, np.inf,
+                                           "squared-hinge SVM")
+        self.n_line_steps += steps
+        return t
