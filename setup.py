@@ -26,11 +26,13 @@ class BuildExt(build_ext):
 
 
 setup(
-    # the SVM fast path's solvers; both include sparsify/algorithms/svm/_buffers.h (argument checks)
     ext_modules=[
-        Extension(f"sparsify.algorithms.svm.{name}", [f"sparsify/algorithms/svm/{name}.c"],
-                  depends=["sparsify/algorithms/svm/_buffers.h"])
-        for name in ("_active_set", "_dual_cd")
+        # the SVM fast path's solvers; both include sparsify/algorithms/svm/_buffers.h
+        *(Extension(f"sparsify.algorithms.svm.{name}", [f"sparsify/algorithms/svm/{name}.c"],
+                    depends=["sparsify/algorithms/svm/_buffers.h"])
+          for name in ("_active_set", "_dual_cd")),
+        # the structured interior point's batched inverses of small blocks
+        Extension("sparsify.core.structured._blocks", ["sparsify/core/structured/_blocks.c"]),
     ],
     cmdclass={"build_ext": BuildExt},
 )

@@ -12,10 +12,11 @@ file imported, or through the ``sparsify`` entry-point group of a package.
 from __future__ import annotations
 
 import sys
-from numbers import Real
+from numbers import Integral, Real
 
 import cvxpy as cp
 import numpy as np
+import scipy.sparse as sp
 from sklearn.utils._param_validation import Interval
 
 from sparsify import Declaration, Formulation, Outputs, hookimpl
@@ -274,9 +275,167 @@ class MinimaxProbabilityMachine(Formulation):
                            intercept=-(means[0] + means[1]) / 2)
 
 
+class LSSVM(Formulation):
+    """The least-squares SVM classifier (Suykens & Vandewalle 1999), labels -1/+1.
+
+    Minimise ½‖w‖² + (γ/2) Σ_i e_i² with e_i = 1 − y_i (f_i + b), which for ±1
+    labels is (γ/2) Σ_i (y_i − f_i − b)²: equality constraints and squares only, so
+    the structured backend solves it in one Newton step.
+
+    Parameters
+    ----------
+    gamma_reg : float, default=1.0
+        The weight γ of the squared errors, > 0.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sparsify import ConicMarginal, RBF
+    >>> X = np.array([[0.0, 0.0], [0.2, 0.1], [1.0, 1.0], [0.9, 1.2]])
+    >>> y = np.array([-1, -1, 1, 1])
+    >>> ev = ConicMarginal(LSSVM(gamma_reg=10.0), X, y, RBF(1.0), 2).evaluate(X[[0, 2]])
+    >>> np.sign(RBF(1.0)(X, X[[0, 2]]) @ ev.coef + ev.intercept).astype(int).tolist()
+    [-1, -1, 1, 1]
+    """
+
+    name = "ls_svm"
+    task = "classifier"
+
+    def __init__(self, gamma_reg: float = 1.0) -> None:
+        check_params("LSSVM", {"gamma_reg": [_POSITIVE]}, gamma_reg=gamma_reg)
+        self.gamma_reg = gamma_reg
+
+    def declare(self, out: Outputs) -> Declaration:
+        b = cp.Variable()
+        errors = cp.sum_squares(out.y - out.f - b)
+        return Declaration(cp.Minimize(0.5 * out.norm_w2 + 0.5 * self.gamma_reg * errors),
+                           [], intercept=b)
+
+
+def knn_edges(X: np.ndarray, k: int) -> np.ndarray:
+    """The edges (i, j), i < j, of the symmetrised k-nearest-neighbour graph of X's rows."""
+    from sklearn.neighbors import NearestNeighbors
+
+    k = min(k, len(X) - 1)
+    _, neighbours = NearestNeighbors(n_neighbors=k + 1).fit(X).kneighbors(X)
+    rows = np.repeat(np.arange(len(X)), k)
+    cols = neighbours[:, 1:].ravel()  # the first neighbour is the point itself
+    pairs = np.sort(np.column_stack([rows, cols]), axis=1)
+    return np.unique(pairs[pairs[:, 0] != pairs[:, 1]], axis=0)
+
+
+class LapRLS(Formulation):
+    """Laplacian regularised least squares (Belkin, Niyogi & Sindhwani 2006), semi-supervised.
+
+    Minimise (1/l) Σ_{i labelled} (y_i − f_i − b)² + γ_A ‖w‖² + (γ_I / N²) fᵀ L f,
+    with L the Laplacian of the k-nearest-neighbour graph of all N training points
+    (labelled or not) and l the labelled ones: fᵀ L f = Σ_edges (f_i − f_j)². The
+    graph is built from the inputs (`Outputs.X`); NaN in y marks an unlabelled
+    point. Labels ±1 give a classifier (the sign of the output).
+
+    Parameters
+    ----------
+    gamma_a : float, default=1e-2
+        Weight γ_A of ‖w‖², > 0.
+    gamma_i : float, default=1.0
+        Weight γ_I of the graph's smoothness, ≥ 0.
+    n_neighbors : int, default=8
+        k of the graph.
+
+    Examples
+    --------
+    Two moons with four labels:
+
+    >>> import numpy as np
+    >>> from sklearn.datasets import make_moons
+    >>> from sparsify import ConicMarginal, RBF
+    >>> X, labels = make_moons(100, noise=0.05, random_state=0)
+    >>> y = np.full(100, np.nan)
+    >>> for c in (0, 1):
+    ...     y[np.flatnonzero(labels == c)[:2]] = 2 * c - 1
+    >>> form = LapRLS(gamma_a=1e-4, gamma_i=100.0, n_neighbors=6)
+    >>> Z = X[::10]
+    >>> ev = ConicMarginal(form, X, y, RBF(2.0), 10).evaluate(Z)
+    >>> scores = RBF(2.0)(X, Z) @ ev.coef + ev.intercept
+    >>> bool(np.mean((scores > 0) == labels) > 0.95)
+    True
+    """
+
+    name = "laprls"
+    task = "classifier"
+    unlabelled = True
+
+    def __init__(self, gamma_a: float = 1e-2, gamma_i: float = 1.0,
+                 n_neighbors: int = 8) -> None:
+        check_params("LapRLS", {"gamma_a": [_POSITIVE], "gamma_i": [_NONNEGATIVE],
+                                "n_neighbors": [Interval(Integral, 1, None, closed="left")]},
+                     gamma_a=gamma_a, gamma_i=gamma_i, n_neighbors=n_neighbors)
+        self.gamma_a = gamma_a
+        self.gamma_i = gamma_i
+        self.n_neighbors = n_neighbors
+
+    def declare(self, out: Outputs) -> Declaration:
+        if out.X is None:
+            raise ValueError("LapRLS builds its graph from Outputs.X (sparsify >= 0.2).")
+        y = np.asarray(out.y, dtype=float)
+        labelled = np.flatnonzero(~np.isnan(y))
+        edges = knn_edges(out.X, self.n_neighbors)
+        n_edges, n = len(edges), out.n_samples
+        # the incidence matrix: row e is f_i − f_j for edge (i, j)
+        D = sp.csr_matrix((np.tile([1.0, -1.0], n_edges),
+                           (np.repeat(np.arange(n_edges), 2), edges.ravel())),
+                          shape=(n_edges, n))
+        b = cp.Variable()
+        fit = cp.sum_squares(y[labelled] - out.f[labelled] - b) / len(labelled)
+        smooth = cp.sum_squares(D @ out.f) * (self.gamma_i / n**2)
+        return Declaration(cp.Minimize(fit + self.gamma_a * out.norm_w2 + smooth), [],
+                           intercept=b)
+
+
+class CrammerSinger(Formulation):
+    """The Crammer–Singer multi-class SVM (2001): one weight vector per class, one problem.
+
+    Minimise ½ Σ_k ‖w_k‖² + C Σ_i ξ_i with ξ_i = max_k (f_ik + [k ≠ y_i]) − f_{i y_i}:
+    the true class's output must exceed every other by a margin of 1. K outputs
+    (task "multioutput_classifier": ``out.y`` holds the class codes 0..K−1), no
+    intercept (as in the paper).
+
+    Parameters
+    ----------
+    C : float, default=1.0
+        Weight of the loss, > 0.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sparsify import ConicMarginal, RBF
+    >>> X = np.array([[0.0, 0.0], [0.1, 0.2], [2.0, 0.0], [2.1, 0.1], [0.0, 2.0], [0.2, 2.1]])
+    >>> y = np.array([0, 0, 1, 1, 2, 2])
+    >>> ev = ConicMarginal(CrammerSinger(C=10.0), X, y, RBF(1.0), 3).evaluate(X[[0, 2, 4]])
+    >>> (RBF(1.0)(X, X[[0, 2, 4]]) @ ev.coef).argmax(1).tolist()
+    [0, 0, 1, 1, 2, 2]
+    """
+
+    name = "crammer_singer"
+    task = "multioutput_classifier"
+
+    def __init__(self, C: float = 1.0) -> None:
+        check_params("CrammerSinger", {"C": [_POSITIVE]}, C=C)
+        self.C = C
+
+    def declare(self, out: Outputs) -> Declaration:
+        y = np.asarray(out.y).astype(int)
+        n, k = out.n_samples, out.n_outputs
+        onehot = np.eye(k)[y]
+        true = cp.sum(cp.multiply(out.f, onehot), axis=1)
+        margins = out.f + (1 - onehot) - cp.reshape(true, (n, 1), order="C") @ np.ones((1, k))
+        loss = cp.sum(cp.max(margins, axis=1))
+        return Declaration(cp.Minimize(0.5 * out.norm_w2 + self.C * loss))
+
+
 FORMULATIONS: tuple[type[Formulation], ...] = (
     EpsilonSVR, HuberSVM, KernelRidgeRegression, QuantileRegression, NuSVM,
-    MinimaxProbabilityMachine,
+    MinimaxProbabilityMachine, LSSVM, LapRLS, CrammerSinger,
 )
 
 
@@ -288,12 +447,19 @@ def register_formulations(register):  # type: ignore[no-untyped-def]
 
 def example_data(formulation: Formulation, n_samples: int = 40, seed: int = 0
                  ) -> tuple[np.ndarray, np.ndarray]:
-    """Small data for ``formulation``: real targets for the regressors, -1/+1 labels else."""
+    """Small data for ``formulation``: real targets for the regressors, class codes 0..2 for
+    the Crammer–Singer SVM, -1/+1 labels else (LapRLS: a quarter of them NaN, unlabelled)."""
     rng = np.random.default_rng(seed)
     X = rng.normal(size=(n_samples, 3))
     if isinstance(formulation, EpsilonSVR | KernelRidgeRegression | QuantileRegression):
         return X, np.sin(X[:, 0]) + 0.1 * rng.normal(size=n_samples)
-    return X, np.where(X[:, 0] + 0.5 * X[:, 1] > 0, 1, -1)
+    if isinstance(formulation, CrammerSinger):
+        return X, np.digitize(X[:, 0] + 0.5 * X[:, 1], [-0.5, 0.5])
+    y = np.where(X[:, 0] + 0.5 * X[:, 1] > 0, 1, -1)
+    if isinstance(formulation, LapRLS):
+        y = y.astype(float)
+        y[rng.permutation(n_samples)[:n_samples // 4]] = np.nan
+    return X, y
 
 
 def main() -> None:

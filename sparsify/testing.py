@@ -48,6 +48,7 @@ import cvxpy as cp
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from sparsify.core.conic import ConicMarginal
 from sparsify.core.errors import MemoryEstimateError
 from sparsify.core.formulation import Formulation, Outputs, make_formulation
 from sparsify.core.gradcheck import check_gradient, random_problem
@@ -312,28 +313,33 @@ class _Context:
         return make_kernel(kernel, self.X, gamma=self.gamma)
 
     def generic(self, name: str, kernel: Kernel, n_expansion: int,
-                solver: str) -> CvxpyMarginal:
-        """The core's generic path, after refusing a solver that cannot take the problem."""
+                solver: str) -> ConicMarginal:
+        """The core's generic path as a fit and `check_gradient` run it (`ConicMarginal`),
+        after refusing a solver that cannot take the problem."""
         if solver != "auto":
             backend: SolverBackend = get_registry().get("solver", solver)
             if not backend.available():
                 raise _CouldNotRun(f"the solver {solver!r} is not installed")
-            if backend.quadratic_only and not self._build(name, kernel, n_expansion,
-                                                          "auto").problem.is_qp():
-                raise _NotApplicable(f"{solver!r} solves quadratic programs only and the "
-                                     f"{self.name!r} formulation is not one")
-        return self._build(name, kernel, n_expansion, solver)
-
-    def _build(self, name: str, kernel: Kernel, n_expansion: int,
-               solver: str) -> CvxpyMarginal:
         try:
-            return CvxpyMarginal(self.formulation, self.X, self.y, kernel, n_expansion,
+            return ConicMarginal(self.formulation, self.X, self.y, kernel, n_expansion,
                                  solver=solver, tol=self.solver_tol)
         except MemoryEstimateError:
             raise  # FormulationCheck.run: "could not run"
-        except ValueError as exc:  # a check run alone, under pytest: the declaration fails too
+        except ValueError as exc:
+            if solver != "auto" and "No solver given can take" in str(exc):
+                raise _NotApplicable(f"{solver!r} cannot take the {self.name!r} formulation: "
+                                     f"{exc}") from exc
+            # a check run alone, under pytest: the declaration fails too
             raise _fail(name, self.name, f"its problem cannot be built: {exc}",
                         "see the 'declaration' check.") from exc
+
+    def accuracy(self, solver: str) -> float:
+        """The gradient accuracy a check holds ``solver`` (the backend that answered) to:
+        ``tol``, or the backend's stated accuracy where that is looser."""
+        registry = get_registry()
+        if solver in registry.names("solver"):
+            return max(self.tol, float(registry.get("solver", solver).gradient_accuracy))
+        return self.tol
 
 
 def _check_declaration(ctx: _Context, name: str) -> dict[str, float]:
@@ -368,10 +374,12 @@ def _direct_full_value(ctx: _Context, kernel: Kernel, backend: SolverBackend | N
     norms = (cp.sum_squares(R @ beta),) if k == 1 else tuple(
         cp.sum_squares(R @ beta[:, j]) for j in range(k))
     out = Outputs(f=f, norm_w2=cp.sum_squares(R @ beta), norms_w2=norms, y=ctx.y,
-                  n_samples=N, n_outputs=k, norm_w=cp.norm(cp.vec(R @ beta, order="F")))
+                  n_samples=N, n_outputs=k, norm_w=cp.norm(cp.vec(R @ beta, order="F")),
+                  X=ctx.X)
     decl = ctx.formulation.declare(out)
     problem = cp.Problem(decl.objective, [f == K @ beta, *decl.constraints])
-    chain = ([backend] if backend is not None
+    # the reference is solved by cvxpy itself: a backend it cannot call gives way to its own
+    chain = ([backend] if backend is not None and backend.cvxpy_name is not None
              else [get_registry().get("solver", s) for s in ("clarabel", "ecos")])
     chain = [b for b in chain if not (b.quadratic_only and not problem.is_qp())]
     try:
@@ -425,17 +433,21 @@ def _gradient_figures(ctx: _Context, name: str, form_marginal: Marginal, kernel:
                            f"{g:.2e}, ‖g_fd‖ = {g_fd:.2e}, W = {res.value:.6g}, {shape}), so "
                            "the check cannot tell a right gradient from a wrong one: pass "
                            "data X, y and hyperparameters for which W depends on the XVs")
-    if res.fd_error > ctx.tol:
+    # held to what the backend that answered states for its duals (the same backend, with
+    # the same settings, as check_gradient and a fit use), and at least to tol
+    threshold = ctx.tol if own else ctx.accuracy(res.solver)
+    if res.fd_error > threshold:
         raise _CouldNotRun(f"the finite differences of W are not accurate enough to judge "
-                           f"∇W(Z) to tol {ctx.tol:g}: their own error is estimated at "
+                           f"∇W(Z) to {threshold:g}: their own error is estimated at "
                            f"{res.fd_error:.2e} (noise of W {res.noise:.2e}, W = "
                            f"{res.value:.6g}, {shape}); W has a kink or is noisy at every "
                            "usable step: check at other data or XVs (random_state=) or with a "
                            "tighter solver_tol, and have Formulation.nondifferentiable report "
                            "a W that is not differentiable here")
-    if not res.passed(ctx.tol):
+    if not res.passed(threshold):
         hint = (f" The core warned that W is not differentiable there: {nondiff[0]}"
                 if nondiff else "")
+        others = [b for b in ("structured", "clarabel", "ecos", "osqp") if b != res.solver]
         fix = (
             "the evaluate() of the Marginal that Formulation.marginal returns must give the "
             "derivative of the value it returns: check its signs, and the K_ZZ term, which "
@@ -443,12 +455,12 @@ def _gradient_figures(ctx: _Context, name: str, form_marginal: Marginal, kernel:
             if own else
             "the generic gradient (Lemma 1) is exact where W is differentiable and the duals "
             "are accurate: have Formulation.nondifferentiable say where W is not "
-            "differentiable, or try another solver= ('ecos', 'clarabel') or a tighter "
-            "solver_tol; a relative error near tol is the solver's accuracy."
+            f"differentiable, or try another solver= (one of {others}) or a tighter "
+            "solver_tol; a relative error near the threshold is the solver's accuracy."
         )
         raise _fail(name, ctx.name,
                     f"{who} ∇W(Z) differs from central finite differences of W by a relative "
-                    f"{res.rel_error:.2e} > tol {ctx.tol:g} (‖g‖ = {g:.4g}, ‖g_fd‖ = "
+                    f"{res.rel_error:.2e} > {threshold:g} (‖g‖ = {g:.4g}, ‖g_fd‖ = "
                     f"{g_fd:.4g}, W = {res.value:.6g}, {shape}).{hint}", fix)
     return figures
 

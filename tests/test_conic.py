@@ -10,8 +10,8 @@ import pytest
 import scipy.sparse as sp
 
 from sparsify import RBF, CvxpyMarginal, Declaration, Formulation
-from sparsify.core import conic
-from sparsify.core.conic import ConicMarginal, _link_blocks, _link_pattern, estimate_memory
+from sparsify.core.conic import ConicMarginal, estimate_memory
+from sparsify.core.conic_data import LinkLayout, _link_pattern
 from sparsify.core.errors import MemoryEstimateError
 from sparsify.core.formulation import make_formulation
 from sparsify.core.gradcheck import check_gradient, random_problem
@@ -21,7 +21,7 @@ from sparsify.core.registry import get_registry
 from sparsify.kernels import make_kernel
 from tests.test_klr import _three_classes
 
-BACKENDS = ["clarabel", "ecos", "osqp", "scs"]
+BACKENDS = ["structured", "clarabel", "ecos", "osqp", "scs"]
 CASES = [("svm", {"C": 1.0}, 2), ("kfd", {"mu": 0.5}, 2), ("klr", {"lam": 1.0}, 2),
          ("klr", {"lam": 1.0}, 3), ("oneclass", {"nu": 0.3}, 2), ("s3vm", {}, 2)]
 
@@ -43,8 +43,10 @@ def test_the_conic_path_agrees_with_cvxpys_dpp_path(name, params, classes, kerne
     try:
         ev = ConicMarginal(form, X, y, k, 4, solver=solver).evaluate(Z)
     except ValueError as exc:
-        assert solver == "osqp" and name == "klr"  # an exponential cone: refused with cause
-        assert "handles quadratic programs only" in str(exc)
+        # an exponential cone: refused with its cause
+        assert solver in ("osqp", "structured") and name == "klr"
+        assert ("handles quadratic programs only" in str(exc)
+                or "handles nonneg/soc/zero cones only" in str(exc))
         return
     # the reference with a backend that takes every problem here
     ref = CvxpyMarginal(form, X, y, k, 4, solver="ecos" if solver == "ecos" else "clarabel",
@@ -61,59 +63,21 @@ def test_the_conic_path_agrees_with_cvxpys_dpp_path(name, params, classes, kerne
     assert np.shape(ev.intercept) == np.shape(ref.intercept)
 
 
-@pytest.mark.parametrize("blocks", [1, 3])
-def test_the_link_rows_are_f_minus_phi_u_and_the_copies_equal_u(blocks: int) -> None:
+def test_the_link_rows_are_f_minus_phi_u() -> None:
     rng = np.random.default_rng(0)
-    N, Nz, K, n, off_f, off_u = 7, 2, 2, 30, 3, 20
-    tail = sp.random(5, 25, density=0.3, random_state=0, format="csc")
-    A, phi, n_head = _link_pattern(off_f, off_u, n, N, Nz, K, tail, blocks)
+    layout = LinkLayout(n=30, off_f=3, off_u=20, N=7, Nz=2, K=2)
+    N, Nz, K = layout.N, layout.Nz, layout.K
+    tail = sp.random(5, 30, density=0.3, random_state=0, format="csc")
+    A, phi = _link_pattern(layout, tail)
     Phi = rng.normal(size=(N, Nz))
     A.data[phi] = np.tile(-Phi.ravel(order="F"), K)
     x = rng.normal(size=A.shape[1])
-    u = x[off_u:off_u + Nz * K].reshape((Nz, K), order="F")
-    f = x[off_f:off_f + N * K].reshape((N, K), order="F")
+    u = x[layout.u].reshape((Nz, K), order="F")
+    f = x[layout.f].reshape((N, K), order="F")
     out = A @ x
-    assert A.shape == (n_head + 5, n + (blocks * K * Nz if blocks > 1 else 0))
-    if blocks > 1:  # with the link written through the copies, set them equal to u first
-        copies = x[n:].reshape((blocks, K, Nz))
-        np.testing.assert_allclose(out[N * K:n_head], (copies - u.T[None]).ravel())
-        x[n:] = np.broadcast_to(u.T[None], copies.shape).ravel()
-        out = A @ x
+    assert A.shape == (N * K + 5, 30)
     np.testing.assert_allclose(out[:N * K], (f - Phi @ u).ravel(order="F"))
-    np.testing.assert_allclose(out[n_head:], tail @ x[:25])
-
-
-def test_clarabel_gets_row_blocks_only_where_each_holds_enough_points() -> None:
-    assert _link_blocks(8000, 50, cp.CLARABEL) == 100
-    assert _link_blocks(1599, 50, cp.CLARABEL) == 1  # blocks of fewer than 16 points
-    assert _link_blocks(50_000, 100, cp.CLARABEL) == 1  # blocks of 250 points
-    assert _link_blocks(8000, 50, cp.ECOS) == 1
-
-
-@pytest.mark.parametrize(("case", "solver"), [
-    (case, solver) for case in ("svm2", "klr3", "norm", "no_norm") for solver in BACKENDS
-    # OSQP cannot take KLR's exponential cones nor ‖w‖'s second-order cone (tested above)
-    if not (solver == "osqp" and case in ("klr3", "norm"))])
-def test_the_blocked_link_gives_the_unblocked_answer(case: str, solver: str,
-                                                     monkeypatch) -> None:
-    X, y = _data("klr", 3) if case == "klr3" else random_problem(40, 3)
-    form = {"svm2": make_formulation("svm"), "klr3": make_formulation("klr"),
-            "norm": _NormPenalty(), "no_norm": _NoNorm()}[case]
-    if case == "no_norm":
-        y = y.astype(float)
-    Z = initial_expansion_vectors(X, 4, "random", 0) + 0.05
-    k = make_kernel("rbf", X)
-    answers = []
-    for blocks in (1, 5):
-        monkeypatch.setattr(conic, "_link_blocks", lambda N, Nz, backend, b=blocks: b)
-        answers.append(ConicMarginal(form, X, y, k, 4, solver=solver).evaluate(Z))
-    plain, blocked = answers
-    # two factorisations of one problem: each answer is within the solver's accuracy, W to
-    # the gap each backend is asked for (tol = 1e-9, aimed 100× lower by the interior points)
-    # with room for the first-order backends, gradients to the registry's measured accuracy
-    accuracy = get_registry().get("solver", solver).gradient_accuracy
-    assert blocked.value == pytest.approx(plain.value, rel=1e-7, abs=1e-9)
-    assert np.linalg.norm(blocked.grad - plain.grad) <= 2 * accuracy * np.linalg.norm(plain.grad)
+    np.testing.assert_allclose(out[N * K:], tail @ x)
 
 
 def test_the_default_generic_path_is_the_conic_one() -> None:

@@ -16,7 +16,7 @@ def test_builtins_are_registered_with_their_source() -> None:
     reg = get_registry()
     assert reg.names("formulation")[:1] and "svm" in reg.names("formulation")
     assert reg.names("kernel") == ["linear", "poly", "rbf", "taylor_rbf"]
-    assert reg.names("solver") == ["clarabel", "ecos", "osqp", "scs"]
+    assert reg.names("solver") == ["clarabel", "ecos", "osqp", "scs", "structured"]
     svm = reg.entries["formulation"]["svm"]
     assert (svm.plugin, svm.distribution, svm.builtin) == ("svm", "sparsify", True)
     assert reg.entries["kernel"]["rbf"].plugin == "sparsify.kernels"
@@ -173,7 +173,7 @@ def test_hook_that_exits_during_registration_warns(monkeypatch) -> None:
 @pytest.mark.parametrize(("kind", "name", "builtin_plugin"), [
     ("formulation", "svm", "svm"),
     ("kernel", "rbf", "sparsify.kernels"),
-    ("solver", "clarabel", "sparsify.core.solvers"),
+    ("solver", "clarabel", "sparsify.core.backends"),
 ])
 def test_third_party_cannot_replace_a_builtin(monkeypatch, kind, name, builtin_plugin) -> None:
     impostor = _named(name)

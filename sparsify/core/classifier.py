@@ -31,7 +31,7 @@ from sparsify.core.estimator import SparseKernelEstimator, _fit_start, _problem_
 from sparsify.core.optimize import CLASSIFIER_INIT_METHODS
 from sparsify.kernels import RBF, Kernel, Linear, Polynomial
 
-__all__ = ["SparseKernelClassifier", "full_svm", "validate_classification"]
+__all__ = ["SparseKernelClassifier", "full_svm", "unlabelled_targets", "validate_classification"]
 
 Array = NDArray[np.float64]
 
@@ -57,17 +57,37 @@ def full_svm(kernel: Kernel, C: float) -> SVC:
 
 
 def validate_classification(
-    estimator: BaseEstimator, X: ArrayLike, y: ArrayLike, *, binary_only: bool = False
+    estimator: BaseEstimator, X: ArrayLike, y: ArrayLike, *, binary_only: bool = False,
+    unlabelled: bool = False,
 ) -> tuple[Array, NDArray[np.intp]]:
     """The checks every sparse classifier's ``fit`` starts with; sets ``classes_``.
 
     Returns X as float64 and the class codes 0..K−1. Any label type works; one
-    class, or more than two with ``binary_only``, is a ValueError.
+    class, or more than two with ``binary_only``, is a ValueError. With
+    ``unlabelled`` (a semi-supervised formulation), NaN or None in y marks a
+    point without a label: its code is −1 and the classes are the labelled
+    points'.
     """
     X_valid: Array
-    X_valid, y = validate_data(estimator, X, y, dtype=np.float64)
-    check_classification_targets(y)
-    encoder = LabelEncoder().fit(y)
+    if unlabelled:
+        X_valid = validate_data(estimator, X, dtype=np.float64)
+        y_arr = np.asarray(y, dtype=object if np.asarray(y).dtype.kind in "OUS" else None)
+        if y_arr.ndim != 1 or len(y_arr) != len(X_valid):
+            raise ValueError(f"y must be 1-D with one label per sample ({len(X_valid)}); got "
+                             f"shape {y_arr.shape}.")
+        missing = np.array([v is None or (isinstance(v, float) and np.isnan(v))
+                            for v in y_arr.tolist()], dtype=bool)
+        if missing.all():
+            raise ValueError(f"{type(estimator).__name__} needs labelled samples: every "
+                             "label in y is NaN or None (unlabelled); label some points.")
+        labelled = y_arr[~missing]
+        if labelled.dtype == object:
+            labelled = np.array(labelled.tolist())
+    else:
+        X_valid, labelled = validate_data(estimator, X, y, dtype=np.float64)
+        missing = np.zeros(len(X_valid), bool)
+    check_classification_targets(labelled)
+    encoder = LabelEncoder().fit(labelled)
     estimator.classes_ = encoder.classes_
     if len(encoder.classes_) < 2:
         # tolist() gives the plain Python label: 0, not np.int64(0)
@@ -78,10 +98,27 @@ def validate_classification(
     if binary_only and len(encoder.classes_) > 2:
         raise ValueError(
             "Only binary classification is supported. The type of the target is "
-            f"{type_of_target(y, input_name='y')}; train one model per class (one-vs-rest) "
-            "for more classes."
+            f"{type_of_target(labelled, input_name='y')}; train one model per class "
+            "(one-vs-rest) for more classes."
         )
-    return X_valid, encoder.transform(y)
+    codes = np.full(len(X_valid), -1, dtype=np.intp)
+    codes[~missing] = encoder.transform(labelled)
+    return X_valid, codes
+
+
+def unlabelled_targets(codes: NDArray[np.intp], targets: NDArray[Any]) -> NDArray[Any]:
+    """``targets`` as floats with NaN where ``codes`` is −1 (unlabelled), else unchanged.
+
+    Examples
+    --------
+    >>> unlabelled_targets(np.array([0, -1, 1]), np.array([-1, -1, 1]))
+    array([-1., nan,  1.])
+    """
+    if not (codes < 0).any():
+        return targets
+    out = targets.astype(float)
+    out[codes < 0] = np.nan
+    return out
 
 
 def _n_expansion(
@@ -252,6 +289,10 @@ class SparseKernelClassifier(ClassifierMixin, SparseKernelEstimator):
         assert target is not None  # a classification problem has its ±1 targets
         n_exp = (int(self.n_expansion) if isinstance(self.n_expansion, Integral)
                  else float(self.n_expansion))
+        labelled = ~np.isnan(np.asarray(target, dtype=float))
+        if isinstance(n_exp, float) and not labelled.all():
+            # a ratio of the full SVM's support vectors: the SVM of the labelled points
+            X, target = X[labelled], target[labelled]
         return _n_expansion(X, target, kernel, n_exp, getattr(self, "C", 1.0), weights)
 
     def fit(self, X: ArrayLike, y: ArrayLike) -> SparseKernelClassifier:
@@ -280,7 +321,9 @@ class SparseKernelClassifier(ClassifierMixin, SparseKernelEstimator):
         not passing it; every other weight multiplies the point's cost.
         """
         self._validate_params()
-        X, codes = validate_classification(self, X, y)
+        X, codes = validate_classification(self, X, y,
+                                           unlabelled=self._formulation_type().unlabelled)
+        self._refuse_with_unlabelled(codes, sample_weight)
         weighted = _point_weights(self, codes, sample_weight, getattr(self, "class_weight", None))
         weights = sw = None
         if hasattr(self, "class_weight"):
@@ -295,11 +338,11 @@ class SparseKernelClassifier(ClassifierMixin, SparseKernelEstimator):
             # a weight counts as repeats of the point, for the kernel's scale too
             assert sw is not None  # set above: a sample_weight makes weighted not None
             gamma = _weighted_scale_gamma(X, sw)
-        targets = (
+        targets = [unlabelled_targets(codes, t) for t in (
             [np.where(codes == 1, 1, -1)]
             if len(self.classes_) == 2
             else [np.where(codes == k, 1, -1) for k in range(len(self.classes_))]
-        )
+        )]
         # one-vs-rest: the one class is about 1/K of the points, too few for a random start
         init = self.init if self.init != "auto" else "balanced" if len(targets) > 1 else "random"
         rng = check_random_state(self.random_state)
@@ -314,6 +357,20 @@ class SparseKernelClassifier(ClassifierMixin, SparseKernelEstimator):
             self.probA_, self.probB_ = self._platt_scaling(
                 X, codes, targets, kernel, weights, sw, init, cv_seed)
         return self
+
+    def _refuse_with_unlabelled(self, codes: NDArray[np.intp],
+                                sample_weight: ArrayLike | None) -> None:
+        """Weights and probabilities are per labelled class: refuse them with unlabelled points."""
+        if not (codes < 0).any():
+            return
+        used = [name for name, on in (
+            ("sample_weight", sample_weight is not None),
+            ("class_weight", getattr(self, "class_weight", None) is not None),
+            ("probability=True", getattr(self, "probability", False))) if on]
+        if used:
+            raise ValueError(f"{type(self).__name__} does not take {used[0]} with unlabelled "
+                             "points (NaN or None in y); fit without it, or on the labelled "
+                             "points only.")
 
     def _check_weighted_classes(self, kept_codes: NDArray[np.intp]) -> None:
         """Every class needs a sample of positive weight; say which one has none."""

@@ -493,8 +493,10 @@ class SparseKernelEstimator(KernelMachineMixin, BaseEstimator):
             coef[row:row + len(c), col:col + c.shape[1]] = c
             row, col = row + len(c), col + c.shape[1]
         self.expansion_coef_ = coef
+        # a problem with K outputs and no intercept declared has b = 0 for each output
         self.intercept_ = np.concatenate(
-            [np.atleast_1d(np.asarray(fit["intercept"], dtype=float)) for fit in fits])
+            [np.broadcast_to(np.atleast_1d(np.asarray(fit["intercept"], dtype=float)), len(c))
+             for fit, c in zip(fits, coefs, strict=True)])
         self.n_expansion_ = np.array(sizes)
         self.n_iter_ = np.array([fit["n_iter"] for fit in fits])
         self.objective_history_ = [fit["history"] for fit in fits]
@@ -558,6 +560,7 @@ def _generate_init(cls: type[SparseKernelEstimator]) -> None:
 #: The task a formulation declares (`Formulation.task`) and the module of its estimator base.
 _TASKS = {
     "classifier": ("sparsify.core.classifier", "SparseKernelClassifier"),
+    "multioutput_classifier": ("sparsify.core.multioutput", "SparseMultiOutputClassifier"),
     "regressor": ("sparsify.core.regressor", "SparseKernelRegressor"),
     "outlier_detector": ("sparsify.core.outlier", "SparseOutlierDetector"),
     "transformer": ("sparsify.core.transformer", "SparseKernelTransformer"),

@@ -49,6 +49,10 @@ class Outputs:
         regularisers such as √(aᵀΣa + ρ‖w‖²) = ‖(Σ^½a, √ρ‖w‖)‖, which are not
         DCP over ``norm_w2``. Any function of the norms keeps Lemma 1's gradient
         exact.
+    X : ndarray of shape (N, d) or None
+        The training inputs, for a structure built from them (a k-nearest-neighbour
+        graph's Laplacian, say); constants to the problem, so Lemma 1's gradient
+        stays exact.
     """
 
     f: cp.Variable
@@ -58,6 +62,7 @@ class Outputs:
     n_samples: int
     n_outputs: int
     norm_w: cp.Expression | None = None
+    X: NDArray[np.float64] | None = None
 
 
 @dataclass(frozen=True)
@@ -133,14 +138,29 @@ class Formulation(ABC):
     name: ClassVar[str] = ""
 
     #: The task of the estimator made for it when no plugin registers one
-    #: (`sparsify.core.estimator.estimator_for`): "classifier" (``out.y`` is ±1),
-    #: "regressor" (``out.y`` the real targets), "outlier_detector" (no ``out.y``) or
-    #: "transformer" (``out.y`` as given to fit, or None; the outputs are the features);
-    #: None: it has no estimator unless one is registered (``register_estimators``).
+    #: (`sparsify.core.estimator.estimator_for`): "classifier" (``out.y`` is ±1, one
+    #: problem per class beyond two), "multioutput_classifier" (``out.y`` the class
+    #: codes 0..K−1, one problem with K outputs, the prediction the class of the
+    #: largest), "regressor" (``out.y`` the real targets), "outlier_detector" (no
+    #: ``out.y``) or "transformer" (``out.y`` as given to fit, or None; the outputs are
+    #: the features); None: it has no estimator unless one is registered
+    #: (``register_estimators``).
     task: ClassVar[str | None] = None
 
+    #: Whether the formulation takes unlabelled points (semi-supervised): its estimator
+    #: then accepts NaN in y for them (None too for labels of another type), and
+    #: ``out.y`` holds NaN there (floats: ±1, the class codes or the targets).
+    unlabelled: ClassVar[bool] = False
+
     def n_outputs(self, y: NDArray[Any] | None) -> int:
-        """Number of outputs K (columns of β and f); 1 unless overridden."""
+        """Number of outputs K (columns of β and f).
+
+        1 unless overridden; a "multioutput_classifier" has one per class code in
+        ``y`` (unlabelled points, NaN, aside).
+        """
+        if self.task == "multioutput_classifier" and y is not None:
+            labelled = np.asarray(y, dtype=float)
+            return int(np.nanmax(labelled)) + 1
         return 1
 
     @abstractmethod

@@ -434,18 +434,26 @@ def _conditioning_note(K_zz: Array) -> str:
             "use fewer.")
 
 
-def _resolve_backends(solver: str) -> list[SolverBackend]:
+def _resolve_backends(solver: str, cvxpy_only: bool = False) -> list[SolverBackend]:
+    """The backends ``solver`` names: one, or `AUTO_CHAIN`'s installed ones for "auto".
+
+    ``cvxpy_only`` keeps those cvxpy's own solve can call (the DPP path).
+    """
     registry = get_registry()
     if solver == "auto":
         chain = [registry.get("solver", name) for name in AUTO_CHAIN]
-        chain = [b for b in chain if b.available()]
+        chain = [b for b in chain if b.available() and not (cvxpy_only and b.cvxpy_name is None)]
         if not chain:
             raise SolverError(f"None of the default solvers {AUTO_CHAIN} is installed.")
         return chain
     backend: SolverBackend = registry.get("solver", solver)
     if not backend.available():
-        raise SolverError(f"The solver {solver!r} is registered but cvxpy cannot find it "
-                          "installed; install it or choose another solver.")
+        raise SolverError(f"The solver {solver!r} is registered but is not installed; install "
+                          "it or choose another solver.")
+    if cvxpy_only and backend.cvxpy_name is None:
+        raise ValueError(f"The solver {solver!r} works on sparsify's generic path only "
+                         "(ConicMarginal), not through cvxpy's own solve; choose one of "
+                         "'clarabel', 'ecos', 'osqp', 'scs' for CvxpyMarginal.")
     return [backend]
 
 
@@ -457,6 +465,9 @@ class DeclaredMarginal(Marginal):
     kernel blocks. Not for direct use: `ConicMarginal` (the default) and
     `CvxpyMarginal` (cvxpy's DPP path, the reference) are the two.
     """
+
+    #: whether the path solves through cvxpy's own ``solve`` (backends with a cvxpy name)
+    _cvxpy_only = False
 
     def __init__(
         self,
@@ -480,7 +491,7 @@ class DeclaredMarginal(Marginal):
         #: mean kernel diagonal on X: far from 1, the solvers meet a badly scaled problem
         self.kernel_scale = diagonal_scale(kernel, self.X, self.formulation_name)
         self.jitter = jitter * max(self.kernel_scale, 1e-300)
-        self.backends = _resolve_backends(solver)
+        self.backends = _resolve_backends(solver, cvxpy_only=self._cvxpy_only)
         self._warned = False
         self._K_zz = np.zeros((0, 0))
 
@@ -514,7 +525,8 @@ class DeclaredMarginal(Marginal):
         norms = ((cp.sum_squares(self.u),) if K == 1
                  else tuple(cp.sum_squares(self.u[:, k]) for k in range(K)))
         outputs = Outputs(f=self.f, norm_w2=cp.sum_squares(self.u), norms_w2=norms, y=self.y,
-                          n_samples=N, n_outputs=K, norm_w=cp.norm(cp.vec(self.u, order="F")))
+                          n_samples=N, n_outputs=K, norm_w=cp.norm(cp.vec(self.u, order="F")),
+                          X=self.X)
         decl = self.formulation.declare(outputs)
         if not isinstance(decl, Declaration):
             raise self._fail(f"must return a sparsify.Declaration from declare(); got "
@@ -634,9 +646,9 @@ class CvxpyMarginal(DeclaredMarginal):
     n_expansion : int
         Number of XVs Nz.
     solver : str, default="auto"
-        A registered backend name, or "auto": Clarabel, falling back to OSQP
-        (quadratic programs only) and then ECOS when a backend does not return
-        an optimal status.
+        A registered backend that cvxpy can call, or "auto": Clarabel, falling
+        back to OSQP (quadratic programs only) and then ECOS when a backend does
+        not return an optimal status.
     tol : float, default=1e-9
         Solver accuracy (gap and feasibility).
     jitter : float, default=1e-10
@@ -658,6 +670,8 @@ class CvxpyMarginal(DeclaredMarginal):
     >>> ev.grad.shape, ev.coef.shape
     ((3, 2), (3,))
     """
+
+    _cvxpy_only = True
 
     def __init__(
         self,
@@ -739,9 +753,10 @@ def make_marginal(
     With ``solver="auto"`` a formulation that has an exact fast path (or a W
     of its own, as the Rayleigh-quotient KFD) supplies it through
     `Formulation.marginal`; a backend name selects the generic path,
-    `sparsify.core.conic.ConicMarginal` (O(N·Nz) memory, the backends called
-    directly). cvxpy's DPP path, `CvxpyMarginal`, is its reference in the
-    tests; it needs about N·(N·Nz) numbers to compile.
+    `sparsify.core.conic.ConicMarginal` (O(N·Nz) memory; by default the
+    structured interior point, the other backends called directly). cvxpy's DPP
+    path, `CvxpyMarginal`, is its reference in the tests; it needs about
+    N·(N·Nz) numbers to compile.
 
     Examples
     --------

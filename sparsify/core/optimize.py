@@ -178,9 +178,15 @@ class OptimizeResult:
         L-BFGS iterations and W(Z) evaluations.
     message : str
         Why the optimisation stopped.
+    seconds : float
+        Time the optimisation took.
     converged : bool
         False when ``max_iter`` (or the evaluation budget) stopped L-BFGS before
         its ``tol`` test was met, or a failed solve stopped it early.
+    stop : str
+        What stopped it: "converged" (L-BFGS's ``tol`` test), "plateau" (the
+        plateau test), "callback" (the callback returned True), "max_iter" (the
+        iteration or evaluation budget), "failed solve", or "max_iter=0".
     """
 
     Z: Array
@@ -191,6 +197,7 @@ class OptimizeResult:
     message: str
     seconds: float = field(default=0.0)
     converged: bool = True
+    stop: str = "converged"
 
 
 def _check_finite(marginal: Marginal, ev: Evaluation) -> None:
@@ -303,20 +310,24 @@ def minimize_marginal(
             print(f"[sparsify] {where}iter {info.iteration:4d}/{max_iter}  W = {value:.8g}  "
                   f"|grad| = {info.grad_norm:.3g}  {info.seconds:.2f}s", flush=True)
         if callback is not None and callback(info):
+            stopped_by[:] = ["callback"]
             raise StopIteration
         if plateau is not None and len(history) > plateau[0]:
             n, rtol = plateau
             if history[-1 - n] - value <= rtol * abs(value):
                 levelled[:] = [f"W(Z) decreased by at most {rtol:.2g} (relative) over the last "
                                f"{n} iterations"]
+                stopped_by[:] = ["plateau"]
                 raise StopIteration
 
     levelled: list[str] = []
+    stopped_by: list[str] = []
     z0 = np.asarray(Z0, dtype=float).ravel()
     history.append(fun(z0)[0])
     if 0.0 < abs(history[0]) < 1.0:
         scale = abs(history[0])
     message, n_iter, converged = "max_iter=0: the initial XVs are kept", 0, True
+    stop = "max_iter=0"
     try:
         if max_iter > 0:
             res = minimize(
@@ -332,8 +343,9 @@ def minimize_marginal(
             # scipy's status 1: the iteration or evaluation budget ran out before ftol
             # held (99, the callback's StopIteration, is the caller's choice)
             converged = int(res.status) != 1
+            stop = stopped_by[0] if stopped_by else "converged" if converged else "max_iter"
     except SolverError as exc:
-        n_iter, converged = len(history) - 1, False
+        n_iter, converged, stop = len(history) - 1, False, "failed solve"
         message = f"stopped early: {exc}"
         warnings.warn(
             f"L-BFGS stopped after {n_iter} iterations because the solver failed; keeping the "
@@ -343,7 +355,7 @@ def minimize_marginal(
         )
     Z_best, ev_best = best[0]
     return OptimizeResult(Z_best, ev_best, np.asarray(history), n_iter, n_eval, message,
-                          time.perf_counter() - start, converged)
+                          time.perf_counter() - start, converged, stop)
 
 
 def sampling_plateau(n_samples: int, n_iter_no_change: int | str | None
@@ -433,8 +445,14 @@ def problem_line(name: str, res: OptimizeResult) -> str:
     >>> res = OptimizeResult(np.zeros((1, 1)), ev, np.ones(3), 7, 9, "ok", seconds=0.25)
     >>> problem_line("class 3 vs rest", res)
     '[sparsify] class 3 vs rest: 7 iterations, W = 12.5, 0.25 s, converged'
+    >>> res.stop = "callback"
+    >>> problem_line("", res)
+    '[sparsify] 7 iterations, W = 12.5, 0.25 s, stopped by the callback'
     """
-    status = "converged" if res.converged else "stopped by max_iter or a failed solve"
+    status = {"converged": "converged", "plateau": "converged (W levelled off)",
+              "callback": "stopped by the callback", "max_iter": "stopped by max_iter",
+              "failed solve": "stopped by a failed solve",
+              "max_iter=0": "initial XVs kept (max_iter=0)"}.get(res.stop, res.stop)
     where = f"{name}: " if name else ""
     return (f"[sparsify] {where}{res.n_iter} iterations, W = {res.evaluation.value:.8g}, "
             f"{res.seconds:.2f} s, {status}")

@@ -54,7 +54,7 @@ __all__ = [
 ENTRY_POINT_GROUP = "sparsify"
 #: The distribution whose entry points are the built-in formulations.
 BUILTIN_DISTRIBUTION = "sparsify"
-DEFAULT_PLUGINS = ("sparsify.kernels", "sparsify.kernels.taylor", "sparsify.core.solvers")
+DEFAULT_PLUGINS = ("sparsify.kernels", "sparsify.kernels.taylor", "sparsify.core.backends")
 _KINDS = {
     "formulation": "register_formulations",
     "kernel": "register_kernels",

@@ -78,8 +78,29 @@ class SparseKernelRegressor(RegressorMixin, SparseKernelEstimator):
         return self
 
     def _check_inputs(self, X: ArrayLike, y: ArrayLike) -> tuple[Array, list[Array]]:
-        """X as float64 and [y] as the one problem's float64 targets, or a clear error."""
+        """X as float64 and [y] as the one problem's float64 targets, or a clear error.
+
+        A semi-supervised formulation (`Formulation.unlabelled`) takes NaN in y for
+        the points without a target.
+        """
         X_valid: Array
+        if self._formulation_type().unlabelled:
+            X_valid = validate_data(self, X, dtype=np.float64)
+            try:
+                targets = np.asarray(y, dtype=np.float64)
+            except (TypeError, ValueError) as exc:
+                raise ValueError(f"{type(self).__name__} is a regressor: y must hold numbers, "
+                                 f"or NaN for unlabelled points ({exc}).") from None
+            if targets.ndim != 1 or len(targets) != len(X_valid):
+                raise ValueError(f"y must be 1-D with one target per sample ({len(X_valid)}); "
+                                 f"got shape {targets.shape}.")
+            if np.isinf(targets).any():
+                raise ValueError("y contains infinity; pass finite targets (NaN marks an "
+                                 "unlabelled point).")
+            if np.isnan(targets).all():
+                raise ValueError(f"{type(self).__name__} needs labelled samples: every target "
+                                 "in y is NaN (unlabelled); give some points a target.")
+            return X_valid, [targets]
         try:
             X_valid, y = validate_data(self, X, y, dtype=np.float64, y_numeric=True)
             y = np.asarray(y, dtype=np.float64)  # y_numeric converts object arrays only

@@ -1,30 +1,34 @@
-"""Solver backends: which cvxpy solver, its capabilities, and common tolerances.
+"""Solver backends: the interface, the attempts at an accuracy, and cvxpy's own solve.
 
-Each backend is a small immutable object that says which cones it handles and
-how a common tolerance maps to the solver's own options. The default
-(``solver="auto"``) is Clarabel; it was
-chosen by measurement (accuracy of the duals and speed, see
-``benchmarks/solver_choice.py`` and ``docs/solvers.md``); its fallbacks are OSQP
-with polishing for quadratic programs (slower, but the most accurate duals), then
-ECOS.
+Each backend (`SolverBackend`) is a small immutable object that says which cones
+it handles, how a common tolerance maps to the solver's own options, and how it
+solves the generic path's conic data (`sparsify.core.conic_data`); the built-in
+ones are in `sparsify.core.backends`. ``solver="auto"`` tries `AUTO_CHAIN` in
+turn: the structured interior point (the linked problem's structure, O(N·Nz²)
+per iteration), then Clarabel, OSQP with polishing for quadratic programs, and
+ECOS; each was chosen by measurement (``docs/solvers.md``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from importlib.metadata import version
-from typing import Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import cvxpy as cp
+import numpy as np
+from numpy.typing import NDArray
 
 from sparsify.core.errors import SolverError
-from sparsify.core.hookspecs import hookimpl
+
+if TYPE_CHECKING:
+    from sparsify.core.conic_data import LinkedProblem
 
 __all__ = [
     "AUTO_CHAIN",
     "DOCUMENTED_ACCURACY",
     "Attempt",
+    "ConicResult",
     "Solved",
     "SolverBackend",
     "SolverError",
@@ -33,13 +37,12 @@ __all__ = [
     "solve_with_attempts",
 ]
 
-# OSQP 1.0 renamed "polish" to "polishing".
-_OSQP_POLISH = "polishing" if version("osqp").split(".")[0] not in ("0",) else "polish"
-
 #: ``solver="auto"`` tries these backends in order, skipping those that cannot take
-#: the problem (OSQP: quadratic programs only); the next one is used only when the
-#: previous one did not return an optimal status.
-AUTO_CHAIN = ("clarabel", "osqp", "ecos")
+#: the problem (the structured interior point: no exponential, semidefinite or power
+#: cones, and a formulation whose own variables split into small blocks; OSQP:
+#: quadratic programs only); the next one is used only when the previous one did
+#: not return an optimal status.
+AUTO_CHAIN = ("structured", "clarabel", "osqp", "ecos")
 
 
 #: The accuracy each backend documents for its default settings (relative duality gap
@@ -79,20 +82,40 @@ class Attempt:
 
 
 @dataclass(frozen=True)
+class ConicResult:
+    """What a backend returns for a linked conic problem (`SolverBackend.solve`).
+
+    Attributes
+    ----------
+    status : str
+        cvxpy's status name ("optimal", "optimal_inaccurate", "infeasible", ...) or a
+        text starting with "error".
+    x : ndarray or None
+        The primal solution (the linked problem's columns).
+    z : ndarray or None
+        The duals of the linked problem's rows (the link's first), in Clarabel's
+        sign convention: P x + c + Aᵀ z = 0.
+    """
+
+    status: str
+    x: NDArray[np.float64] | None = None
+    z: NDArray[np.float64] | None = None
+
+
+@dataclass(frozen=True)
 class SolverBackend:
-    """A cvxpy solver and how sparsify drives it.
+    """A solver backend: its capabilities, its tolerances, and its call on conic data.
+
+    A backend is a small immutable object; a subclass per solver sets the class
+    attributes below and implements `solve` (and, for cvxpy's own solve, the DPP
+    reference path, names `cvxpy_name`). An instance registered through the
+    ``register_solvers`` hook is usable by name (``solver="..."``) wherever sparsify
+    solves a formulation.
 
     Parameters
     ----------
     name : str
-        Name users pass (``solver="osqp"``).
-    cvxpy_name : str
-        The solver's name in cvxpy.
-    quadratic_only : bool
-        True when the solver handles quadratic programs only (no cones beyond
-        the nonnegative orthant), like OSQP.
-    warm_start : bool
-        Whether re-solves with new parameter values start from the last solution.
+        Name users pass (``solver="clarabel"``).
     settings : mapping, optional
         Solver keyword options that override those `options` derives from
         the tolerance (for example ``{"max_iter": 50}``); register such a backend
@@ -103,11 +126,27 @@ class SolverBackend:
         formulation and kernel (docs/results/gradient_accuracy.md) with a margin
         for other processors; the gradient tests hold each backend to it.
 
+    Attributes
+    ----------
+    layout : str
+        The cvxpy solver whose problem data (``get_problem_data``) the generic path
+        compiles the formulation to, read into Clarabel's layout
+        (`sparsify.core.conic_data.read_problem_data`).
+    cvxpy_name : str or None
+        The solver cvxpy's own ``solve`` calls for this backend (the DPP
+        reference path, `sparsify.core.marginal.CvxpyMarginal`); None where
+        cvxpy has no such solver.
+    cones : frozenset of str
+        The kinds of cone it takes ("zero", "nonneg", "soc", "exp", "psd", "power").
+    warm_start : bool
+        Whether a solve may start from the previous evaluation's solution.
+
     Examples
     --------
     A Clarabel backend with a lower iteration limit:
 
-    >>> short = SolverBackend("clarabel_short", cp.CLARABEL, settings={"max_iter": 50})
+    >>> from sparsify.core.backends import ClarabelBackend
+    >>> short = ClarabelBackend("clarabel_short", settings={"max_iter": 50})
     >>> short.options(1e-8)["max_iter"]
     50
     >>> [a.label for a in short.attempts(1e-9)]  # doctest: +NORMALIZE_WHITESPACE
@@ -116,63 +155,53 @@ class SolverBackend:
     """
 
     name: str
-    cvxpy_name: str
-    quadratic_only: bool = False
-    warm_start: bool = False
     # a dict is not hashable: leave it out of the generated __hash__
     settings: Mapping[str, Any] = field(default_factory=dict, hash=False)
     gradient_accuracy: float = 1e-6
 
+    layout: ClassVar[str] = cp.CLARABEL
+    cvxpy_name: ClassVar[str | None] = None
+    cones: ClassVar[frozenset[str]] = frozenset({"zero", "nonneg"})
+    warm_start: ClassVar[bool] = False
+
+    @property
+    def quadratic_only(self) -> bool:
+        """True when it takes quadratic programs only (no cone beyond the orthant)."""
+        return self.cones <= {"zero", "nonneg"}
+
     def options(self, tol: float, aim: float = 1e-2) -> dict[str, Any]:
         """Solver keyword options that guarantee accuracy ``tol`` (gap and feasibility).
 
-        The interior-point backends aim ``aim`` × ``tol`` on the gap and take
-        ``tol`` as their "reduced accuracy" threshold, so their inaccurate status
-        still meets ``tol``: their duals, and so the gradients, are then as
-        accurate as the primal values. ``aim=1`` asks for ``tol`` only.
-        `settings` override these options.
+        Interior-point backends aim ``aim`` × ``tol`` on the gap and take ``tol``
+        as their "reduced accuracy" threshold, so their inaccurate status still
+        meets ``tol``: their duals, and so the gradients, are then as accurate as
+        the primal values. ``aim=1`` asks for ``tol`` only. `settings` override
+        these options.
         """
         return {**self._tolerance_options(tol, aim), **self.settings}
+
+    def _tolerance_options(self, tol: float, aim: float) -> dict[str, Any]:
+        """The solver's own options for accuracy ``tol`` (aiming at ``aim`` × ``tol``)."""
+        return {}
 
     def attempts(self, tol: float) -> tuple[Attempt, ...]:
         """The solves to try in turn until one is accepted, most accurate first.
 
-        Interior-point backends (Clarabel, ECOS) first aim at ``tol``/100. Where
-        they stall there (it happens on exponential cones), Clarabel retries with
-        a smaller static regularisation, then with shorter steps, then with a
-        larger static regularisation (for a singular K_ZZ); then both ask
-        for ``tol`` itself, and last for their documented accuracy
-        (`DOCUMENTED_ACCURACY`) when ``tol`` is tighter. OSQP makes one attempt:
-        polishing gives exact duals or nothing.
+        One attempt at ``tol`` unless a backend says otherwise.
         """
-        if self.cvxpy_name in (cp.OSQP, cp.SCS):
-            return (Attempt(self.options(tol), tol, None, "tol"),)
-        if self.cvxpy_name not in (cp.CLARABEL, cp.ECOS):
-            return (Attempt(self.options(tol), tol, None, "tol"),)
+        return (Attempt(self.options(tol, 1.0), tol, None, "tol"),)
+
+    def _interior_point_attempts(self, tol: float,
+                                 retries: tuple[tuple[str, dict[str, Any], float], ...] = ()
+                                 ) -> tuple[Attempt, ...]:
+        """An interior point's attempts: aim at tol/100, the ``retries`` (label, options,
+        objective scale), then ``tol``, then the documented accuracy."""
         aim = 1e-2
         tries = [Attempt(self.options(tol, aim), aim * tol, tol, "aim tol/100")]
-        if self.cvxpy_name == cp.CLARABEL:
-            # Where Clarabel stalls at the aim (about 8 % of the solves of small KLR
-            # problems with polynomial kernels), the first two retries reached it in every
-            # case measured (benchmarks/gradient_accuracy.py, docs/solvers.md): a smaller
-            # static regularisation of its KKT systems, then shorter steps. Where K_ZZ is
-            # singular (a cubic kernel at Z = X, 30 points in 3-D: rank 10), its KKT
-            # factorisation fails instead, on 3 to 8 % of round-off perturbations of the
-            # data whatever the first two; a larger regularisation (undone by its iterative
-            # refinement) solved 120 of 120 (docs/reliability.md).
-            retries = (("less regularisation", {"static_regularization_constant": 1e-12}),
-                       ("shorter steps", {"max_step_fraction": 0.9}),
-                       ("more regularisation", {"static_regularization_constant": 1e-7}))
-            for label, change in retries:
-                tries.append(Attempt({**self._tolerance_options(tol, aim), **change,
-                                      **self.settings}, aim * tol, tol,
-                                     f"aim tol/100, {label}"))
-        if self.cvxpy_name == cp.ECOS:
-            # ECOS's line search on exponential cones can fail at its first iterations;
-            # the same problem with the objective times 10 went through in 176 of 186
-            # such stalls measured (docs/solvers.md), most of them to the aim.
-            tries.append(Attempt(self.options(tol, aim), aim * tol, tol,
-                                 "aim tol/100, objective x 10", objective_scale=10.0))
+        for label, change, scale in retries:
+            tries.append(Attempt({**self._tolerance_options(tol, aim), **change,
+                                  **self.settings}, aim * tol, tol,
+                                 f"aim tol/100, {label}", objective_scale=scale))
         tries.append(Attempt(self.options(tol, 1.0), tol, tol, "tol"))
         if tol < DOCUMENTED_ACCURACY:
             loose = DOCUMENTED_ACCURACY
@@ -180,44 +209,40 @@ class SolverBackend:
                                  f"documented accuracy {loose:g}"))
         return tuple(tries)
 
-    def _tolerance_options(self, tol: float, aim: float) -> dict[str, Any]:
-        aim = max(tol * aim, 1e-15)
-        if self.cvxpy_name == cp.CLARABEL:
-            return {
-                "tol_gap_abs": aim,
-                "tol_gap_rel": aim,
-                "tol_feas": tol,
-                # the κ/τ test is for infeasibility, not accuracy; the retry
-                # (aim ≥ 1) relaxes it to Clarabel's default
-                "tol_ktratio": tol if aim < tol else 1e-6,
-                "reduced_tol_gap_abs": tol,
-                "reduced_tol_gap_rel": tol,
-                "reduced_tol_feas": tol,
-                "reduced_tol_ktratio": tol if aim < tol else 1e-4,
-                "max_iter": 500,
-            }
-        if self.cvxpy_name == cp.ECOS:
-            return {
-                "abstol": aim,
-                "reltol": aim,
-                "feastol": tol,
-                "abstol_inacc": tol,
-                "reltol_inacc": tol,
-                "feastol_inacc": tol,
-                "max_iters": 500,
-            }
-        if self.cvxpy_name == cp.OSQP:
-            # First-order duals are noisy: tight tolerances plus polishing (an
-            # active-set refinement) give exact duals when polishing succeeds.
-            return {"eps_abs": tol, "eps_rel": tol, _OSQP_POLISH: True, "max_iter": 200_000}
-        if self.cvxpy_name == cp.SCS:
-            # first-order too, without polishing: only tight tolerances, and time
-            return {"eps_abs": tol, "eps_rel": tol, "eps_infeas": tol, "max_iters": 200_000}
-        return {}
-
     def available(self) -> bool:
-        """Whether cvxpy can find this solver in the current environment."""
-        return self.cvxpy_name in cp.installed_solvers()
+        """Whether the solver is installed."""
+        return self.cvxpy_name is None or self.cvxpy_name in cp.installed_solvers()
+
+    def prepare(self, problem: LinkedProblem) -> str | None:
+        """Get ready for ``problem`` (per-problem state goes into ``problem.cache``).
+
+        Returns None, or why this backend cannot take the problem (a cone it does
+        not handle, a structure it cannot use).
+        """
+        missing = problem.own.cones.kinds - self.cones
+        if missing:
+            return (f"it handles {'/'.join(sorted(self.cones))} cones only, and the problem "
+                    f"has {'/'.join(sorted(missing))} ones")
+        return None
+
+    def memory(self, problem: LinkedProblem) -> int:
+        """Bytes a solve of ``problem`` needs beyond the evaluation's own (after `prepare`).
+
+        A backend that takes the link written out holds Φ's N·Nz·K entries in its
+        equality rows; it and the solver copy them, and the solver's sparse
+        factor fills in around those dense columns (about the block again): five
+        copies at 12 bytes (a value and an index), plus the formulation's own
+        data, copied and factored (about eight copies of its nonzeros).
+        """
+        layout, own = problem.layout, problem.own
+        link = layout.N * layout.Nz * layout.K
+        own_nnz = own.A.nnz + (own.P.nnz if own.P is not None else 0) + own.n + len(own.b)
+        return int(5 * 12 * link + 8 * 12 * own_nnz)
+
+    def solve(self, problem: LinkedProblem, attempt: Attempt) -> ConicResult:
+        """Solve the linked problem at its current Φ with ``attempt``'s options."""
+        raise NotImplementedError(f"The solver backend {self.name!r} has no generic-path "
+                                  "interface: implement SolverBackend.solve.")
 
 
 @dataclass
@@ -341,9 +366,10 @@ def solve_problem(
 
     Examples
     --------
+    >>> from sparsify.core.backends import ClarabelBackend
     >>> x = cp.Variable()
     >>> problem = cp.Problem(cp.Minimize(cp.square(x - 1)))
-    >>> solved = solve_problem(problem, [SolverBackend("clarabel", cp.CLARABEL)], 1e-9)
+    >>> solved = solve_problem(problem, [ClarabelBackend("clarabel")], 1e-9)
     >>> solved.backend.name, round(float(x.value), 6), solved.accuracy <= 1e-9
     ('clarabel', 1.0, True)
     """
@@ -374,16 +400,3 @@ def solve_problem(
         return solve_with_attempts(backends, tol, run, rescalable=objective_scale is not None)
     except Unsolved as failed:
         raise Unsolved(failed.statuses, cause[0] if cause else None) from None
-
-
-@hookimpl
-def register_solvers(register: Callable[[SolverBackend], None]) -> None:
-    register(SolverBackend("clarabel", cp.CLARABEL))
-    # ECOS's own duals gave gradients off by up to 2e-5 (kernel ridge); refined by SCS from
-    # its answer (sparsify.core.conic._refine) within 1e-6 in the table, stated with a margin
-    # for what it does not cover (nearly coinciding XVs: 1.0e-6 measured)
-    register(SolverBackend("ecos", cp.ECOS, gradient_accuracy=3e-6))
-    register(SolverBackend("osqp", cp.OSQP, quadratic_only=True, warm_start=True))
-    # SCS: first-order, so not in the auto chain; for large cone problems where an
-    # interior point's factorisation would not fit
-    register(SolverBackend("scs", cp.SCS, gradient_accuracy=1e-5))

@@ -1,0 +1,3 @@
+from typing import Any
+
+def invert(blocks: Any, count: int, size: int, singular: Any) -> int: ...

@@ -1,0 +1,550 @@
+"""The KKT systems of a linked problem, solved at the cost of its structure.
+
+An interior-point iteration solves, for its search directions, ::
+
+    [ P     Aᵀ   ] [ x ]   [ r_x ]        x = (f, u, w): the outputs, the whitened
+    [ A    −D    ] [ y ] = [ r_y ]        coefficients and the formulation's own variables
+
+where A stacks the link rows f − Φ u = 0 (Φ = K_XZ T, dense N × Nz) on the
+formulation's own rows, and D is 0 on equality rows and the NT scaling W² on
+cone rows. A general sparse factorisation fills in around Φ's Nz dense columns.
+Here instead:
+
+1. **f is eliminated by the link rows** (f = r_link + Φ u): the formulation's own
+   rows and objective then meet u only through C_f Φ, and its own variables
+   decouple from one another, point by point for a point-separable loss, edge by
+   edge for a graph regulariser.
+2. **A few unknowns go to a Schur complement**: u, the formulation's variables whose
+   columns are dense (an intercept b, a margin ρ), its rows that are dense or meet
+   no local variable, and two unknowns per large second-order cone, whose W² is β²
+   times the identity plus a rank-two term (written with two extra unknowns, as
+   ECOS does, so that its rows decouple).
+3. **What remains is block diagonal** with small blocks (a point's or an edge's
+   variables and rows, cone rows with their −W²): each block is inverted densely
+   with pivoting, all blocks of one size in one batched LAPACK call. Cone rows are
+   not condensed into normal equations first: there an active constraint's 1/d
+   terms cancel in the Schur complement and the directions lose their accuracy
+   as the iterations converge, where the KKT blocks pivot around them.
+
+The Schur complement S (size Nz·K + a few) then needs Φᵀ H_f Φ, where
+H_f = P_ff − C_fᵀ Q⁻¹ C_f is the formulation's Hessian in f with everything
+else eliminated: diagonal for a point-separable loss, the graph Laplacian for
+LapRLS, K × K blocks per point for K outputs. Its cost is one N × Nz by
+N × Nz product per pair of outputs plus sparse products of the formulation's own
+size: O(N·Nz² + nnz) per factorisation, and O(N·Nz + nnz) per solve.
+
+A problem whose own variables stay coupled in large blocks after step 3 (a graph
+over variables other than f, say) raises `StructureError`; the caller hands it to
+a general conic solver.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Callable
+
+import numpy as np
+import scipy.linalg
+import scipy.sparse as sp
+from numpy.typing import NDArray
+from scipy.sparse.csgraph import connected_components
+
+from sparsify.core.conic_data import LinkLayout
+from sparsify.core.structured import _blocks
+from sparsify.core.structured.cones import Cones, Scaling
+
+__all__ = ["KKTFactor", "KKTStructure", "PhiMap", "StructureError"]
+
+Array = NDArray[np.float64]
+Index = NDArray[np.intp]
+
+#: Largest block inverted densely: past it the blocks' n·s² flops outgrow the Schur
+#: complement's, and the partition looks for more dense columns and rows.
+BLOCK_LIMIT = 128
+#: Second-order cones larger than this take their W² as β² I plus two unknowns.
+SOC_DENSE_LIMIT = 16
+#: Most Schur unknowns besides u: S costs N·Nz per unknown to build.
+SCHUR_EXTRA_LIMIT = 256
+
+
+class StructureError(ValueError):
+    """The formulation's own variables do not split into small blocks (see the module)."""
+
+
+class PhiMap:
+    """Products with Φ_blk = I_K ⊗ Φ, the link's u → f map for K outputs."""
+
+    def __init__(self, Phi: Array, K: int) -> None:
+        self.Phi, self.K = Phi, K
+        self.N, self.Nz = Phi.shape
+
+    def __call__(self, u: Array) -> Array:
+        """Φ_blk u for u of length Nz·K."""
+        if self.K == 1:
+            return self.Phi @ u
+        return (self.Phi @ u.reshape(self.K, self.Nz).T).T.ravel()
+
+    def T(self, f: Array) -> Array:
+        """Φ_blkᵀ f for f of length N·K."""
+        if self.K == 1:
+            return f @ self.Phi
+        return (f.reshape(self.K, self.N) @ self.Phi).ravel()
+
+    def right(self, M: sp.spmatrix) -> Array:
+        """M Φ_blk for a sparse M with N·K columns, dense (rows, Nz·K)."""
+        M = sp.csr_matrix(M)
+        out = np.zeros((M.shape[0], self.Nz * self.K))
+        for k in range(self.K):
+            block = M[:, k * self.N:(k + 1) * self.N]
+            if block.nnz:
+                out[:, k * self.Nz:(k + 1) * self.Nz] = block @ self.Phi
+        return out
+
+    def left(self, M: sp.spmatrix) -> Array:
+        """Φ_blkᵀ M for a sparse M with N·K rows, dense (Nz·K, columns)."""
+        return self.right(sp.csr_matrix(M).T).T
+
+    def sandwich(self, H: sp.spmatrix) -> Array:
+        """Φ_blkᵀ H Φ_blk for a sparse H of size N·K, dense (Nz·K, Nz·K)."""
+        H = sp.csr_matrix(H)
+        N, Nz = self.N, self.Nz
+        out = np.zeros((Nz * self.K, Nz * self.K))
+        for k in range(self.K):
+            rows = H[k * N:(k + 1) * N]
+            for j in range(self.K):
+                block = rows[:, j * N:(j + 1) * N]
+                if not block.nnz:
+                    continue
+                diagonal = (block.nnz == N and (block.indptr == np.arange(N + 1)).all()
+                            and (block.indices == np.arange(N)).all())
+                if diagonal and k == j and (block.data >= 0).all():
+                    # Φᵀ diag(h) Φ = (√h Φ)ᵀ (√h Φ): numpy calls a symmetric rank-k
+                    # update for Rᵀ R, half a general product's flops
+                    root = np.sqrt(block.data)[:, None] * self.Phi
+                    out[k * Nz:(k + 1) * Nz, j * Nz:(j + 1) * Nz] = root.T @ root
+                    continue
+                HPhi = block.data[:, None] * self.Phi if diagonal else block @ self.Phi
+                out[k * Nz:(k + 1) * Nz, j * Nz:(j + 1) * Nz] = self.Phi.T @ HPhi
+        return out
+
+
+class KKTStructure:
+    """The partition of a linked problem's KKT system, fixed for the problem (not for Z or W).
+
+    Parameters
+    ----------
+    P : sparse matrix or None
+        The objective's quadratic term, symmetric, (n, n).
+    A : sparse matrix
+        The formulation's own rows (m, n): ``zero`` equality rows, then the cone rows.
+    zero : int
+        Equality rows among them (first).
+    cones : Cones
+        The cone rows (the nonnegative orthant, then second-order cones).
+    layout : LinkLayout
+        Where f and u are.
+
+    Raises
+    ------
+    StructureError
+        Where the formulation's own variables do not split into blocks of at most
+        `BLOCK_LIMIT` unknowns with at most `SCHUR_EXTRA_LIMIT` unknowns besides u
+        in the Schur complement.
+    """
+
+    def __init__(self, P: sp.spmatrix | None, A: sp.spmatrix, zero: int, cones: Cones,
+                 layout: LinkLayout) -> None:
+        m, n = A.shape
+        if n != layout.n or m != zero + cones.size:
+            raise ValueError(f"The conic data ({m} rows, {n} columns) do not match the layout "
+                             f"({layout.n} columns) and cones ({zero} + {cones.size} rows).")
+        self.layout, self.cones, self.zero, self.m, self.n = layout, cones, zero, m, n
+        self.P = sp.csr_matrix((n, n)) if P is None else sp.csr_matrix(P)
+        self.A = sp.csr_matrix(A)
+        self.AT = self.A.T.tocsr()
+        self.F = np.arange(layout.f.start, layout.f.stop)
+        self.U = np.arange(layout.u.start, layout.u.stop)
+        self.cone_of_row = np.full(m, -1)  # second-order cone of each row, −1 for others
+        for which, (_, rows) in zip(cones.group_cones, cones.groups, strict=True):
+            self.cone_of_row[zero + rows] = which[:, None]
+        own = np.ones(n, bool)
+        own[self.F] = own[self.U] = False
+        self._partition(np.flatnonzero(own))
+        self._index()
+
+    # -- partition --------------------------------------------------------------------------
+
+    def _partition(self, own: Index) -> None:
+        """Choose the Schur unknowns: the densest columns and rows first, until blocks are small."""
+        A_own = sp.csc_matrix(self.A[:, own])
+        P_off = sp.csc_matrix(self.P[own][:, own])
+        P_off.setdiag(0)
+        P_off.eliminate_zeros()
+        col_degree = np.diff(A_own.indptr) + np.diff(P_off.indptr)
+        eq = np.arange(self.m) < self.zero
+        soc_sizes = np.asarray(self.cones.soc, dtype=int)
+        threshold = 32
+        while True:
+            glob = col_degree > threshold
+            forced = np.zeros(self.m, bool)
+            while True:  # until no variable is lonely and no block is short of variables
+                local = own[~glob]
+                A_loc = sp.csr_matrix(self.A[:, local])
+                row_degree = np.diff(A_loc.indptr)
+                dense = row_degree > threshold
+                schur_row = dense | (eq & (row_degree == 0)) | forced
+                expanded = soc_sizes > SOC_DENSE_LIMIT
+                if len(soc_sizes):
+                    expanded[self.cone_of_row[dense & (self.cone_of_row >= 0)]] = True
+                # a local variable met by no block row and no quadratic term would be a
+                # 1 × 1 zero block: the Schur complement takes it
+                lonely = (np.diff(sp.csc_matrix(A_loc[~schur_row]).indptr) == 0) & \
+                    (np.diff(sp.csc_matrix(self.P[local][:, local]).indptr) == 0)
+                if lonely.any():
+                    glob[np.flatnonzero(~glob)[lonely]] = True
+                    continue
+                labels, sizes = self._components(local, A_loc, schur_row, expanded)
+                # a block with more equality rows than variables is singular whatever the
+                # values (KFD's class sums at small N): its equality rows go to the Schur
+                # complement
+                rows = np.flatnonzero(~schur_row)
+                row_label = labels[len(local):]
+                n_var = np.bincount(labels[:len(local)], minlength=len(sizes))
+                n_eq = np.bincount(row_label[eq[rows]], minlength=len(sizes))
+                short = n_eq > n_var
+                if not short.any():
+                    break
+                forced[rows[eq[rows] & short[row_label]]] = True
+            extra = int(glob.sum() + schur_row.sum() + 2 * expanded.sum())
+            if sizes.max(initial=0) <= BLOCK_LIMIT and extra <= SCHUR_EXTRA_LIMIT:
+                break
+            if threshold <= 2:
+                raise StructureError(
+                    f"the formulation's own variables stay coupled in blocks of up to "
+                    f"{sizes.max(initial=0)} unknowns with {extra} unknowns in the Schur "
+                    f"complement (limits {BLOCK_LIMIT} and {SCHUR_EXTRA_LIMIT})")
+            threshold //= 2
+        self.local, self.glob = local, own[glob]
+        self.block_rows = np.flatnonzero(~schur_row)
+        self.schur_rows = np.flatnonzero(schur_row)
+        self.expanded = np.flatnonzero(expanded)
+        self._labels, self._sizes = labels, sizes
+
+    def _components(self, local: Index, A_loc: sp.csr_matrix, schur_row: NDArray[np.bool_],
+                    expanded: NDArray[np.bool_]) -> tuple[Index, Index]:
+        """Connected components of the blocks' unknowns: local columns, then block rows.
+
+        Joined by the rows' entries, the quadratic term, and a small second-order
+        cone's rows (its W² block is dense).
+        """
+        nl = len(local)
+        rows = np.flatnonzero(~schur_row)
+        coupling = sp.coo_matrix(A_loc[rows])
+        P_loc = sp.coo_matrix(self.P[local][:, local])
+        cone = self.cone_of_row[rows]
+        small = (cone >= 0) & ~np.append(expanded, False)[cone]
+        pos = np.flatnonzero(small)
+        same = cone[pos[1:]] == cone[pos[:-1]]  # consecutive rows of one small cone
+        size = nl + len(rows)
+        graph = sp.coo_matrix(
+            (np.ones(coupling.nnz + P_loc.nnz + int(same.sum())),
+             (np.concatenate([coupling.row + nl, P_loc.row, nl + pos[1:][same]]),
+              np.concatenate([coupling.col, P_loc.col, nl + pos[:-1][same]]))),
+            shape=(size, size))
+        _, labels = connected_components(graph, directed=False)
+        return labels, np.bincount(labels)
+
+    # -- static index maps ------------------------------------------------------------------
+
+    def _index(self) -> None:
+        """Blocks by size, where every entry of the block part goes, and the static couplings."""
+        labels, sizes = self._labels, self._sizes
+        nl = len(self.local)
+        self.n_q = len(labels)
+        order = np.argsort(labels, kind="stable")  # unknowns grouped by component
+        comp_size = sizes[labels[order]]
+        self.groups: list[tuple[int, int, Index]] = []  # (size, flat offset, nodes (count, s))
+        base = np.zeros(self.n_q, dtype=np.int64)
+        pos = np.zeros(self.n_q, dtype=np.int64)
+        width = np.zeros(self.n_q, dtype=np.int64)
+        offset = start = 0
+        indptr, indices = [], []
+        for s in np.unique(sizes):
+            nodes = order[comp_size == s].reshape(-1, s)  # components of size s
+            count = len(nodes)
+            self.groups.append((int(s), offset, nodes))
+            base[nodes] = (offset + np.arange(count) * s * s)[:, None]
+            pos[nodes] = np.arange(s)
+            width[nodes] = s
+            # Q⁻¹ in block order: row (c, l) of this size holds columns start + c·s + 0..s−1,
+            # its values the flat buffer's at offset + c·s² + l·s + 0..s−1
+            indptr.append(offset + s * np.arange(count * s))
+            indices.append(np.repeat(start + s * np.arange(count), s * s)
+                           + np.tile(np.arange(s), count * s))
+            offset += count * s * s
+            start += count * s
+        self._base, self._pos, self._width, self._flat_size = base, pos, width, offset
+        #: entries of all blocks together: the memory of one copy of them
+        self.block_entries = offset
+        #: the blocks' unknowns in block order (grouped by size, then component): Q⁻¹'s rows
+        self._block_order = np.concatenate([nodes.ravel() for _, _, nodes in self.groups]) \
+            if self.groups else np.zeros(0, int)
+        # scipy's sparse products take 32-bit indices where they fit, and copy others to them
+        index = np.int32 if offset < 2**31 - 1 else np.int64
+        self._qinv_indptr = np.concatenate([*indptr, [offset]]).astype(index)
+        self._qinv_indices = (np.concatenate(indices) if indices
+                              else np.zeros(0, int)).astype(index)
+        block_pos = np.empty(self.n_q, dtype=np.intp)
+        block_pos[self._block_order] = np.arange(self.n_q)
+        self._block_pos = block_pos
+        # the static entries: P among local columns, the block rows' local entries
+        P, A, loc, blk, sch = self.P, self.A, self.local, self.block_rows, self.schur_rows
+        P_loc = sp.coo_matrix(P[loc][:, loc])
+        A_blk = sp.coo_matrix(A[blk][:, loc])
+        #: the blocks' constant part (P and the rows' entries), assembled once
+        self._static_flat = np.bincount(
+            self._dest(np.concatenate([P_loc.row, A_blk.row + nl, A_blk.col]),
+                       np.concatenate([P_loc.col, A_blk.col, A_blk.row + nl])),
+            weights=np.concatenate([P_loc.data, A_blk.data, A_blk.data]),
+            minlength=offset).astype(float)  # int64 when empty
+        # the block rows' −D: a diagonal (orthant, expanded cones) or a small cone's block
+        q_of_row = np.full(self.m, -1)
+        q_of_row[blk] = nl + np.arange(len(blk))
+        cone_row = blk - self.zero
+        is_exp = np.zeros(len(self.cones.soc) + 1, bool)
+        is_exp[self.expanded] = True
+        diag = (cone_row >= 0) & ((cone_row < self.cones.nonneg)
+                                  | is_exp[self.cone_of_row[blk]])
+        self._diag_q = nl + np.flatnonzero(diag)
+        self._diag_cone_row = cone_row[diag]
+        self._diag_dest = self._dest(self._diag_q, self._diag_q)
+        self._small = []  # per cone size: (which of its cones are small, their blocks' places)
+        for which, (q, rows) in zip(self.cones.group_cones, self.cones.groups, strict=True):
+            keep = ~is_exp[which]
+            qrows = q_of_row[self.zero + rows[keep]]
+            self._small.append((keep, self._dest(np.repeat(qrows, q, axis=1).ravel(),
+                                                 np.tile(qrows, (1, q)).ravel())))
+        # couplings of the blocks (rows: local columns, then block rows) to f, u and the
+        # Schur unknowns [glob, Schur rows, p and q of each expanded cone]
+        F, U, glob = self.F, self.U, self.glob
+
+        def q_rows(cols: Index) -> sp.csr_matrix:
+            return sp.vstack([P[loc][:, cols], A[blk][:, cols]],
+                             format="csr")[self._block_order]
+
+        self.C_f, self.C_u = q_rows(F), q_rows(U)
+        self.n_g, self.n_r, self.n_x = len(glob), len(sch), 2 * len(self.expanded)
+        self.n_e = self.n_g + self.n_r + self.n_x
+        self._E_static = sp.hstack([
+            q_rows(glob),
+            sp.vstack([A[sch][:, loc].T, sp.csr_matrix((len(blk), self.n_r))],
+                      format="csr")[self._block_order],
+            sp.csr_matrix((self.n_q, self.n_x))], format="csr")
+        self.D_fE = sp.hstack([P[F][:, glob], A[sch][:, F].T,
+                               sp.csr_matrix((len(F), self.n_x))], format="csr")
+        self.D_uE = sp.hstack([P[U][:, glob], A[sch][:, U].T,
+                               sp.csr_matrix((len(U), self.n_x))], format="csr")
+        g, r = self.n_g, self.n_r
+        C_EE = np.zeros((self.n_e, self.n_e))
+        C_EE[:g, :g] = P[glob][:, glob].toarray()
+        C_EE[g:g + r, :g] = A[sch][:, glob].toarray()
+        C_EE[:g, g:g + r] = C_EE[g:g + r, :g].T
+        C_EE[g + r:, g + r:] = np.diag(np.tile([1.0, -1.0], len(self.expanded)))
+        self._C_EE = C_EE
+        self.P_FF, self.P_UF = P[F][:, F].tocsr(), P[U][:, F].tocsr()
+        self.P_UU = P[U][:, U].toarray()
+        # stacked for the solves: one sparse product where there would be several
+        self._to_f0 = sp.vstack([P[:, F], A[:, F]], format="csr")  # r_link's share
+        self._from_f = sp.hstack([P[F], self.AT[F]], format="csr")  # the f rows, for ν
+        self._PA = sp.hstack([P, self.AT], format="csr")
+        cone_row = sch - self.zero
+        self._sch_nonneg = np.flatnonzero((cone_row >= 0) & (cone_row < self.cones.nonneg))
+        self._sch_nonneg_row = cone_row[self._sch_nonneg]
+        # the expanded cones' rows: in blocks (their place) or among the Schur rows
+        s_of_row = np.full(self.m, -1)
+        s_of_row[sch] = np.arange(self.n_r)
+        self._expanded_rows = []
+        for k, c in enumerate(self.expanded):
+            rows = self.zero + self.cones.starts[c] + np.arange(self.cones.soc[c])
+            q = q_of_row[rows]
+            self._expanded_rows.append((k, np.where(q >= 0, block_pos[np.maximum(q, 0)], -1),
+                                        s_of_row[rows]))
+
+    def _dest(self, rows: Index, cols: Index) -> NDArray[np.int64]:
+        """Places in the flat block buffer of the block part's entries (rows, cols)."""
+        return self._base[rows] + self._pos[rows] * self._width[rows] + self._pos[cols]
+
+    # -- factorisation ----------------------------------------------------------------------
+
+    def factor(self, Phi: Array, scaling: Scaling | None) -> KKTFactor:
+        """Factor the KKT matrix at whitened rows ``Phi`` and NT scaling (None: W = I)."""
+        return KKTFactor(self, PhiMap(Phi, self.layout.K), scaling)
+
+
+class KKTFactor:
+    """One factorisation of the KKT matrix (`KKTStructure.factor`); `solve` uses it."""
+
+    Qinv: sp.csr_matrix
+
+    def __init__(self, st: KKTStructure, phi: PhiMap, scaling: Scaling | None) -> None:
+        self.st, self.phi, self.scaling = st, phi, scaling
+        cones = st.cones
+        # the diagonal part of W² per cone row (orthant: w²; expanded cones: β²)
+        d = np.ones(cones.size)
+        if scaling is not None:
+            d[:cones.nonneg] = scaling.w ** 2
+        low_rank = self._low_rank(scaling)
+        for k, (beta, _, _) in low_rank.items():
+            c = st.expanded[k]
+            d[cones.starts[c]:cones.starts[c] + cones.soc[c]] = beta * beta
+        self._invert(self._assemble(d, scaling), lambda: self._assemble(d, scaling))
+        # the expansions' couplings: to block rows (in E) and to Schur rows (in C_EE)
+        C_EE = st._C_EE.copy()
+        g, r = st.n_g, st.n_r
+        sn = g + st._sch_nonneg
+        C_EE[sn, sn] -= d[st._sch_nonneg_row]
+        e_rows, e_cols, e_vals = [], [], []
+        for k, qrows, srows in st._expanded_rows:
+            beta, a, c = low_rank[k]
+            p_col, q_col = g + r + 2 * k, g + r + 2 * k + 1
+            inq, ins = qrows >= 0, srows >= 0
+            e_rows += [qrows[inq], qrows[inq]]
+            e_cols += [np.full(int(inq.sum()), p_col), np.full(int(inq.sum()), q_col)]
+            e_vals += [-beta * a[inq], beta * c[inq]]
+            s_idx = g + srows[ins]
+            C_EE[s_idx, s_idx] -= beta * beta
+            C_EE[s_idx, p_col] = C_EE[p_col, s_idx] = -beta * a[ins]
+            C_EE[s_idx, q_col] = C_EE[q_col, s_idx] = beta * c[ins]
+        E = st._E_static
+        if e_rows:
+            E = E + sp.csr_matrix((np.concatenate(e_vals),
+                                   (np.concatenate(e_rows), np.concatenate(e_cols))),
+                                  shape=E.shape)
+        self.E = E
+        # the couplings side by side, B = [C_f, C_u, E]: block → Schur (Bᵀ) and back (B)
+        B = sp.hstack([st.C_f, st.C_u, E], format="csr")
+        self._scatter, self._gather = B, B.T.tocsr()
+        # the Schur complement: every product with Q⁻¹ in one, M = Bᵀ Q⁻¹ B
+        n_f, n_u = len(st.F), len(st.U)
+        M = (self._gather @ (self.Qinv @ B)).tocsr()
+        f, u, e = slice(0, n_f), slice(n_f, n_f + n_u), slice(n_f + n_u, None)
+        M_f = M[f]
+        H_f = st.P_FF - M_f[:, f]
+        JPhi = phi.right(st.P_UF - M[u][:, f])
+        S = np.empty((n_u + st.n_e, n_u + st.n_e))
+        S[:n_u, :n_u] = phi.sandwich(H_f) + JPhi + JPhi.T + st.P_UU - M[u][:, u].toarray()
+        S_ue = phi.left(st.D_fE - M_f[:, e]) + (st.D_uE - M[u][:, e]).toarray()
+        S[:n_u, n_u:] = S_ue
+        S[n_u:, :n_u] = S_ue.T
+        S[n_u:, n_u:] = C_EE - M[e][:, e].toarray()
+        self.S = S
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", scipy.linalg.LinAlgWarning)
+            try:
+                self.lu = scipy.linalg.lu_factor(S, check_finite=False)
+            except scipy.linalg.LinAlgWarning:
+                # exactly singular (a variable nothing bounds, dependent rows): the same
+                # small primal-dual regularisation as a singular block's
+                self.regularised = True
+                sign = np.concatenate([np.ones(n_u + st.n_g), -np.ones(st.n_r),
+                                       np.tile([1.0, -1.0], st.n_x // 2)])
+                scale = max(float(np.abs(S).max()), 1.0) * 1e-10
+                warnings.simplefilter("ignore", scipy.linalg.LinAlgWarning)
+                self.lu = scipy.linalg.lu_factor(S + np.diag(scale * sign), check_finite=False)
+
+    def _assemble(self, d: Array, scaling: Scaling | None) -> Array:
+        """The blocks, one after another in a flat buffer: P, the rows' entries, −D."""
+        st = self.st
+        flat = st._static_flat.copy()
+        flat[st._diag_dest] -= d[st._diag_cone_row]
+        blocks = ([block for _, block in scaling.soc_blocks()] if scaling is not None
+                  else [np.broadcast_to(np.eye(q), (len(rows), q, q))
+                        for q, rows in st.cones.groups])
+        for (keep, dest), block in zip(st._small, blocks, strict=True):
+            if len(dest):
+                flat[dest] -= block[keep].ravel()
+        return flat
+
+    def _low_rank(self, scaling: Scaling | None) -> dict[int, tuple[float, Array, Array]]:
+        """(β, a, c) with W² = β²(I + a aᵀ − c cᵀ) for each expanded cone, by expansion index."""
+        st = self.st
+        if not len(st.expanded):
+            return {}
+        where = {int(cone): k for k, cone in enumerate(st.expanded)}
+        if scaling is None:  # W = I
+            return {k: (1.0, np.zeros(st.cones.soc[c]), np.zeros(st.cones.soc[c]))
+                    for c, k in where.items()}
+        out = {}
+        for which, (_, beta, a, c) in zip(st.cones.group_cones, scaling.soc_low_rank(),
+                                          strict=True):
+            for j, cone in enumerate(which):
+                if int(cone) in where:
+                    out[where[int(cone)]] = (float(beta[j]), a[j], c[j])
+        return out
+
+    def _invert(self, flat: Array, again: Callable[[], Array]) -> None:
+        """Invert every block in place (C, batched by size) and make Q⁻¹ of the buffer.
+
+        ``again`` rebuilds the buffer, for blocks found singular.
+        """
+        st = self.st
+        self.regularised = False
+        nl = len(st.local)
+        for s, offset, nodes in st.groups:
+            count = len(nodes)
+            blocks = flat[offset:offset + count * s * s]
+            singular = np.zeros(count, bool)
+            if _blocks.invert(blocks, count, s, singular):
+                # a singular block (dependent rows): a small primal-dual regularisation,
+                # which the caller's iterative refinement against the true matrix undoes
+                self.regularised = True
+                bad = again()[offset:offset + count * s * s].reshape(count, s, s)[singular]
+                sign = np.where(nodes[singular] < nl, 1.0, -1.0)
+                scale = max(float(np.abs(bad).max(initial=0.0)), 1.0) * 1e-10
+                fixed = np.linalg.inv(bad + scale * sign[:, :, None] * np.eye(s))
+                blocks.reshape(count, s, s)[singular] = fixed
+        self.Qinv = sp.csr_matrix((flat, st._qinv_indices, st._qinv_indptr),
+                                  shape=(st.n_q, st.n_q), copy=False)
+
+    # -- solves -----------------------------------------------------------------------------
+
+    def solve(self, r_x: Array, r_link: Array, r_rows: Array) -> tuple[Array, Array, Array]:
+        """Solve the KKT system for right-hand sides (x, link rows, own rows): (x, ν, y)."""
+        st, phi = self.st, self.phi
+        F, U, n = st.F, st.U, st.n
+        f0 = r_link
+        shifted = np.concatenate([r_x, r_rows]) - st._to_f0 @ f0
+        rx, rows = shifted[:n], shifted[n:]
+        nl, n_u, n_f = len(st.local), len(U), len(F)
+        t = self.Qinv @ np.concatenate([rx[st.local], rows[st.block_rows]])[st._block_order]
+        g = self._gather @ t
+        rhs_S = np.concatenate([rx[U] + phi.T(rx[F] - g[:n_f]) - g[n_f:n_f + n_u],
+                                rx[st.glob], rows[st.schur_rows], np.zeros(st.n_x)])
+        rhs_S[n_u:] -= g[n_f + n_u:]
+        xs = scipy.linalg.lu_solve(self.lu, rhs_S, check_finite=False)
+        xu = xs[:n_u]
+        phi_u = phi(xu)
+        xq = np.empty(st.n_q)
+        xq[st._block_order] = t - self.Qinv @ (self._scatter @ np.concatenate([phi_u, xs]))
+        x = np.empty(n)
+        x[U] = xu
+        x[st.glob] = xs[n_u:n_u + st.n_g]
+        x[st.local] = xq[:nl]
+        x[F] = f0 + phi_u
+        y = np.empty(st.m)
+        y[st.schur_rows] = xs[n_u + st.n_g:n_u + st.n_g + st.n_r]
+        y[st.block_rows] = xq[nl:]
+        nu = r_x[F] - st._from_f @ np.concatenate([x, y])
+        return x, nu, y
+
+    def matvec(self, x: Array, nu: Array, y: Array) -> tuple[Array, Array, Array]:
+        """The KKT matrix times (x, ν, y), the unregularised one: for iterative refinement."""
+        st, phi = self.st, self.phi
+        out_x = st._PA @ np.concatenate([x, y])
+        out_x[st.F] += nu
+        out_x[st.U] -= phi.T(nu)
+        out_link = x[st.F] - phi(x[st.U])
+        out_rows = st.A @ x
+        z = y[st.zero:]
+        out_rows[st.zero:] -= z if self.scaling is None else self.scaling.squared(z)
+        return out_x, out_link, out_rows
