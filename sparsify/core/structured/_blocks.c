@@ -7,7 +7,8 @@
  * pivot was exactly zero (that block is left partly eliminated, for the caller to redo).
  * LAPACK through numpy spends about a microsecond of call overhead per matrix, more than the
  * arithmetic of the 4 x 4 to 9 x 9 blocks of a point-separable formulation; here the loop
- * over blocks is C's. Built by setuptools at install (setup.py, -ffp-contract=off);
+ * over blocks is C's, and so is `apply`, the block-diagonal product with the inverses.
+ * Built by setuptools at install (setup.py, -ffp-contract=off);
  * no numpy headers: the arrays come through the buffer protocol and are checked here.
  */
 #define PY_SSIZE_T_CLEAN
@@ -139,6 +140,68 @@ py_invert(PyObject *self, PyObject *args)
     return PyLong_FromSsize_t(failed);
 }
 
+static PyObject *
+py_apply(PyObject *self, PyObject *args)
+{
+    PyObject *blocks_obj, *x_obj, *out_obj;
+    Py_ssize_t count, size;
+    if (!PyArg_ParseTuple(args, "OnnOO", &blocks_obj, &count, &size, &x_obj, &out_obj)) {
+        return NULL;
+    }
+    if (count < 0 || size < 1 || (count > 0 && size > PY_SSIZE_T_MAX / size / count / 8)) {
+        PyErr_SetString(PyExc_ValueError, "apply: count must be >= 0 and size >= 1");
+        return NULL;
+    }
+    Py_buffer blocks, x, out;
+    if (PyObject_GetBuffer(blocks_obj, &blocks, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0) {
+        return NULL;
+    }
+    if (PyObject_GetBuffer(x_obj, &x, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0) {
+        PyBuffer_Release(&blocks);
+        return NULL;
+    }
+    if (get_buffer(out_obj, &out, "out", "d", 8, count * size) < 0) {
+        PyBuffer_Release(&blocks);
+        PyBuffer_Release(&x);
+        return NULL;
+    }
+    if (blocks.len != count * size * size * 8 || x.len != count * size * 8
+        || blocks.itemsize != 8 || x.itemsize != 8) {
+        PyErr_SetString(PyExc_ValueError, "apply: blocks must hold count*size*size float64 "
+                        "and x count*size float64");
+        PyBuffer_Release(&blocks);
+        PyBuffer_Release(&x);
+        PyBuffer_Release(&out);
+        return NULL;
+    }
+    const double *a = (const double *)blocks.buf;
+    const double *v = (const double *)x.buf;
+    double *y = (double *)out.buf;
+    Py_BEGIN_ALLOW_THREADS
+    for (Py_ssize_t b = 0; b < count; b++) {
+        const double *m = a + b * size * size;
+        const double *vb = v + b * size;
+        double *yb = y + b * size;
+        for (Py_ssize_t i = 0; i < size; i++) {
+            double acc = 0.0;
+            for (Py_ssize_t j = 0; j < size; j++) {
+                acc += m[i * size + j] * vb[j];
+            }
+            yb[i] = acc;
+        }
+    }
+    Py_END_ALLOW_THREADS
+    PyBuffer_Release(&blocks);
+    PyBuffer_Release(&x);
+    PyBuffer_Release(&out);
+    Py_RETURN_NONE;
+}
+
+PyDoc_STRVAR(apply_doc,
+"apply(blocks, count, size, x, out) -> None\n\n"
+"out[b] = blocks[b] @ x[b] for count row-major size x size float64 matrices and vectors\n"
+"of size stored one after another: the block-diagonal product, without index arrays.");
+
 PyDoc_STRVAR(invert_doc,
 "invert(blocks, count, size, singular) -> int\n\n"
 "Invert count row-major size x size float64 matrices stored one after another in blocks,\n"
@@ -147,6 +210,7 @@ PyDoc_STRVAR(invert_doc,
 
 static PyMethodDef methods[] = {
     {"invert", py_invert, METH_VARARGS, invert_doc},
+    {"apply", py_apply, METH_VARARGS, apply_doc},
     {NULL, NULL, 0, NULL},
 };
 

@@ -171,6 +171,7 @@ class KKTStructure:
         own[self.F] = own[self.U] = False
         self._partition(np.flatnonzero(own))
         self._index()
+        self._plan()
 
     # -- partition --------------------------------------------------------------------------
 
@@ -268,19 +269,15 @@ class KKTStructure:
         pos = np.zeros(self.n_q, dtype=np.int64)
         width = np.zeros(self.n_q, dtype=np.int64)
         offset = start = 0
-        indptr, indices = [], []
+        self._starts: list[int] = []  # each size's first place in block order
         for s in np.unique(sizes):
             nodes = order[comp_size == s].reshape(-1, s)  # components of size s
             count = len(nodes)
             self.groups.append((int(s), offset, nodes))
+            self._starts.append(start)
             base[nodes] = (offset + np.arange(count) * s * s)[:, None]
             pos[nodes] = np.arange(s)
             width[nodes] = s
-            # Q⁻¹ in block order: row (c, l) of this size holds columns start + c·s + 0..s−1,
-            # its values the flat buffer's at offset + c·s² + l·s + 0..s−1
-            indptr.append(offset + s * np.arange(count * s))
-            indices.append(np.repeat(start + s * np.arange(count), s * s)
-                           + np.tile(np.arange(s), count * s))
             offset += count * s * s
             start += count * s
         self._base, self._pos, self._width, self._flat_size = base, pos, width, offset
@@ -289,14 +286,13 @@ class KKTStructure:
         #: the blocks' unknowns in block order (grouped by size, then component): Q⁻¹'s rows
         self._block_order = np.concatenate([nodes.ravel() for _, _, nodes in self.groups]) \
             if self.groups else np.zeros(0, int)
-        # scipy's sparse products take 32-bit indices where they fit, and copy others to them
-        index = np.int32 if offset < 2**31 - 1 else np.int64
-        self._qinv_indptr = np.concatenate([*indptr, [offset]]).astype(index)
-        self._qinv_indices = (np.concatenate(indices) if indices
-                              else np.zeros(0, int)).astype(index)
         block_pos = np.empty(self.n_q, dtype=np.intp)
         block_pos[self._block_order] = np.arange(self.n_q)
         self._block_pos = block_pos
+        # where each block unknown's right-hand side sits in [r_x; r_rows] (and its solution
+        # in [x; y]): a local column, or n + a block row
+        node_src = np.concatenate([self.local, self.n + self.block_rows])
+        self._q_src = node_src[self._block_order]
         # the static entries: P among local columns, the block rows' local entries
         P, A, loc, blk, sch = self.P, self.A, self.local, self.block_rows, self.schur_rows
         P_loc = sp.coo_matrix(P[loc][:, loc])
@@ -370,6 +366,72 @@ class KKTStructure:
             self._expanded_rows.append((k, np.where(q >= 0, block_pos[np.maximum(q, 0)], -1),
                                         s_of_row[rows]))
 
+    def _plan(self) -> None:
+        """B = [C_f, C_u, E] (block order × (f, u, Schur)), its transpose, and Bᵀ Q⁻¹ B's plan.
+
+        Q⁻¹ is block diagonal, so (Bᵀ Q⁻¹ B)[i, j] sums B[r, i] Q⁻¹[r, s] B[s, j] over the
+        pairs of B's entries (r, i), (s, j) in one block: those pairs, the place of Q⁻¹[r, s]
+        in the flat buffer and of (i, j) in the product are fixed, so each factorisation
+        is two gathers and a sum (the expansions' entries, whose values change, are
+        placeholders in B's pattern).
+        """
+        exp_rows, exp_cols = [], []
+        p0 = len(self.F) + len(self.U) + self.n_g + self.n_r
+        for k, qrows, _ in self._expanded_rows:
+            inq = qrows[qrows >= 0]
+            for col in (p0 + 2 * k, p0 + 2 * k + 1):
+                exp_rows.append(inq)
+                exp_cols.append(np.full(len(inq), col))
+        static = sp.coo_matrix(sp.hstack([self.C_f, self.C_u, self._E_static], format="csr"))
+        rows = np.concatenate([static.row, *exp_rows]).astype(np.int64)
+        cols = np.concatenate([static.col, *exp_cols]).astype(np.int64)
+        n_b = len(self.F) + len(self.U) + self.n_e
+        B, place = _pattern(rows, cols, (self.n_q, n_b))
+        values = np.zeros(len(rows))
+        values[:static.nnz] = static.data
+        B.data[place] = values
+        self._B = B
+        self._B_exp = place[static.nnz:]  # the expansions' entries, in the order appended
+        BT, place_t = _pattern(cols, rows, (n_b, self.n_q))
+        self._BT = BT
+        self._BT_from_B = np.empty(len(rows), dtype=np.intp)  # BT.data = B.data[...]
+        self._BT_from_B[place_t] = place
+        BT.data = B.data[self._BT_from_B]
+        # the pairs of B's entries within one block
+        entry_row = np.repeat(np.arange(self.n_q), np.diff(B.indptr))
+        block_id = np.empty(self.n_q, dtype=np.int64)
+        block_first = np.empty(self.n_q, dtype=np.int64)
+        block_base = np.empty(self.n_q, dtype=np.int64)
+        block_width = np.empty(self.n_q, dtype=np.int64)
+        count_before = 0
+        for (s, offset, nodes), start in zip(self.groups, self._starts, strict=True):
+            count = len(nodes)
+            at = slice(start, start + count * s)
+            comp = np.repeat(np.arange(count), s)
+            block_id[at] = count_before + comp
+            block_first[at] = start + comp * s
+            block_base[at] = offset + comp * s * s
+            block_width[at] = s
+            count_before += count
+        entry_block = block_id[entry_row]  # B's entries are in row order: blocks ascend
+        per_block = np.bincount(entry_block, minlength=count_before)
+        first_entry = np.concatenate([[0], np.cumsum(per_block)[:-1]])
+        reps = per_block[entry_block]
+        p1 = np.repeat(np.arange(B.nnz), reps)
+        within = np.arange(len(p1)) - np.repeat(np.cumsum(reps) - reps, reps)
+        p2 = first_entry[entry_block[p1]] + within
+        r1, r2 = entry_row[p1], entry_row[p2]
+        self._pair_flat = (block_base[r1] + (r1 - block_first[r1]) * block_width[r1]
+                           + (r2 - block_first[r1]))
+        key = B.indices[p1].astype(np.int64) * n_b + B.indices[p2]
+        unique, self._pair_M = np.unique(key, return_inverse=True)
+        self._pair_p1, self._pair_p2 = p1, p2
+        self._M_indices = (unique % n_b).astype(np.int64)
+        self._M_indptr = np.concatenate([[0], np.cumsum(np.bincount(unique // n_b,
+                                                                    minlength=n_b))])
+        self._n_b = n_b
+        self._flat = np.empty(self._flat_size)  # the factorisation's buffer, reused
+
     def _dest(self, rows: Index, cols: Index) -> NDArray[np.int64]:
         """Places in the flat block buffer of the block part's entries (rows, cols)."""
         return self._base[rows] + self._pos[rows] * self._width[rows] + self._pos[cols]
@@ -382,9 +444,13 @@ class KKTStructure:
 
 
 class KKTFactor:
-    """One factorisation of the KKT matrix (`KKTStructure.factor`); `solve` uses it."""
+    """One factorisation of the KKT matrix (`KKTStructure.factor`); `solve` uses it.
 
-    Qinv: sp.csr_matrix
+    Its blocks live in a buffer of the structure's, so a factorisation is valid until
+    the structure's next one (an interior point needs only the latest).
+    """
+
+    flat: Array
 
     def __init__(self, st: KKTStructure, phi: PhiMap, scaling: Scaling | None) -> None:
         self.st, self.phi, self.scaling = st, phi, scaling
@@ -397,36 +463,36 @@ class KKTFactor:
         for k, (beta, _, _) in low_rank.items():
             c = st.expanded[k]
             d[cones.starts[c]:cones.starts[c] + cones.soc[c]] = beta * beta
-        self._invert(self._assemble(d, scaling), lambda: self._assemble(d, scaling))
-        # the expansions' couplings: to block rows (in E) and to Schur rows (in C_EE)
+        self._invert(self._assemble(d, scaling, st._flat),
+                     lambda: self._assemble(d, scaling, np.empty(st._flat_size)))
+        # the expansions' couplings: to block rows (in B) and to Schur rows (in C_EE)
         C_EE = st._C_EE.copy()
         g, r = st.n_g, st.n_r
         sn = g + st._sch_nonneg
         C_EE[sn, sn] -= d[st._sch_nonneg_row]
-        e_rows, e_cols, e_vals = [], [], []
-        for k, qrows, srows in st._expanded_rows:
-            beta, a, c = low_rank[k]
-            p_col, q_col = g + r + 2 * k, g + r + 2 * k + 1
-            inq, ins = qrows >= 0, srows >= 0
-            e_rows += [qrows[inq], qrows[inq]]
-            e_cols += [np.full(int(inq.sum()), p_col), np.full(int(inq.sum()), q_col)]
-            e_vals += [-beta * a[inq], beta * c[inq]]
-            s_idx = g + srows[ins]
-            C_EE[s_idx, s_idx] -= beta * beta
-            C_EE[s_idx, p_col] = C_EE[p_col, s_idx] = -beta * a[ins]
-            C_EE[s_idx, q_col] = C_EE[q_col, s_idx] = beta * c[ins]
-        E = st._E_static
-        if e_rows:
-            E = E + sp.csr_matrix((np.concatenate(e_vals),
-                                   (np.concatenate(e_rows), np.concatenate(e_cols))),
-                                  shape=E.shape)
-        self.E = E
-        # the couplings side by side, B = [C_f, C_u, E]: block → Schur (Bᵀ) and back (B)
-        B = sp.hstack([st.C_f, st.C_u, E], format="csr")
-        self._scatter, self._gather = B, B.T.tocsr()
-        # the Schur complement: every product with Q⁻¹ in one, M = Bᵀ Q⁻¹ B
+        B, BT = st._B, st._BT
+        if len(st._B_exp):
+            exp_vals = []
+            for k, qrows, srows in st._expanded_rows:
+                beta, a, c = low_rank[k]
+                p_col, q_col = g + r + 2 * k, g + r + 2 * k + 1
+                inq, ins = qrows >= 0, srows >= 0
+                exp_vals += [-beta * a[inq], beta * c[inq]]
+                s_idx = g + srows[ins]
+                C_EE[s_idx, s_idx] -= beta * beta
+                C_EE[s_idx, p_col] = C_EE[p_col, s_idx] = -beta * a[ins]
+                C_EE[s_idx, q_col] = C_EE[q_col, s_idx] = beta * c[ins]
+            B = B.copy()
+            B.data[st._B_exp] = np.concatenate(exp_vals)
+            BT = BT.copy()
+            BT.data = B.data[st._BT_from_B]
+        self._B, self._BT = B, BT
+        # the Schur complement: every product with Q⁻¹ in one, M = Bᵀ Q⁻¹ B (`KKTStructure._plan`)
         n_f, n_u = len(st.F), len(st.U)
-        M = (self._gather @ (self.Qinv @ B)).tocsr()
+        values = B.data[st._pair_p1] * B.data[st._pair_p2] * self.flat[st._pair_flat]
+        M = sp.csr_matrix((np.bincount(st._pair_M, weights=values,
+                                       minlength=len(st._M_indices)),
+                           st._M_indices, st._M_indptr), shape=(st._n_b, st._n_b))
         f, u, e = slice(0, n_f), slice(n_f, n_f + n_u), slice(n_f + n_u, None)
         M_f = M[f]
         H_f = st.P_FF - M_f[:, f]
@@ -452,10 +518,10 @@ class KKTFactor:
                 warnings.simplefilter("ignore", scipy.linalg.LinAlgWarning)
                 self.lu = scipy.linalg.lu_factor(S + np.diag(scale * sign), check_finite=False)
 
-    def _assemble(self, d: Array, scaling: Scaling | None) -> Array:
-        """The blocks, one after another in a flat buffer: P, the rows' entries, −D."""
+    def _assemble(self, d: Array, scaling: Scaling | None, flat: Array) -> Array:
+        """The blocks, one after another in the buffer ``flat``: P, the rows' entries, −D."""
         st = self.st
-        flat = st._static_flat.copy()
+        np.copyto(flat, st._static_flat)
         flat[st._diag_dest] -= d[st._diag_cone_row]
         blocks = ([block for _, block in scaling.soc_blocks()] if scaling is not None
                   else [np.broadcast_to(np.eye(q), (len(rows), q, q))
@@ -483,10 +549,8 @@ class KKTFactor:
         return out
 
     def _invert(self, flat: Array, again: Callable[[], Array]) -> None:
-        """Invert every block in place (C, batched by size) and make Q⁻¹ of the buffer.
-
-        ``again`` rebuilds the buffer, for blocks found singular.
-        """
+        """Invert every block in place (C, batched by size); ``again`` rebuilds the buffer,
+        for blocks found singular."""
         st = self.st
         self.regularised = False
         nl = len(st.local)
@@ -503,8 +567,17 @@ class KKTFactor:
                 scale = max(float(np.abs(bad).max(initial=0.0)), 1.0) * 1e-10
                 fixed = np.linalg.inv(bad + scale * sign[:, :, None] * np.eye(s))
                 blocks.reshape(count, s, s)[singular] = fixed
-        self.Qinv = sp.csr_matrix((flat, st._qinv_indices, st._qinv_indptr),
-                                  shape=(st.n_q, st.n_q), copy=False)
+        self.flat = flat
+
+    def _apply_inverse(self, v: Array) -> Array:
+        """Q⁻¹ v for v in block order: the blocks' inverses, one size after another."""
+        st = self.st
+        out = np.empty_like(v)
+        for (s, offset, nodes), start in zip(st.groups, st._starts, strict=True):
+            count = len(nodes)
+            _blocks.apply(self.flat[offset:offset + count * s * s], count, s,
+                          v[start:start + count * s], out[start:start + count * s])
+        return out
 
     # -- solves -----------------------------------------------------------------------------
 
@@ -514,28 +587,24 @@ class KKTFactor:
         F, U, n = st.F, st.U, st.n
         f0 = r_link
         shifted = np.concatenate([r_x, r_rows]) - st._to_f0 @ f0
-        rx, rows = shifted[:n], shifted[n:]
-        nl, n_u, n_f = len(st.local), len(U), len(F)
-        t = self.Qinv @ np.concatenate([rx[st.local], rows[st.block_rows]])[st._block_order]
-        g = self._gather @ t
-        rhs_S = np.concatenate([rx[U] + phi.T(rx[F] - g[:n_f]) - g[n_f:n_f + n_u],
-                                rx[st.glob], rows[st.schur_rows], np.zeros(st.n_x)])
+        n_f, n_u = len(F), len(U)
+        t = self._apply_inverse(shifted[st._q_src])
+        g = self._BT @ t
+        rhs_S = np.concatenate([shifted[U] + phi.T(shifted[F] - g[:n_f]) - g[n_f:n_f + n_u],
+                                shifted[st.glob], shifted[n + st.schur_rows],
+                                np.zeros(st.n_x)])
         rhs_S[n_u:] -= g[n_f + n_u:]
         xs = scipy.linalg.lu_solve(self.lu, rhs_S, check_finite=False)
         xu = xs[:n_u]
         phi_u = phi(xu)
-        xq = np.empty(st.n_q)
-        xq[st._block_order] = t - self.Qinv @ (self._scatter @ np.concatenate([phi_u, xs]))
-        x = np.empty(n)
-        x[U] = xu
-        x[st.glob] = xs[n_u:n_u + st.n_g]
-        x[st.local] = xq[:nl]
-        x[F] = f0 + phi_u
-        y = np.empty(st.m)
-        y[st.schur_rows] = xs[n_u + st.n_g:n_u + st.n_g + st.n_r]
-        y[st.block_rows] = xq[nl:]
-        nu = r_x[F] - st._from_f @ np.concatenate([x, y])
-        return x, nu, y
+        xy = np.empty(n + st.m)  # [x; y]
+        xy[st._q_src] = t - self._apply_inverse(self._B @ np.concatenate([phi_u, xs]))
+        xy[U] = xu
+        xy[st.glob] = xs[n_u:n_u + st.n_g]
+        xy[F] = f0 + phi_u
+        xy[n + st.schur_rows] = xs[n_u + st.n_g:n_u + st.n_g + st.n_r]
+        nu = r_x[F] - st._from_f @ xy
+        return xy[:n], nu, xy[n:]
 
     def matvec(self, x: Array, nu: Array, y: Array) -> tuple[Array, Array, Array]:
         """The KKT matrix times (x, ν, y), the unregularised one: for iterative refinement."""
@@ -548,3 +617,19 @@ class KKTFactor:
         z = y[st.zero:]
         out_rows[st.zero:] -= z if self.scaling is None else self.scaling.squared(z)
         return out_x, out_link, out_rows
+
+
+def _pattern(rows: NDArray[np.int64], cols: NDArray[np.int64], shape: tuple[int, int]
+             ) -> tuple[sp.csr_matrix, NDArray[np.intp]]:
+    """A CSR matrix with an explicit entry at each (row, col) and where each went in ``.data``.
+
+    The entries are distinct; their values are left to the caller.
+    """
+    matrix = sp.csr_matrix((np.arange(1, len(rows) + 1, dtype=float), (rows, cols)),
+                           shape=shape)
+    matrix.sort_indices()
+    order = matrix.data.astype(np.intp) - 1
+    place = np.empty_like(order)
+    place[order] = np.arange(len(order))
+    matrix.data = np.zeros(len(order))
+    return matrix, place
