@@ -72,11 +72,16 @@ class StructureError(ValueError):
 
 
 class PhiMap:
-    """Products with Φ_blk = I_K ⊗ Φ, the link's u → f map for K outputs."""
+    """Products with Φ_blk = I_K ⊗ Φ, the link's u → f map for K outputs.
 
-    def __init__(self, Phi: Array, K: int) -> None:
+    ``work`` keeps an N × Nz scratch array between factorisations (a fresh one
+    costs the first touch of its pages, at N = 10⁶ as much as the product).
+    """
+
+    def __init__(self, Phi: Array, K: int, work: dict[str, Array] | None = None) -> None:
         self.Phi, self.K = Phi, K
         self.N, self.Nz = Phi.shape
+        self.work = {} if work is None else work
 
     def __call__(self, u: Array) -> Array:
         """Φ_blk u for u of length Nz·K."""
@@ -120,7 +125,10 @@ class PhiMap:
                 if diagonal and k == j and (block.data >= 0).all():
                     # Φᵀ diag(h) Φ = (√h Φ)ᵀ (√h Φ): numpy calls a symmetric rank-k
                     # update for Rᵀ R, half a general product's flops
-                    root = np.sqrt(block.data)[:, None] * self.Phi
+                    root = self.work.get("root")
+                    if root is None or root.shape != self.Phi.shape:
+                        root = self.work["root"] = np.empty_like(self.Phi)
+                    np.multiply(np.sqrt(block.data)[:, None], self.Phi, out=root)
                     out[k * Nz:(k + 1) * Nz, j * Nz:(j + 1) * Nz] = root.T @ root
                     continue
                 HPhi = block.data[:, None] * self.Phi if diagonal else block @ self.Phi
@@ -297,12 +305,13 @@ class KKTStructure:
         P, A, loc, blk, sch = self.P, self.A, self.local, self.block_rows, self.schur_rows
         P_loc = sp.coo_matrix(P[loc][:, loc])
         A_blk = sp.coo_matrix(A[blk][:, loc])
-        #: the blocks' constant part (P and the rows' entries), assembled once
-        self._static_flat = np.bincount(
-            self._dest(np.concatenate([P_loc.row, A_blk.row + nl, A_blk.col]),
-                       np.concatenate([P_loc.col, A_blk.col, A_blk.row + nl])),
-            weights=np.concatenate([P_loc.data, A_blk.data, A_blk.data]),
-            minlength=offset).astype(float)  # int64 when empty
+        # the blocks' constant part (P and the rows' entries): their places and values,
+        # merged where two fall on one place (a block's zeros are not stored)
+        dest = self._dest(np.concatenate([P_loc.row, A_blk.row + nl, A_blk.col]),
+                          np.concatenate([P_loc.col, A_blk.col, A_blk.row + nl]))
+        self._static_dest, merged = np.unique(dest, return_inverse=True)
+        self._static_vals = np.bincount(merged, weights=np.concatenate(
+            [P_loc.data, A_blk.data, A_blk.data]), minlength=len(self._static_dest))
         # the block rows' −D: a diagonal (orthant, expanded cones) or a small cone's block
         q_of_row = np.full(self.m, -1)
         q_of_row[blk] = nl + np.arange(len(blk))
@@ -352,7 +361,6 @@ class KKTStructure:
         # stacked for the solves: one sparse product where there would be several
         self._to_f0 = sp.vstack([P[:, F], A[:, F]], format="csr")  # r_link's share
         self._from_f = sp.hstack([P[F], self.AT[F]], format="csr")  # the f rows, for ν
-        self._PA = sp.hstack([P, self.AT], format="csr")
         cone_row = sch - self.zero
         self._sch_nonneg = np.flatnonzero((cone_row >= 0) & (cone_row < self.cones.nonneg))
         self._sch_nonneg_row = cone_row[self._sch_nonneg]
@@ -431,6 +439,9 @@ class KKTStructure:
                                                                     minlength=n_b))])
         self._n_b = n_b
         self._flat = np.empty(self._flat_size)  # the factorisation's buffer, reused
+        self._work: dict[str, Array] = {}  # PhiMap's scratch, reused
+        # the per-unknown maps served the planning only: N-sized arrays, freed
+        del self._base, self._pos, self._width, self._block_pos
 
     def _dest(self, rows: Index, cols: Index) -> NDArray[np.int64]:
         """Places in the flat block buffer of the block part's entries (rows, cols)."""
@@ -440,7 +451,7 @@ class KKTStructure:
 
     def factor(self, Phi: Array, scaling: Scaling | None) -> KKTFactor:
         """Factor the KKT matrix at whitened rows ``Phi`` and NT scaling (None: W = I)."""
-        return KKTFactor(self, PhiMap(Phi, self.layout.K), scaling)
+        return KKTFactor(self, PhiMap(Phi, self.layout.K, self._work), scaling)
 
 
 class KKTFactor:
@@ -521,7 +532,8 @@ class KKTFactor:
     def _assemble(self, d: Array, scaling: Scaling | None, flat: Array) -> Array:
         """The blocks, one after another in the buffer ``flat``: P, the rows' entries, −D."""
         st = self.st
-        np.copyto(flat, st._static_flat)
+        flat.fill(0.0)
+        flat[st._static_dest] = st._static_vals
         flat[st._diag_dest] -= d[st._diag_cone_row]
         blocks = ([block for _, block in scaling.soc_blocks()] if scaling is not None
                   else [np.broadcast_to(np.eye(q), (len(rows), q, q))
@@ -609,7 +621,7 @@ class KKTFactor:
     def matvec(self, x: Array, nu: Array, y: Array) -> tuple[Array, Array, Array]:
         """The KKT matrix times (x, ν, y), the unregularised one: for iterative refinement."""
         st, phi = self.st, self.phi
-        out_x = st._PA @ np.concatenate([x, y])
+        out_x = st.P @ x + st.AT @ y
         out_x[st.F] += nu
         out_x[st.U] -= phi.T(nu)
         out_link = x[st.F] - phi(x[st.U])
