@@ -11,7 +11,8 @@ full `SVC` (one-vs-one, libsvm) with the same (C, γ). Then, in one process, on 
 - the full SVC converted by skl2onnx (its ``SVMClassifier`` operator) in onnxruntime.
 
 Each is timed predicting the whole test set as one batch (median of ``--repeats``, after one
-warm-up) and one row at a time (median over ``--rows`` rows); every runtime uses one thread
+warm-up) and one row at a time (median over ``--rows`` rows), the methods taking turns so that
+a change in the machine's load falls on all of them alike; every runtime uses one thread
 (numpy's BLAS through threadpoolctl, onnxruntime's intra- and inter-op pools), so the figures
 compare like with like. Beside them: the test error, the labels that differ from sparsify's
 own, the largest difference of the decision values from sparsify's float64 ones (relative to
@@ -73,22 +74,30 @@ def _session(model_bytes: bytes) -> Any:
     return ort.InferenceSession(model_bytes, options, providers=["CPUExecutionProvider"])
 
 
-def _timings(predict: Callable[[np.ndarray], Any], X: np.ndarray, repeats: int,
-             rows: int) -> tuple[float, float]:
-    """Median seconds for the whole of X as one batch, and median ms for one row alone."""
-    predict(X)  # warm-up: first-call allocations and caches
-    batch = []
+def _timings(predictors: list[tuple[Callable[[np.ndarray], Any], np.ndarray]], repeats: int,
+             rows: int) -> list[tuple[float, float]]:
+    """Per predictor: median seconds for its whole input as one batch, median ms for one row.
+
+    The runs are interleaved (every predictor once, then again), so a change in the
+    machine's load falls on all of them alike.
+    """
+    for predict, X in predictors:
+        predict(X)  # warm-up: first-call allocations and caches
+    batch: list[list[float]] = [[] for _ in predictors]
+    single: list[list[float]] = [[] for _ in predictors]
     for _ in range(repeats):
-        start = time.perf_counter()
-        predict(X)
-        batch.append(time.perf_counter() - start)
-    single = []
-    for i in range(min(rows, len(X))):
-        row = X[i:i + 1]
-        start = time.perf_counter()
-        predict(row)
-        single.append(time.perf_counter() - start)
-    return float(np.median(batch)), 1e3 * float(np.median(single))
+        for times, (predict, X) in zip(batch, predictors, strict=True):
+            start = time.perf_counter()
+            predict(X)
+            times.append(time.perf_counter() - start)
+    for i in range(rows):
+        for times, (predict, X) in zip(single, predictors, strict=True):
+            row = X[i:i + 1]
+            start = time.perf_counter()
+            predict(row)
+            times.append(time.perf_counter() - start)
+    return [(float(np.median(b)), 1e3 * float(np.median(r)))
+            for b, r in zip(batch, single, strict=True)]
 
 
 def _subsample(X: np.ndarray, y: np.ndarray, n: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
@@ -155,8 +164,10 @@ def measure(args: argparse.Namespace) -> tuple[list[dict[str, Any]], dict[str, A
 
     rows = []
     with threadpool_limits(1):
-        for name, runtime, dtype, n_kernel, size, predict, inputs in methods:
-            batch_s, row_ms = _timings(predict, inputs, args.repeats, args.rows)
+        timings = _timings([(m[5], m[6]) for m in methods], args.repeats,
+                           min(args.rows, len(X_test)))
+        for (name, runtime, dtype, n_kernel, size, predict, inputs), (batch_s, row_ms) in zip(
+                methods, timings, strict=True):
             labels = np.asarray(predict(inputs))
             row = {"method": name, "runtime": runtime, "dtype": dtype,
                    "kernel_evaluations": n_kernel, "batch_s": batch_s,
@@ -219,9 +230,10 @@ def report(rows: list[dict[str, Any]], info: dict[str, Any], args: argparse.Name
         "Whole test set: one batch, median of "
         f"{args.repeats} runs after a warm-up; one row: the median over the first "
         f"{min(args.rows, info['n_test'])} test rows, each predicted alone (the call "
-        "overhead included). Labels ≠ sparsify: test points whose label differs from "
-        "`SparseSVC.predict`'s. Decision error: the largest |Δf| against sparsify's float64 "
-        "`decision_function`, divided by its largest |f| "
+        "overhead included). The methods take turns (each run of every method, then the "
+        "next), so the machine's load falls on all of them alike. Labels ≠ sparsify: test "
+        "points whose label differs from `SparseSVC.predict`'s. Decision error: the largest "
+        "|Δf| against sparsify's float64 `decision_function`, divided by its largest |f| "
         f"({info['decision_scale']:.3g}).", "",
         "| method | runtime | dtype | kernel evaluations per point | predictions/s (batch) | "
         "ms per row, one at a time | test error | labels ≠ sparsify | decision error | "
@@ -280,7 +292,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--max-iter", type=int, default=SparseSVC().max_iter,
                         help="L-BFGS iterations per binary problem")
     parser.add_argument("--n-jobs", type=int, default=1, help="jobs of the SparseSVC fit")
-    parser.add_argument("--repeats", type=int, default=20, help="timed runs of each batch")
+    parser.add_argument("--repeats", type=int, default=50, help="timed runs of each batch")
     parser.add_argument("--rows", type=int, default=200, help="rows timed one at a time")
     parser.add_argument("--n-train", type=int, default=0,
                         help="random subsample of the training points (0: all)")
