@@ -15,9 +15,15 @@ import pytest
 _ONNX_MODULE = Path(__file__).resolve().parent / "sparsify" / "onnx" / "convert.py"
 
 
+def _installed(name: str) -> bool:
+    try:
+        return importlib.util.find_spec(name) is not None
+    except ImportError:
+        return False
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    missing = [name for name in ("onnx", "skl2onnx", "onnxruntime")
-               if importlib.util.find_spec(name) is None]
+    missing = [name for name in ("onnx", "skl2onnx", "onnxruntime") if not _installed(name)]
     if not missing:
         return
     skip = pytest.mark.skip(reason=f"needs {', '.join(missing)} (pip install -e '.[test]')")

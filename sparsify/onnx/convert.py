@@ -262,9 +262,9 @@ def to_onnx(
     In float64 the outputs are the estimator's to round-off (the tests check
     10⁻⁶ relative and identical labels). float32 halves the model and runs
     faster; its decision values differ from float64's by the rounding of
-    float32 arithmetic in the kernel (about 10⁻⁶ of the values' scale on USPS,
-    docs/onnx.md), which can change the label of a point within that distance
-    of a decision boundary.
+    float32 arithmetic (on USPS 7 × 10⁻⁶ of their largest magnitude, no label
+    changed: docs/results/onnx.md; the bound is in docs/onnx.md), which can
+    change the label of a point within that distance of a decision boundary.
 
     Parameters
     ----------

@@ -52,30 +52,8 @@ class Emitter(Protocol):
         """Add one node with one output (named ``output``, else a fresh name); return it."""
 
 
-class _Block:
-    """K(X, ·) against one fixed set of rows (Z, or a manifold kernel's graph points).
-
-    The inner products X Rᵀ and the squared norms are made once and shared by
-    the parts of a sum.
-    """
-
-    def __init__(self, g: Emitter, X: str, x_sq: _Lazy, R: Array, hint: str) -> None:
-        self.g, self.X, self.x_sq, self.R, self.hint = g, X, x_sq, R, hint
-        self._inner: str | None = None
-
-    def inner(self) -> str:
-        """X Rᵀ, shape (N, len(R))."""
-        if self._inner is None:
-            RT = self.g.const(np.ascontiguousarray(self.R.T), f"{self.hint}_T")
-            self._inner = self.g.op("MatMul", [self.X, RT], f"{self.hint}_inner")
-        return self._inner
-
-    def r_sq(self) -> Array:
-        return (self.R * self.R).sum(1)
-
-
-class _Lazy:
-    """‖x‖² per input row, shape (N, 1), made on first use."""
+class _SquaredNorms:
+    """‖x‖² of the input rows, shape (N, 1), made on first use and shared."""
 
     def __init__(self, g: Emitter, X: str, n_features: int) -> None:
         self.g, self.X, self.n_features = g, X, n_features
@@ -89,17 +67,42 @@ class _Lazy:
         return self._name
 
 
+class _Block:
+    """Products of the input rows with one fixed set of rows R (Z, or a manifold's graph points).
+
+    X Rᵀ and the squared distances are made once and shared by the parts of a sum.
+    """
+
+    def __init__(self, g: Emitter, X: str, x_sq: _SquaredNorms, R: Array, hint: str) -> None:
+        self.g, self.X, self.x_sq, self.R, self.hint = g, X, x_sq, R, hint
+        self._inner: str | None = None
+        self._sqdist: str | None = None
+
+    def r_sq(self) -> Array:
+        """‖r‖² per row of R."""
+        return (self.R * self.R).sum(1)
+
+    def inner(self) -> str:
+        """X Rᵀ, shape (N, len(R))."""
+        if self._inner is None:
+            RT = self.g.const(np.ascontiguousarray(self.R.T), f"{self.hint}_T")
+            self._inner = self.g.op("MatMul", [self.X, RT], f"{self.hint}_inner")
+        return self._inner
+
+    def sqdist(self) -> str:
+        """max(‖x‖² + ‖r‖² − 2⟨x, r⟩, 0), as `sparsify.kernels._sqdist`."""
+        if self._sqdist is None:
+            g = self.g
+            r_sq = g.const(self.r_sq()[None, :], f"{self.hint}_sq")
+            total = g.op("Add", [self.x_sq(), r_sq], "sq_sum")
+            twice = g.op("Mul", [self.inner(), _scalar(g, 2.0, "two")], "inner_x2")
+            diff = g.op("Sub", [total, twice], "sqdist_raw")
+            self._sqdist = g.op("Max", [diff, _scalar(g, 0.0, "zero")], "sqdist")
+        return self._sqdist
+
+
 def _scalar(g: Emitter, value: float, hint: str) -> str:
     return g.const(np.array(value, dtype=np.float64), hint)
-
-
-def _sqdist(g: Emitter, block: _Block) -> str:
-    """max(‖x‖² + ‖r‖² − 2⟨x, r⟩, 0), as `sparsify.kernels._sqdist`."""
-    r_sq = g.const(block.r_sq()[None, :], f"{block.hint}_sq")
-    total = g.op("Add", [block.x_sq(), r_sq], "sq_sum")
-    twice = g.op("Mul", [block.inner(), _scalar(g, 2.0, "two")], "inner_x2")
-    diff = g.op("Sub", [total, twice], "sqdist_raw")
-    return g.op("Max", [diff, _scalar(g, 0.0, "zero")], "sqdist")
 
 
 def _partial_exp(g: Emitter, t: str, order: int) -> str:
@@ -118,7 +121,7 @@ def _kernel(g: Emitter, spec: Mapping[str, Any], arrays: Mapping[str, Array], Z:
     """K(X, Z) of a kernel description, shape (N, Nz)."""
     name = spec["name"]
     if name == "rbf":
-        scaled = g.op("Mul", [_sqdist(g, Z), _scalar(g, -spec["gamma"], "neg_gamma")],
+        scaled = g.op("Mul", [Z.sqdist(), _scalar(g, -spec["gamma"], "neg_gamma")],
                       "rbf_arg")
         return g.op("Exp", [scaled], "rbf")
     if name == "linear":
@@ -140,7 +143,7 @@ def _kernel(g: Emitter, spec: Mapping[str, Any], arrays: Mapping[str, Array], Z:
         return g.op("Mul", [scale, _partial_exp(g, t, spec["order"])], "taylor_rbf")
     if name == "gaussian_widths":
         widths = arrays[spec["widths"]]
-        negated = g.op("Neg", [_sqdist(g, Z)], "neg_sqdist")
+        negated = g.op("Neg", [Z.sqdist()], "neg_sqdist")
         scaled = g.op("Div", [negated, g.const((2.0 * widths * widths)[None, :], "two_var")],
                       "gaussian_arg")
         return g.op("Exp", [scaled], "gaussian_widths")
@@ -166,13 +169,11 @@ def _kernel(g: Emitter, spec: Mapping[str, Any], arrays: Mapping[str, Array], Z:
 
 
 def _log_sigmoid(g: Emitter, t: str) -> str:
-    """−logaddexp(0, −t) = log σ(t), stable for either sign: −(max(−t, 0) + log(1 + e^−|t|))."""
-    minus_t = g.op("Neg", [t], "minus_t")
-    positive = g.op("Max", [minus_t, _scalar(g, 0.0, "zero")], "softplus_max")
-    tail = g.op("Log", [g.op("Add", [g.op("Exp", [g.op("Neg", [g.op("Abs", [t], "abs_t")],
-                                                          "neg_abs_t")], "exp_neg_abs_t"),
-                                     _scalar(g, 1.0, "one")], "one_plus")], "log1p")
-    return g.op("Neg", [g.op("Add", [positive, tail], "softplus")], "log_sigmoid")
+    """log σ(t) = −(max(−t, 0) + log(1 + e^−|t|)), stable for either sign of t."""
+    hinge = g.op("Max", [g.op("Neg", [t], "minus_t"), _scalar(g, 0.0, "zero")], "hinge")
+    decay = g.op("Exp", [g.op("Neg", [g.op("Abs", [t], "abs_t")], "neg_abs_t")], "decay")
+    tail = g.op("Log", [g.op("Add", [decay, _scalar(g, 1.0, "one")], "one_plus")], "log1p")
+    return g.op("Neg", [g.op("Add", [hinge, tail], "softplus")], "log_sigmoid")
 
 
 def _probabilities(g: Emitter, m: OnnxMachine, f: str, output: str) -> str:
@@ -249,7 +250,7 @@ def emit_machine(g: Emitter, m: OnnxMachine, X: str, outputs: Mapping[str, str])
         The graph name of each output in ``m.outputs`` (``label``,
         ``probabilities``, ``scores``, ``variable``).
     """
-    x_sq = _Lazy(g, X, m.n_features)
+    x_sq = _SquaredNorms(g, X, m.n_features)
     Z = _Block(g, X, x_sq, m.expansion_vectors, "Z")
     K = _kernel(g, m.kernel, m.kernel_arrays, Z, {})
     coef = g.const(np.ascontiguousarray(m.expansion_coef.T), "coef")

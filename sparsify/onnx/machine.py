@@ -98,10 +98,6 @@ class OnnxMachine:
         return int(self.expansion_coef.shape[0])
 
     @property
-    def is_classifier(self) -> bool:
-        return self.classes is not None
-
-    @property
     def outputs(self) -> tuple[str, ...]:
         """The graph's output names, in order (skl2onnx's names where it has one).
 
