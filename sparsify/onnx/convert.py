@@ -325,6 +325,9 @@ def to_onnx(
                              f"was fitted on {machine.n_features} features; give rows of shape "
                              f"(n_samples, {machine.n_features}).")
     graph_dtype = _graph_dtype(dtype, sample)
+    if target_opset is not None and (not isinstance(target_opset, int) or target_opset < 9):
+        raise ValueError(f"The 'target_opset' parameter of to_onnx must be an int >= 9 or "
+                         f"None. Got {target_opset!r} instead.")
     register_converters(type(estimator))
     from onnx import helper
     from skl2onnx import convert_sklearn
