@@ -405,6 +405,13 @@ def test_import_sparsify_imports_no_onnx() -> None:
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True, timeout=120)
     assert out.stdout.strip() == "[]"
+    # nor does the command line until an export runs (-X importtime lists every import)
+    proc = subprocess.run([sys.executable, "-X", "importtime", "-m", "sparsify", "export",
+                           "--help"], capture_output=True, text=True, check=True, timeout=120)
+    assert "--onnx OUT" in proc.stdout
+    modules = {line.split("|")[-1].strip().split(".")[0]
+               for line in proc.stderr.splitlines() if line.startswith("import time:")}
+    assert "sparsify" in modules and not modules & {"onnx", "skl2onnx", "onnxruntime"}
 
 
 # --------------------------------------------------------------------------- sparsify export
