@@ -56,6 +56,7 @@ _LAZY = {
     "SolverError": "sparsify.core.errors",
     "TaylorGaussianFeatures": "sparsify.kernels.taylor",
     "TaylorRBF": "sparsify.kernels.taylor",
+    "to_onnx": "sparsify.onnx.convert",
 }
 
 __all__ = [
@@ -97,6 +98,7 @@ __all__ = [
     "expansion_coefficients",
     "hookimpl",
     "register_plugin",
+    "to_onnx",
 ]
 
 
@@ -150,3 +152,4 @@ if TYPE_CHECKING:  # static analysers and IDEs see the eager imports
     from sparsify.kernels import RBF, Kernel, Linear, Polynomial, SumKernel
     from sparsify.kernels.manifold import ManifoldKernel
     from sparsify.kernels.taylor import TaylorGaussianFeatures, TaylorRBF
+    from sparsify.onnx.convert import to_onnx

@@ -1,4 +1,4 @@
-"""The ``sparsify`` command line: fit, predict, check gradients, list plugins.
+"""The ``sparsify`` command line: fit, predict, export to ONNX, check gradients, list plugins.
 
 Every command validates what it can (files, data, names, shapes) before the
 expensive work, refuses an output that would overwrite one of its inputs,
@@ -14,7 +14,7 @@ command functions only, so ``sparsify --help`` and ``--version`` start fast.
 The package holds one module per concern: `sparsify.cli.parser` (the argument
 parser and its help texts, with the option types of `sparsify.cli.argtypes`),
 one module per command (`sparsify.cli.fit`, `sparsify.cli.predict`,
-`sparsify.cli.check_gradient`, `sparsify.cli.plugins_cmd`), and what they
+`sparsify.cli.export`, `sparsify.cli.check_gradient`, `sparsify.cli.plugins_cmd`), and what they
 share: `sparsify.cli.data` (reading the data), `sparsify.cli.lookup`
 (registry names), `sparsify.cli.files` (checking and writing output files),
 `sparsify.cli.output` (JSON and stdout), `sparsify.cli.errors` (error lines

@@ -2,7 +2,7 @@
 
 `build_parser` builds the whole parser; every subcommand's ``func`` default is
 the function of its command module (`sparsify.cli.fit`, `sparsify.cli.predict`,
-`sparsify.cli.check_gradient`, `sparsify.cli.plugins_cmd`). Those modules
+`sparsify.cli.export`, `sparsify.cli.check_gradient`, `sparsify.cli.plugins_cmd`). Those modules
 import their heavy dependencies inside the command functions, so building the
 parser (``sparsify --help``, ``--version``) stays light.
 """
@@ -24,6 +24,7 @@ from sparsify.cli.argtypes import (
     _ratio,
 )
 from sparsify.cli.check_gradient import _cmd_check_gradient
+from sparsify.cli.export import _cmd_export
 from sparsify.cli.fit import _cmd_fit
 from sparsify.cli.plugins_cmd import _cmd_plugins
 from sparsify.cli.predict import _cmd_predict
@@ -166,6 +167,31 @@ def build_parser() -> argparse.ArgumentParser:
                          help="print one JSON object on stdout (with the predictions unless "
                               "--out is given)")
     predict.set_defaults(func=_cmd_predict)
+
+    export = sub.add_parser(
+        "export", help="export a saved model to ONNX",
+        description=(
+            "Write a model saved by 'sparsify fit --out' as an ONNX graph that computes its "
+            "predictions with standard operators, for onnxruntime or any other ONNX runtime: "
+            "input X (N rows of the model's features); outputs label, probabilities (models "
+            "with a probability method) and scores (the decision values) for a classifier, "
+            "label (+1/-1) and scores for an outlier detector, variable for a regressor "
+            "(docs/onnx.md). Needs onnx and skl2onnx (pip install onnx skl2onnx). The model "
+            "file is never overwritten."
+        ),
+    )
+    export.add_argument("model", type=Path, metavar="MODEL",
+                        help="model file written by 'sparsify fit --out'")
+    export.add_argument("--onnx", type=Path, required=True, metavar="OUT",
+                        help="the ONNX file to write (e.g. model.onnx)")
+    export.add_argument("--dtype", choices=("float64", "float32"), default="float64",
+                        help="the graph's input and arithmetic: float64 gives the model's "
+                             "predictions to round-off; float32 is smaller and faster, at the "
+                             "rounding error of float32 (default: %(default)s)")
+    export.add_argument("--opset", type=_positive_int, default=None, metavar="N",
+                        help="the ai.onnx opset to target, 9 or later (default: 17)")
+    export.add_argument("--json", action="store_true", help="print one JSON object on stdout")
+    export.set_defaults(func=_cmd_export)
 
     check = sub.add_parser(
         "check-gradient", help="compare the gradient of W(Z) with finite differences",
