@@ -18,12 +18,12 @@ from sparsify.core.solvers import ConicResult, SolverBackend
 from sparsify.core.structured.cones import Cones
 from sparsify.core.structured.ipm import IPMSettings, solve
 from sparsify.core.structured.kkt import KKTStructure, StructureError
-from tests.test_declared_formulations import FORMULATIONS
+from tests.test_declared_formulations import FORMULATIONS, declared
 
 REGRESSION = {"svr", "kridge", "quantile", "kernel_ridge"}
 #: every built-in and declared formulation whose cones the structured backend takes
 NAMES = ["svm", "kfd", "oneclass", "s3vm", "kernel_ridge", "svr", "huber_svm", "kridge",
-         "quantile", "nu_svm", "mpm"]
+         "quantile", "nu_svm", "mpm", "ls_svm", "laprls", "crammer_singer"]
 
 
 def _interior(cones: Cones, rng: np.random.Generator) -> np.ndarray:
@@ -79,6 +79,8 @@ def _linked(name: str, seed: int = 0, N: int = 30, Nz: int = 4):  # type: ignore
     y = (np.sin(X[:, 0]) if name in REGRESSION
          else np.where(X[:, 0] + 0.3 * rng.normal(size=N) > 0, 1, -1))
     form = FORMULATIONS[name]() if name in FORMULATIONS else make_formulation(name)
+    if name in ("laprls", "crammer_singer"):  # their own data: unlabelled points, 3 classes
+        X, y = declared.example_data(form, N, seed)
     m = ConicMarginal(form, X, y, RBF(0.5), Nz, solver="clarabel")
     problem = m._compiled["CLARABEL"].problem
     Z = X[rng.choice(N, Nz, replace=False)] + 0.1

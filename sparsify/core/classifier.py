@@ -322,7 +322,7 @@ class SparseKernelClassifier(ClassifierMixin, SparseKernelEstimator):
         """
         self._validate_params()
         X, codes = validate_classification(self, X, y,
-                                           unlabelled=self._formulation_type().unlabelled)
+                                           unlabelled=self._takes_unlabelled())
         self._refuse_with_unlabelled(codes, sample_weight)
         weighted = _point_weights(self, codes, sample_weight, getattr(self, "class_weight", None))
         weights = sw = None

@@ -199,6 +199,12 @@ class ConicMarginal(DeclaredMarginal):
         offsets = next(dict(inv.var_offsets) for inv in reversed(inverse_data)
                        if hasattr(inv, "var_offsets"))
         own = read_problem_data(layout, data)
+        del data
+        # cvxpy keeps its parametrised program for re-solves, which this path never asks
+        # for: about as large again as the problem's data (1.5 GB at N = 10⁶)
+        cache = getattr(self.problem, "_cache", None)
+        if cache is not None and hasattr(cache, "param_prog"):
+            cache.param_prog = None
         n_own = own.n
         N, Nz, K = len(self.X), self.n_expansion, self.n_outputs
         # u: the formulation's own columns, or new ones when it never uses ‖w‖

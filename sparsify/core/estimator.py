@@ -368,6 +368,16 @@ class SparseKernelEstimator(KernelMachineMixin, BaseEstimator):
         registered: type[Formulation] = get_registry().get("formulation", cls.formulation_name)
         return registered
 
+    def _takes_unlabelled(self) -> bool:
+        """Whether the formulation takes unlabelled points (`Formulation.unlabelled`).
+
+        Looked up on the instance: an estimator may name its formulation per instance
+        (SparseKFD's ``method``).
+        """
+        cls = (self.formulation_class if self.formulation_class is not None
+               else get_registry().get("formulation", self.formulation_name))
+        return bool(cls.unlabelled)
+
     @classmethod
     def _formulation_param_names(cls) -> list[str]:
         """The formulation constructor's parameters that this estimator also has."""

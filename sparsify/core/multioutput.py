@@ -75,7 +75,7 @@ class SparseMultiOutputClassifier(SparseKernelClassifier):
             raise ValueError(f"{type(self).__name__} fits all classes in one problem and takes "
                              "no per-point weights; fit without sample_weight and class_weight.")
         X_valid, codes = validate_classification(
-            self, X, y, unlabelled=self._formulation_type().unlabelled)
+            self, X, y, unlabelled=self._takes_unlabelled())
         target = unlabelled_targets(codes, codes)
         init = self.init if self.init != "auto" else "balanced"
         self._fit_problems(X_valid, [target], init=init, names=[""],

@@ -84,7 +84,7 @@ class SparseKernelRegressor(RegressorMixin, SparseKernelEstimator):
         the points without a target.
         """
         X_valid: Array
-        if self._formulation_type().unlabelled:
+        if self._takes_unlabelled():
             X_valid = validate_data(self, X, dtype=np.float64)
             try:
                 targets = np.asarray(y, dtype=np.float64)

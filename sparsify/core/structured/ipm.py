@@ -154,6 +154,8 @@ def _refined(factor: KKTFactor, rhs: tuple[Array, Array, Array], steps: int
     does).
     """
     sol = factor.solve(*rhs)
+    if steps == 0:
+        return sol
     size = max(max(float(np.abs(r).max(initial=0.0)) for r in rhs), 1e-300)
     best, best_err = sol, np.inf
     for step in range(steps + 1):
@@ -256,8 +258,9 @@ def solve(st: KKTStructure, c: Array, b: Array, Phi: Array,
         lam = W.lam
         factor = st.factor(Phi, W)
         mu = float(p.s @ z) / cones.degree
-        # predictor
-        dx, dnu, dy, ds = _direction(factor, W, res, -lam, zero, settings.refine)
+        # predictor: it only sets the centring and the corrector's second-order term, so
+        # its solve is not refined (the corrector's is)
+        dx, dnu, dy, ds = _direction(factor, W, res, -lam, zero, 0)
         ds_t, dz_t = W.apply_inverse(ds), W.apply(dy[zero:])
         alpha = min(1.0, cones.max_step(lam, ds_t), cones.max_step(lam, dz_t))
         gap = float(p.s @ z)
