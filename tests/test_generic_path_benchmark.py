@@ -1,4 +1,4 @@
-"""A smoke run of benchmarks/generic_path.py, the generic path's memory and time at scale."""
+"""A smoke run of benchmarks/generic_path.py, the generic path beside Clarabel and the built-ins."""
 
 from __future__ import annotations
 
@@ -11,16 +11,23 @@ from tests.benchmark_helpers import load_benchmark
 def test_quick_run_writes_the_page_and_every_measurement(tmp_path: Path) -> None:
     bench = load_benchmark("generic_path")
     out = tmp_path / "out"
-    assert bench.main(["--out", str(out), "--quick"]) == 0
+    assert bench.main(["--out", str(out), "--quick", "--parts", "evaluation", "handwritten",
+                       "cliff", "warm"]) == 0
     rows = list(csv.DictReader((out / "generic_path.csv").open()))
-    scaling = [r for r in rows if r["part"] == "scaling"]
-    # two formulations × one point × the conic path and the DPP reference, each measured
-    assert {(r["formulation"], r["path"]) for r in scaling} == {
-        ("svr", "conic"), ("svr", "dpp"), ("huber_svm", "conic"), ("huber_svm", "dpp")}
+    evals = [r for r in rows if r["part"] == "evaluation"]
+    # five formulations × the structured backend and Clarabel, each measured and compared
+    assert {(r["formulation"], r["backend"]) for r in evals} == {
+        (name, backend) for name in bench.FIVE for backend in ("structured", "clarabel")}
     assert all(not r.get("note") and float(r["eval_s"]) > 0 and float(r["peak_mb"]) > 0
-               for r in scaling)
-    assert {r["part"] for r in rows} == {"scaling", "fit", "fallback"}
+               for r in evals)
+    assert all(float(r["dW"]) < 1e-6 for r in evals if r["backend"] == "structured")
+    hand = [r for r in rows if r["part"] == "handwritten"]
+    assert {r["formulation"] for r in hand} == {"svr", "kridge"}
+    # the same problem solved two ways: the same W
+    assert all(abs(float(r["declared_W"]) - float(r["builtin_W"]))
+               <= 1e-6 * max(1.0, abs(float(r["builtin_W"]))) for r in hand)
+    assert {r["part"] for r in rows} == {"evaluation", "handwritten", "cliff", "warm"}
     text = (out / "generic_path.md").read_text()
-    assert "## One evaluation" in text and "## A declared ε-SVR fit" in text
-    assert "## The SVM fast path's fallback" in text and "no result" not in text
+    assert "## Verdicts" in text and "## Declared against hand-written" in text
+    assert "## No cliff" in text and "## Warm start" in text
     assert not list(out.glob("*.tmp"))

@@ -110,30 +110,55 @@ class PhiMap:
         return self.right(sp.csr_matrix(M).T).T
 
     def sandwich(self, H: sp.spmatrix) -> Array:
-        """Φ_blkᵀ H Φ_blk for a sparse H of size N·K, dense (Nz·K, Nz·K)."""
-        H = sp.csr_matrix(H)
-        N, Nz = self.N, self.Nz
-        out = np.zeros((Nz * self.K, Nz * self.K))
-        for k in range(self.K):
-            rows = H[k * N:(k + 1) * N]
-            for j in range(self.K):
-                block = rows[:, j * N:(j + 1) * N]
-                if not block.nnz:
+        """Φ_blkᵀ H Φ_blk for a symmetric sparse H of size N·K, dense (Nz·K, Nz·K).
+
+        H's entries between the outputs of one point (the K × K block per point of a
+        point-separable loss) give Φᵀ diag(h_kj) Φ for k ≤ j, mirrored: a symmetric
+        rank-k update where h_kk ≥ 0, a general product otherwise. Entries between two
+        points (a graph's) give Φᵀ (H_kj Φ) through a sparse product.
+        """
+        H = sp.coo_matrix(H)
+        N, Nz, K = self.N, self.Nz, self.K
+        out = np.zeros((Nz * K, Nz * K))
+        point_r, point_c = H.row % N, H.col % N
+        same = point_r == point_c
+        h = np.zeros((K, K, N))
+        np.add.at(h, (H.row[same] // N, H.col[same] // N, point_r[same]), H.data[same])
+        for k in range(K):
+            for j in range(k, K):
+                hkj = h[k, j]
+                if not hkj.any():
                     continue
-                diagonal = (block.nnz == N and (block.indptr == np.arange(N + 1)).all()
-                            and (block.indices == np.arange(N)).all())
-                if diagonal and k == j and (block.data >= 0).all():
+                if k == j and (hkj >= 0).all():
                     # Φᵀ diag(h) Φ = (√h Φ)ᵀ (√h Φ): numpy calls a symmetric rank-k
                     # update for Rᵀ R, half a general product's flops
-                    root = self.work.get("root")
-                    if root is None or root.shape != self.Phi.shape:
-                        root = self.work["root"] = np.empty_like(self.Phi)
-                    np.multiply(np.sqrt(block.data)[:, None], self.Phi, out=root)
-                    out[k * Nz:(k + 1) * Nz, j * Nz:(j + 1) * Nz] = root.T @ root
-                    continue
-                HPhi = block.data[:, None] * self.Phi if diagonal else block @ self.Phi
-                out[k * Nz:(k + 1) * Nz, j * Nz:(j + 1) * Nz] = self.Phi.T @ HPhi
+                    root = self._scratch()
+                    np.multiply(np.sqrt(hkj)[:, None], self.Phi, out=root)
+                    block = root.T @ root
+                else:
+                    scaled = self._scratch()
+                    np.multiply(hkj[:, None], self.Phi, out=scaled)
+                    block = self.Phi.T @ scaled
+                out[k * Nz:(k + 1) * Nz, j * Nz:(j + 1) * Nz] = block
+                if j != k:
+                    out[j * Nz:(j + 1) * Nz, k * Nz:(k + 1) * Nz] = block.T
+        if not same.all():
+            rest = sp.csr_matrix((H.data[~same], (H.row[~same], H.col[~same])), shape=H.shape)
+            for k in range(K):
+                rows = rest[k * N:(k + 1) * N]
+                for j in range(K):
+                    block = rows[:, j * N:(j + 1) * N]
+                    if block.nnz:
+                        out[k * Nz:(k + 1) * Nz, j * Nz:(j + 1) * Nz] += \
+                            self.Phi.T @ (block @ self.Phi)
         return out
+
+    def _scratch(self) -> Array:
+        """An N × Nz scratch array, kept in ``work``."""
+        root = self.work.get("root")
+        if root is None or root.shape != self.Phi.shape:
+            root = self.work["root"] = np.empty_like(self.Phi)
+        return root
 
 
 class KKTStructure:
