@@ -269,7 +269,7 @@ def run(args: argparse.Namespace) -> list[dict[str, Any]]:
                                    solver, seed, moved=0 if n >= 300_000 else 2))
     if "cliff" in parts:
         lo, hi = (200, 300) if q else (5000, 50_000)
-        ns = [int(round(lo * 1.1 ** k)) for k in range(200) if lo * 1.1 ** k <= hi * 1.0001]
+        ns = [round(lo * 1.1 ** k) for k in range(200) if lo * 1.1 ** k <= hi * 1.0001]
         for name in ("laprls", "svr"):
             for n in ns:
                 rows.append(_point("cliff", args.timeout, name, n, 5 if q else 50, "structured",
@@ -384,8 +384,8 @@ def report(rows: list[dict[str, Any]], command: str, wall: float,
                          f"{_fmt(r.get('peak_mb'))} | {r.get('note', '')} |")
         mine = [r for r in scal if r["backend"] == "structured" and "note" not in r]
         if len(mine) >= 2:
-            per = [r["eval_s"] if not np.isnan(r["eval_s"]) else r["first_eval_s"] - r["compile_s"]
-                   for r in mine]
+            per = [r["eval_s"] if not np.isnan(r["eval_s"])
+                   else r["first_eval_s"] - r["compile_s"] for r in mine]
             slope = _slope([r["N"] for r in mine], per)
             lines += ["", f"Slope of log(time per evaluation) against log N (structured, "
                       f"solve without compiling): {slope:.2f}."]
@@ -410,10 +410,10 @@ def report(rows: list[dict[str, Any]], command: str, wall: float,
             t = [r["eval_s"] for r in cliff if r["formulation"] == name and "note" not in r]
             if len(t) > 1:
                 ratios = np.array(t[1:]) / np.array(t[:-1])
+                met = ratios.min() >= 0.5 and ratios.max() <= 2
                 verdicts.append(f"{name}: consecutive steps of 10 % in N change the time by "
                                 f"×{ratios.min():.2f} to ×{ratios.max():.2f} (no drop below "
-                                f"×0.5 and no jump above ×2: "
-                                f"{'met' if ratios.min() >= 0.5 and ratios.max() <= 2 else 'not met'}).")
+                                f"×0.5 and no jump above ×2: {'met' if met else 'not met'}).")
         lines.append("")
     warm = part("warm")
     if warm:
@@ -427,7 +427,8 @@ def report(rows: list[dict[str, Any]], command: str, wall: float,
                          f"{' '.join(f'{v:.2f}' for v in r.get('evals_s', []))} | "
                          f"{r.get('note', '')} |")
         lines.append("")
-    lines[7:7] = ["## Verdicts", "", *[f"- {v}" for v in verdicts], ""]
+    first = next(i for i, line in enumerate(lines) if line.startswith("## "))
+    lines[first:first] = ["## Verdicts", "", *[f"- {v}" for v in verdicts], ""]
     lines += ["## Provenance", "",
               f"Machine: {os.cpu_count()} CPUs ({cpu_name()}), "
               f"{available_memory() / 2**30:.0f} GiB available, Python "

@@ -19,7 +19,8 @@ import numpy as np
 import scipy.sparse as sp
 from sklearn.utils._param_validation import Interval
 
-from sparsify import Declaration, Formulation, Outputs, hookimpl
+from sparsify import Declaration, Formulation, Outputs, SparseKernelClassifier, hookimpl
+from sparsify.core.multioutput import SparseMultiOutputClassifier
 from sparsify.core.params import check_params
 
 _POSITIVE = Interval(Real, 0.0, None, closed="neither")
@@ -433,6 +434,24 @@ class CrammerSinger(Formulation):
         return Declaration(cp.Minimize(0.5 * out.norm_w2 + self.C * loss))
 
 
+class SparseLSSVM(SparseKernelClassifier):
+    """The sparse LS-SVM: the shared parameters and LSSVM's ``gamma_reg``."""
+
+    formulation_class = LSSVM
+
+
+class SparseLapRLS(SparseKernelClassifier):
+    """Sparse LapRLS: the shared parameters and LapRLS's; NaN in y marks an unlabelled point."""
+
+    formulation_class = LapRLS
+
+
+class SparseCrammerSinger(SparseMultiOutputClassifier):
+    """The sparse Crammer–Singer SVM: one problem with an output per class."""
+
+    formulation_class = CrammerSinger
+
+
 FORMULATIONS: tuple[type[Formulation], ...] = (
     EpsilonSVR, HuberSVM, KernelRidgeRegression, QuantileRegression, NuSVM,
     MinimaxProbabilityMachine, LSSVM, LapRLS, CrammerSinger,
@@ -443,6 +462,12 @@ FORMULATIONS: tuple[type[Formulation], ...] = (
 def register_formulations(register):  # type: ignore[no-untyped-def]
     for formulation in FORMULATIONS:
         register(formulation)
+
+
+@hookimpl
+def register_estimators(register):  # type: ignore[no-untyped-def]
+    for estimator in (SparseLSSVM, SparseLapRLS, SparseCrammerSinger):
+        register(estimator)
 
 
 def example_data(formulation: Formulation, n_samples: int = 40, seed: int = 0

@@ -121,10 +121,14 @@ def _full_value(form, X: np.ndarray, y: np.ndarray, kernel) -> float:
     K = kernel(X, X) + 1e-10 * np.eye(len(X))
     lam, V = np.linalg.eigh(K)
     R = np.sqrt(np.clip(lam, 0.0, None))[:, None] * V.T  # RᵀR = K
-    a = cp.Variable(len(X))
+    k = int(form.n_outputs(y))
+    a = cp.Variable(len(X) if k == 1 else (len(X), k))
     u = R @ a
-    out = sparsify.Outputs(f=K @ a, norm_w2=cp.sum_squares(u), norms_w2=(cp.sum_squares(u),),
-                           y=y, n_samples=len(X), n_outputs=1, norm_w=cp.norm(u))
+    norms = (cp.sum_squares(u),) if k == 1 else tuple(cp.sum_squares(u[:, j])
+                                                       for j in range(k))
+    out = sparsify.Outputs(f=K @ a, norm_w2=cp.sum_squares(u), norms_w2=norms, y=y,
+                           n_samples=len(X), n_outputs=k, norm_w=cp.norm(cp.vec(u, order="F")),
+                           X=X)
     declaration = form.declare(out)
     problem = cp.Problem(declaration.objective, declaration.constraints)
     problem.solve(solver="CLARABEL")
@@ -156,3 +160,20 @@ def test_bad_hyperparameters_are_refused_when_made(make, message) -> None:
     with pytest.raises(ValueError) as raised:
         make()
     assert message in str(raised.value)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["ls_svm", "laprls", "crammer_singer"])
+def test_the_new_declarations_pass_the_conformance_suite(name: str) -> None:
+    """The LS-SVM, LapRLS (its graph from X) and the Crammer–Singer SVM (K outputs): every
+    check of the suite, with the structured backend and Clarabel."""
+    from sparsify.testing import check_formulation
+
+    form = FORMULATIONS[name]()
+    estimator = {"ls_svm": declared.SparseLSSVM, "laprls": declared.SparseLapRLS,
+                 "crammer_singer": declared.SparseCrammerSinger}[name]
+    X, y = declared.example_data(form, n_samples=30)
+    report = check_formulation(form, X=X, y=y, kernels=("rbf", "poly"),
+                               solvers=("structured", "clarabel"),
+                               estimator=estimator(max_iter=5, n_expansion=3, random_state=0))
+    assert report.passed, report.table()

@@ -24,7 +24,12 @@ from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import StrOptions
 from sklearn.utils.class_weight import compute_class_weight
 from sklearn.utils.multiclass import check_classification_targets, type_of_target
-from sklearn.utils.validation import _check_sample_weight, validate_data
+from sklearn.utils.validation import (
+    _check_sample_weight,
+    check_consistent_length,
+    column_or_1d,
+    validate_data,
+)
 
 from sparsify.core.calibration import fit_platt, platt_proba
 from sparsify.core.estimator import SparseKernelEstimator, _fit_start, _problem_name
@@ -70,11 +75,13 @@ def validate_classification(
     """
     X_valid: Array
     if unlabelled:
+        if y is None:
+            raise ValueError(f"{type(estimator).__name__} requires y to be passed, but the "
+                             "target y is None.")
         X_valid = validate_data(estimator, X, dtype=np.float64)
-        y_arr = np.asarray(y, dtype=object if np.asarray(y).dtype.kind in "OUS" else None)
-        if y_arr.ndim != 1 or len(y_arr) != len(X_valid):
-            raise ValueError(f"y must be 1-D with one label per sample ({len(X_valid)}); got "
-                             f"shape {y_arr.shape}.")
+        y_arr = column_or_1d(np.asarray(y, dtype=object if np.asarray(y).dtype.kind in "OUS"
+                                        else None), warn=True)
+        check_consistent_length(X_valid, y_arr)
         missing = np.array([v is None or (isinstance(v, float) and np.isnan(v))
                             for v in y_arr.tolist()], dtype=bool)
         if missing.all():

@@ -64,6 +64,19 @@ class SparseMultiOutputClassifier(SparseKernelClassifier):
 
     ratio_meaning: ClassVar[str] = "a fraction of the distinct training points"
 
+    def decision_function(self, X: ArrayLike) -> Array:
+        """The outputs τ_k(x), one column per class; for two classes τ_1(x) − τ_0(x).
+
+        Returns
+        -------
+        ndarray of shape (n_samples, n_classes), or (n_samples,) for two classes
+            (positive: ``classes_[1]``, scikit-learn's convention).
+        """
+        scores = self._machine(X)
+        if scores.ndim == 2 and scores.shape[1] == 2:
+            return np.asarray(scores[:, 1] - scores[:, 0])
+        return scores
+
     def _resolve_n_expansion(self, X: Array, target: NDArray[Any] | None, kernel: Kernel,
                              weights: Array | None) -> tuple[int, int | None]:
         return SparseKernelEstimator._resolve_n_expansion(self, X, target, kernel, weights)

@@ -13,7 +13,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from sklearn.base import RegressorMixin
 from sklearn.utils.metaestimators import available_if
-from sklearn.utils.validation import validate_data
+from sklearn.utils.validation import check_consistent_length, column_or_1d, validate_data
 
 from sparsify.core.estimator import SparseKernelEstimator
 
@@ -85,15 +85,16 @@ class SparseKernelRegressor(RegressorMixin, SparseKernelEstimator):
         """
         X_valid: Array
         if self._takes_unlabelled():
+            if y is None:
+                raise ValueError(f"{type(self).__name__} requires y to be passed, but the "
+                                 "target y is None.")
             X_valid = validate_data(self, X, dtype=np.float64)
             try:
-                targets = np.asarray(y, dtype=np.float64)
+                targets = column_or_1d(np.asarray(y, dtype=np.float64), warn=True)
             except (TypeError, ValueError) as exc:
                 raise ValueError(f"{type(self).__name__} is a regressor: y must hold numbers, "
                                  f"or NaN for unlabelled points ({exc}).") from None
-            if targets.ndim != 1 or len(targets) != len(X_valid):
-                raise ValueError(f"y must be 1-D with one target per sample ({len(X_valid)}); "
-                                 f"got shape {targets.shape}.")
+            check_consistent_length(X_valid, targets)
             if np.isinf(targets).any():
                 raise ValueError("y contains infinity; pass finite targets (NaN marks an "
                                  "unlabelled point).")

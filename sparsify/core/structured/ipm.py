@@ -213,8 +213,8 @@ def solve(st: KKTStructure, c: Array, b: Array, Phi: Array,
         The whitened rows Φ = K_XZ T.
     settings : IPMSettings
     start : Iterate, optional
-        A point to start from (its slacks and cone duals are moved inside the cone
-        if they are not); by default CVXOPT's starting point.
+        The previous problem's solution, to start from a blend of it and the cold
+        start (`_blend`); by default CVXOPT's starting point.
 
     Returns
     -------
@@ -229,7 +229,9 @@ def solve(st: KKTStructure, c: Array, b: Array, Phi: Array,
         gap_abs, gap_rel, pres, dres = problem.measures(point, problem.residuals(point))
         ok = pres <= settings.tol_feas and dres <= settings.tol_feas
         return IPMResult("optimal" if ok else "stalled", point, 1, gap_rel, pres, dres)
-    p = _start(problem, cones, settings.refine) if start is None else _interior(start, cones)
+    p = _start(problem, cones, settings.refine)
+    if start is not None:
+        p = _blend(start, p)
     e = cones.identity()
     history: list[tuple[float, float, float, float]] = []
     best: tuple[float, Iterate, tuple[float, float, float]] | None = None
@@ -283,17 +285,15 @@ def solve(st: KKTStructure, c: Array, b: Array, Phi: Array,
     return IPMResult(status, p, len(history), measures[1], measures[2], measures[3], history)
 
 
-def _interior(start: Iterate, cones: Cones) -> Iterate:
-    """``start`` with its slacks and cone duals moved strictly inside the cone."""
-    s = start.s.copy()
-    y = start.y.copy()
-    zero = len(y) - cones.size
-    z = y[zero:]
-    e = cones.identity()
-    for v in (s, z):
-        low = cones.min_eigenvalue(v)
-        floor = 1e-3 * max(float(np.abs(v).max(initial=0.0)), 1e-3)
-        if low < floor:
-            v += (floor - low) * e
-    y[zero:] = z
-    return Iterate(start.x.copy(), start.nu.copy(), y, s)
+def _blend(previous: Iterate, cold: Iterate, weight: float = 0.1) -> Iterate:
+    """A warm start: the previous solution moved a tenth of the way to the cold start.
+
+    The previous solution alone sits on the cone's boundary, where the iterations
+    crawl (an ε-SVR took 23 to 32 iterations from it against 17 from cold); the
+    blend keeps it centred and took 15 to 16 (ε-SVR, Crammer–Singer) and 13 (Huber
+    SVM) where the cold start took 16 to 19, along L-BFGS-sized moves of the XVs.
+    Both s and z of the cold start are strictly inside the cone, so the blend is.
+    """
+    return Iterate(*((1 - weight) * a + weight * b for a, b in zip(
+        (previous.x, previous.nu, previous.y, previous.s),
+        (cold.x, cold.nu, cold.y, cold.s), strict=True)))
