@@ -41,7 +41,7 @@ from sparsify.core.registry import get_registry
 from sparsify.core.solvers import SolverError
 
 KERNELS = ("rbf", "poly", "linear", "rbf+linear")
-BACKENDS = ("clarabel", "ecos", "osqp", "scs", "auto")
+BACKENDS = ("structured", "clarabel", "ecos", "osqp", "scs", "auto")
 #: formulation name -> example_data(formulation, seed=...) of a --declared module
 DATA: dict[str, Any] = {}
 

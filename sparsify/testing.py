@@ -51,7 +51,7 @@ from numpy.typing import ArrayLike, NDArray
 from sparsify.core.conic import ConicMarginal
 from sparsify.core.errors import MemoryEstimateError
 from sparsify.core.formulation import Formulation, Outputs, make_formulation
-from sparsify.core.gradcheck import check_gradient, random_problem
+from sparsify.core.gradcheck import check_gradient, example_problem
 from sparsify.core.marginal import (
     CvxpyMarginal,
     Marginal,
@@ -609,7 +609,7 @@ def formulation_checks(
     """
     form = make_formulation(formulation)
     if X is None:
-        X, y = random_problem(30, 3, random_state)
+        X, y = example_problem(form, 30, 3, random_state)
     X = np.asarray(X, dtype=float)
     y = None if y is None else np.asarray(y)
     ctx = _Context(form, X, y, int(n_expansion), gamma, float(tol), float(solver_tol),
@@ -741,8 +741,9 @@ def check_formulation(
     X, y : array-like, optional
         Data, with y as the formulation expects it (−1/+1 for binary
         classifiers, class labels for multi-output ones, None when
-        unsupervised); by default `sparsify.core.gradcheck.random_problem`
-        (30 points in 3 dimensions, labels −1/+1).
+        unsupervised); by default `sparsify.core.gradcheck.example_problem`
+        (30 points in 3 dimensions, labels −1/+1, or three class codes for a
+        multi-output classifier).
     kernels : sequence of str or Kernel, default=("rbf",)
         Kernels the full-problem and gradient checks run with.
     solvers : sequence of str, default=("clarabel",)

@@ -177,3 +177,39 @@ def test_the_new_declarations_pass_the_conformance_suite(name: str) -> None:
                                solvers=("structured", "clarabel"),
                                estimator=estimator(max_iter=5, n_expansion=3, random_state=0))
     assert report.passed, report.table()
+
+
+@pytest.mark.parametrize("name", ["laprls", "crammer_singer"])
+def test_check_gradient_on_the_command_line_takes_them(name: str, monkeypatch, capsys) -> None:
+    """LapRLS builds its graph from the inputs and the Crammer–Singer SVM gets three class
+    codes: both work through `sparsify check-gradient` as through check_gradient."""
+    import json
+
+    from sparsify.cli import main
+
+    monkeypatch.setattr(get_registry(), "entries",
+                        {kind: dict(entries) for kind, entries in get_registry().entries.items()})
+    sparsify.register_plugin(declared, name="declared_formulations_cli")
+    try:
+        assert main(["check-gradient", "--formulation", name, "--solver", "structured",
+                     "--json"]) == 0
+    finally:
+        get_registry().manager.unregister(name="declared_formulations_cli")
+    result = json.loads(capsys.readouterr().out)
+    assert result["passed"] and result["solver"] == "structured"
+    assert result["rel_error"] < 1e-6
+
+
+def test_the_conformance_suite_runs_a_backend_as_check_gradient_does() -> None:
+    """The suite's gradient check is check_gradient's, same marginal and settings: the same
+    relative error, held to the backend's stated accuracy (ECOS: 3e-6)."""
+    from sparsify.testing import formulation_checks
+
+    form = FORMULATIONS["svr"]()
+    X, y = declared.example_data(form, n_samples=30)
+    (check,) = [c for c in formulation_checks(form, X, y, solvers=("ecos",), estimator=False)
+                if str(c) == "gradient[rbf-ecos]"]
+    result = check.run()
+    direct = check_gradient(form, "rbf", solver="ecos", X=X, y=y, n_expansion=4, tol=1e-9)
+    assert result.status == "passed", result.message
+    assert result.figures["rel_error"] == pytest.approx(direct.rel_error, rel=1e-6)

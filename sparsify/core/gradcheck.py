@@ -19,7 +19,8 @@ from sparsify.core.marginal import Marginal, make_marginal
 from sparsify.core.optimize import initial_expansion_vectors
 from sparsify.kernels import Kernel, Linear, make_kernel
 
-__all__ = ["GradientCheck", "check_gradient", "estimate_noise", "random_problem"]
+__all__ = ["GradientCheck", "check_gradient", "estimate_noise", "example_problem",
+           "random_problem"]
 
 Array = NDArray[np.float64]
 
@@ -94,21 +95,37 @@ class GradientCheck:
 
 
 def random_problem(
-    n_samples: int = 40, n_features: int = 3, random_state: int = 0
+    n_samples: int = 40, n_features: int = 3, random_state: int = 0, n_classes: int = 2
 ) -> tuple[Array, NDArray[np.int64]]:
-    """A small nonlinear two-class problem (labels -1/+1) for gradient checks.
+    """A small nonlinear classification problem for gradient checks.
+
+    Labels -1/+1 for two classes; for more, the class codes 0..n_classes−1 (a
+    multi-output formulation's ``out.y``), by quantiles of the same score.
 
     Examples
     --------
     >>> X, y = random_problem(10, 2)
     >>> X.shape, sorted(set(y.tolist()))
     ((10, 2), [-1, 1])
+    >>> sorted(set(random_problem(30, 2, n_classes=3)[1].tolist()))
+    [0, 1, 2]
     """
     rng = np.random.default_rng(random_state)
     X = rng.normal(size=(n_samples, n_features))
     score = X[:, 0] + 0.5 * X[:, 1 % n_features] ** 2 + 0.3 * rng.normal(size=n_samples)
+    if n_classes > 2:
+        edges = np.quantile(score, np.linspace(0, 1, n_classes + 1)[1:-1])
+        return X, np.digitize(score, edges).astype(np.int64)
     y = np.where(score > np.median(score), 1, -1)
     return X, y
+
+
+def example_problem(formulation: Formulation, n_samples: int = 40, n_features: int = 3,
+                    random_state: int = 0) -> tuple[Array, NDArray[np.int64]]:
+    """`random_problem` shaped for ``formulation``'s task: three class codes for a
+    multi-output classifier, ±1 labels else."""
+    classes = 3 if formulation.task == "multioutput_classifier" else 2
+    return random_problem(n_samples, n_features, random_state, n_classes=classes)
 
 
 def estimate_noise(values: Array) -> float:
@@ -232,7 +249,8 @@ def check_gradient(
     solver : str, default="auto"
         Solver backend.
     X, y : array-like, optional
-        Data; by default `random_problem`.
+        Data; by default `example_problem` (`random_problem` shaped for the
+        formulation's task).
     Z : array-like of shape (Nz, d), optional
         Where to check; by default a random subset of X, moved off the data
         points by a small random offset.
@@ -263,12 +281,12 @@ def check_gradient(
     >>> result.rel_error < 1e-6 and result.fd_error < 1e-7
     True
     """
+    form = make_formulation(formulation, **formulation_params)
     if X is None:
-        X, y = random_problem(random_state=random_state)
+        X, y = example_problem(form, random_state=random_state)
     X = np.asarray(X, dtype=float)
     y = None if y is None else np.asarray(y)
     k = make_kernel(kernel, X, gamma=gamma)
-    form = make_formulation(formulation, **formulation_params)
     rng = np.random.default_rng(random_state)
     if Z is None:
         nz = min(n_expansion, X.shape[1] - 1) if isinstance(k, Linear) else n_expansion
