@@ -47,7 +47,13 @@ from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
-from performance import check_datasets, check_params, parse_params, result_page
+from performance import (
+    check_datasets,
+    check_params,
+    notes_sections,
+    parse_params,
+    result_page,
+)
 from sklearn.model_selection import GridSearchCV, StratifiedKFold
 from sklearn.svm import SVC
 
@@ -318,10 +324,7 @@ def write(rows: list[dict[str, Any]], args: argparse.Namespace, seconds: float) 
                 lines.append(f"| {name} | {i + 1} | {c['C']:.3g} | {c['gamma']:.3g} "
                              f"| {c['mu']:.3g} | {c['C_skfd']:.3g} | {c['mu_kfd']:.3g} |")
     if args.notes:
-        notes = args.notes.read_text().splitlines()
-        # the notes page's own title, summary and command stay on that page
-        first = next((i for i, line in enumerate(notes) if line.startswith("## ")), 0)
-        lines += ["", *notes[first:]]
+        lines += ["", *notes_sections(args.notes)]
     shows = ("Sparse KFD (SKFD, the paper's Rayleigh-quotient version) with Nz = "
              f"{args.ratio:.0%} of the full SVM's support vectors beside the full SVM and the "
              f"full KFD on {', '.join(args.datasets)}, against the paper's Table 3 and its "

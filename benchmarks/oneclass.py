@@ -31,7 +31,7 @@ from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
-from performance import result_page
+from performance import notes_sections, result_page
 from sklearn.metrics import roc_auc_score
 from sklearn.svm import OneClassSVM
 
@@ -191,10 +191,7 @@ def write(rows: list[dict[str, Any]], sweep: list[dict[str, Any]], out: Path, co
             "",
         ]
     if args.notes:
-        notes = args.notes.read_text().splitlines()
-        # the notes page's own title, summary and command stay on that page
-        first = next((i for i, line in enumerate(notes) if line.startswith("## ")), 0)
-        lines += notes[first:]
+        lines += notes_sections(args.notes)
     shows = ("The sparse one-class SVM (SparseOneClassSVM, Nz = "
              f"{args.ratio} × the full machine's support vectors) beside scikit-learn's "
              "OneClassSVM at equal ν and γ, on Banana and on each USPS digit against the "

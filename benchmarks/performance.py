@@ -420,6 +420,13 @@ def result_page(title: str, shows: str, command: str, body: list[str],
     return "\n\n".join(parts) + "\n"
 
 
+def notes_sections(path: Path) -> list[str]:
+    """The lines of a notes page from its first "## " heading on: its title, summary and
+    command stay on that page when its sections are added to another."""
+    lines = path.read_text().splitlines()
+    return lines[next((i for i, line in enumerate(lines) if line.startswith("## ")), 0):]
+
+
 def write_csv(path: Path, rows: list[dict[str, Any]], fields: list[str] | None = None) -> None:
     """``rows`` as CSV at ``path``, whole or not at all (columns: ``fields`` or the first row's)."""
     table = io.StringIO()
