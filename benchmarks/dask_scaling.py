@@ -42,7 +42,14 @@ from typing import Any
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from performance import _peak_rss, _reset_peak_rss, _write_atomic, cpu_name, write_csv
+from performance import (
+    _peak_rss,
+    _reset_peak_rss,
+    _write_atomic,
+    cpu_name,
+    result_page,
+    write_csv,
+)
 
 from sparsify import RBF
 from sparsify.core.marginal import Marginal
@@ -187,15 +194,7 @@ def _fmt(value: Any) -> str:
 def report(rows: list[dict[str, Any]], args: argparse.Namespace, wall: float,
            load: float) -> str:
     """The page; ``load`` is the load average at the start (other work slows both paths)."""
-    cpu = cpu_name()
-    lines = ["# One problem across a Dask cluster", "",
-             "Produced by `benchmarks/dask_scaling.py` (written to a scratch folder, then "
-             "copied here):", "", "    OPENBLAS_NUM_THREADS=1 python " + " ".join(sys.argv), "",
-             f"Machine: {os.cpu_count()} CPUs ({cpu}), Python {platform.python_version()}, "
-             f"numpy {np.__version__}; one BLAS thread per process; "
-             f"{time.strftime('%Y-%m-%d')}; load average {load:.1f} at the start, "
-             f"{os.getloadavg()[0]:.1f} at the end. Total {wall / 60:.1f} min.", "",
-             f"Ringnorm, N = {args.n}, in {args.blocks} row blocks generated on the workers; "
+    lines = [f"Ringnorm, N = {args.n}, in {args.blocks} row blocks generated on the workers; "
              f"Nz = {args.nz}, C = {C:g}, γ = {GAMMA:g}, loss {args.loss}; {args.max_iter} "
              "L-BFGS iterations "
              "from the same initial XVs; test error on "
@@ -223,7 +222,18 @@ def report(rows: list[dict[str, Any]], args: argparse.Namespace, wall: float,
                      f"{r['received_bytes'] / 1024:.0f} KB received per evaluation, against "
                      f"{8 * args.n * 20 / 2**20:.0f} MB of rows held on the workers; |ΔW| / W = "
                      f"{abs(r['W'] - local['W']) / abs(local['W']):.1e}.")
-    return "\n".join(lines) + "\n"
+    shows = (f"One SVM problem (loss {args.loss}) fitted with its rows spread over a Dask "
+             "cluster beside the same fit in memory: fit time, time and payload per "
+             "evaluation, peak memory of the driver and the workers, and the agreement of W "
+             "and the test error.")
+    machine = (f"Machine: {os.cpu_count()} CPUs ({cpu_name()}), Python "
+               f"{platform.python_version()}, numpy {np.__version__}; one BLAS thread per "
+               f"process; {time.strftime('%Y-%m-%d')}; load average {load:.1f} at the start, "
+               f"{os.getloadavg()[0]:.1f} at the end. Total {wall / 60:.1f} min.")
+    title = "One problem across a Dask cluster" + (
+        "" if args.loss == "hinge" else f": {args.loss.replace('_', ' ')}")
+    return result_page(title, shows,
+                       "OPENBLAS_NUM_THREADS=1 python " + " ".join(sys.argv), lines, [machine])
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -69,7 +69,15 @@ from sparsify import SparseSVC
 from sparsify.core.optimize import initial_expansion_vectors
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from performance import BANANA_C, BANANA_GAMMA, USPS_C, USPS_GAMMA, _load, load_usps
+from performance import (
+    BANANA_C,
+    BANANA_GAMMA,
+    USPS_C,
+    USPS_GAMMA,
+    _load,
+    load_usps,
+    result_page,
+)
 
 Array = NDArray[np.float64]
 RATIO = 0.1  # Nz = round(RATIO × NSV of the full SVM)
@@ -261,16 +269,15 @@ def _stats(rows: list[dict[str, Any]], key: str) -> tuple[float, float, float]:
 
 def report(rows: list[dict[str, Any]], data_sets: list[DataSet], args: argparse.Namespace,
            wall: float, torch: Any, gpytorch: Any) -> str:
+    machine = (f"Produced by `benchmarks/gp_peer.py`. Machine: {os.cpu_count()} CPUs "
+               f"({platform.processor() or platform.machine()}), Python "
+               f"{platform.python_version()}, numpy {np.__version__}, scikit-learn "
+               f"{sklearn.__version__}, sparsify {sparsify.__version__} (imported from "
+               f"`{Path(sparsify.__file__).parent}`), torch {torch.__version__}, "
+               f"gpytorch {gpytorch.__version__}; one torch thread, BLAS limited to 1 thread; "
+               f"{time.strftime('%Y-%m-%d')}, load average {os.getloadavg()[0]:.1f} at the "
+               f"end. Total {wall / 60:.1f} min.")
     lines = [
-        "# SLMC and a sparse variational GP classifier (GPyTorch)", "",
-        "Produced by `benchmarks/gp_peer.py`:", "",
-        "    " + " ".join(["python", *sys.argv]), "",
-        f"Machine: {os.cpu_count()} CPUs ({platform.processor() or platform.machine()}), "
-        f"Python {platform.python_version()}, numpy {np.__version__}, scikit-learn "
-        f"{sklearn.__version__}, sparsify {sparsify.__version__} (imported from "
-        f"`{Path(sparsify.__file__).parent}`), torch {torch.__version__}, "
-        f"gpytorch {gpytorch.__version__}; one torch thread, BLAS limited to 1 thread. "
-        f"Total {wall / 60:.1f} min.", "",
         f"Nz = M = round({RATIO} × NSV of the full SVM). SLMC: `SparseSVC(Nz, C, gamma, "
         "random_state=seed)`, the exact fast path, L-BFGS to its own stopping rule (a "
         "1-iteration fit first, untimed, loads its compiled parts). GP: "
@@ -325,7 +332,14 @@ def report(rows: list[dict[str, Any]], data_sets: list[DataSet], args: argparse.
                   f"iteration limit ({SLMC_MAX_ITER}) on "
                   f"{sum(r['n_iter'] >= SLMC_MAX_ITER for r in slmc)} of {len(slmc)} seeds.",
                   ""]
-    return "\n".join([*lines, *reading(rows, data_sets, args)])
+    shows = ("SLMC beside a sparse variational GP classifier (GPyTorch) with as many inducing "
+             "points, learned or fixed, as SLMC has XVs, and the full SVC, on "
+             + " and ".join(d.name for d in data_sets)
+             + ": test error, fit and prediction time at the same number of kernel evaluations "
+             "per prediction, and how far the fixed Adam budget has converged.")
+    return result_page("SLMC and a sparse variational GP classifier (GPyTorch)", shows,
+                       " ".join(["python", *sys.argv]), [*lines, *reading(rows, data_sets, args)],
+                       [machine])
 
 
 def reading(rows: list[dict[str, Any]], data_sets: list[DataSet],

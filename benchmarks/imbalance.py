@@ -27,6 +27,7 @@ fit) at the end, so an interrupted run leaves nothing half-written.
 
 from __future__ import annotations
 
+import os
 import platform
 import sys
 import time
@@ -41,6 +42,7 @@ from performance import (
     _write_atomic,
     benchmark_parser,
     check_data_dir,
+    result_page,
     write_csv,
 )
 from sklearn.datasets import make_classification, make_moons
@@ -133,11 +135,7 @@ def _mean_se(values: list[float]) -> str:
 def report(rows: list[dict[str, Any]], wall: float, seeds: int) -> str:
     first = rows[0]
     lines = [
-        "# Class imbalance 1:100: class_weight=\"balanced\"", "",
-        "Produced by `benchmarks/imbalance.py`:", "",
-        "    " + " ".join(["python", *sys.argv]), "",
-        f"Total {wall:.0f} s on {platform.processor() or platform.machine()}, BLAS on one "
-        f"thread. {seeds} seeds per data set; each seed draws the data and splits it in "
+        f"{seeds} seeds per data set; each seed draws the data and splits it in "
         f"halves stratified by class (about {first['n_train']} training points, "
         f"{first['n_minority_train']} of them in the minority class). Same RBF kernel "
         "(γ = 1 / (d · Var(X_train))) and C for all four models; SparseSVC at a fixed Nz, "
@@ -180,7 +178,14 @@ def report(rows: list[dict[str, Any]], wall: float, seeds: int) -> str:
         "(C_i = C · class_weight[y_i]), as in SVC. Every fit is in `imbalance.csv`.",
         "",
     ]
-    return "\n".join(lines)
+    shows = ("SparseSVC and scikit-learn's SVC on data sets with one minority point per 100, "
+             "unweighted and with `class_weight=\"balanced\"`: the minority class's recall, "
+             "the balanced accuracy and the fit time.")
+    machine = (f"Total {wall:.0f} s on {platform.processor() or platform.machine()}, BLAS on "
+               f"one thread; {time.strftime('%Y-%m-%d')}, load average "
+               f"{os.getloadavg()[0]:.1f} at the end.")
+    return result_page("Class imbalance 1:100: class_weight=\"balanced\"", shows,
+                       " ".join(["python", *sys.argv]), lines, [machine])
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -59,6 +59,7 @@ from performance import (
     benchmark_parser,
     check_data_dir,
     cpu_name,
+    result_page,
     write_csv,
 )
 
@@ -197,15 +198,17 @@ def report(rows: list[dict[str, Any]], args: argparse.Namespace, info: dict[str,
     subsample = (f"a random subsample of {full['n_fit']} of the {info['n_train']} training "
                  f"points (above --full-max {args.full_max})"
                  if full and full["n_fit"] < info["n_train"] else "all the training points")
+    machine = (f"Produced by `benchmarks/kernel_pca.py`. Machine: {os.cpu_count()} CPUs "
+               f"({cpu_name()}), Python {platform.python_version()}, numpy {np.__version__}, "
+               f"scikit-learn {sklearn.__version__}; one BLAS thread per process; "
+               f"{time.strftime('%Y-%m-%d')}; load average {load_avg[0]:.1f} at the start, "
+               f"{load_avg[1]:.1f} at the end. Total {wall / 60:.1f} min.")
+    shows = (f"SparseKernelPCA on {args.dataset} with M optimised XVs beside the same XVs not "
+             "moved, Nystroem + PCA with M landmarks and the full kernel PCA: each method's "
+             "reconstruction error of the test points in feature space, the training variance "
+             f"it captures along k = {args.k} directions, its fit time and peak memory.")
     lines = [
-        f"# Sparse kernel PCA on {args.dataset}", "",
-        "Produced by `benchmarks/kernel_pca.py`:", "",
-        f"    OPENBLAS_NUM_THREADS=1 python {args.command}", "",
-        f"Machine: {os.cpu_count()} CPUs ({cpu_name()}), Python {platform.python_version()}, "
-        f"numpy {np.__version__}, scikit-learn {sklearn.__version__}; one BLAS thread per "
-        f"process; {time.strftime('%Y-%m-%d')}; load average {load_avg[0]:.1f} at the start, "
-        f"{load_avg[1]:.1f} at the end. Total {wall / 60:.1f} min. Each fit in a fresh "
-        "process; peak = Linux VmHWM above what the data took.", "",
+        "Each fit in a fresh process; peak = Linux VmHWM above what the data took.", "",
         f"Data: {args.dataset}, {info['n_train']} training and {info['n_test']} test points, "
         f"{info['d']} features, from {info['how']}. RBF kernel, γ = {info['gamma']:.5g}"
         f"{' (1 / (d · Var X))' if args.gamma == 'scale' else ''}; k = {args.k} components; "
@@ -267,7 +270,8 @@ def report(rows: list[dict[str, Any]], args: argparse.Namespace, info: dict[str,
                 f"PCA ({nys['seconds']:.2f} s); captured training variance "
                 f"{ours['train_captured']:.4f}, {start['train_captured']:.4f} and "
                 f"{nys['train_captured']:.4f} against the full {full['train_captured']:.4f}.")
-    return "\n".join(lines) + "\n"
+    return result_page(f"Sparse kernel PCA on {args.dataset}", shows,
+                       f"OPENBLAS_NUM_THREADS=1 python {args.command}", lines, [machine])
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -58,6 +58,7 @@ from performance import (
     check_params,
     cpu_name,
     parse_params,
+    result_page,
     write_csv,
 )
 from scale import choose_params, make
@@ -173,12 +174,7 @@ def block_seconds(X: Array, Z: Array, gamma: float, repeats: int = 5) -> dict[st
 
 def report(rows: list[dict[str, Any]], timing: list[dict[str, Any]], command: str,
            wall: float) -> str:
-    lines = ["# float32 kernel blocks in the SVM fast path", "",
-             "Produced by `benchmarks/kernel_precision.py`:", "", f"    {command}", "",
-             f"Machine: {os.cpu_count()} CPUs ({cpu_name()}), Python "
-             f"{platform.python_version()}, numpy {np.__version__}; one BLAS thread; "
-             f"{time.strftime('%Y-%m-%d')}; {wall / 60:.1f} min.", "",
-             "Relative errors against the double-precision evaluation (`SVMDualMarginal`, "
+    lines = ["Relative errors against the double-precision evaluation (`SVMDualMarginal`, "
              "tol 1e-9); the first line of each group is the reference's own noise (the same "
              "XVs solved from another warm start). λ_min / λ_max: of K_ZZ + jitter·I; a "
              "rounding of K_XZ by 2⁻²⁴ reaches the whitened rows as up to 2⁻²⁴ / √λ_min "
@@ -213,7 +209,17 @@ def report(rows: list[dict[str, Any]], timing: list[dict[str, Any]], command: st
         lines.append(f"| {t['set']} | {t['N']} | {t['Nz']} | {1e3 * t['float64']:.2f} | "
                      f"{1e3 * t['float32']:.2f} | {t['float64'] / t['float32']:.2f} | "
                      f"{t['peak_mb']:.0f} |")
-    return "\n".join(lines) + "\n"
+    sets = " and ".join(dict.fromkeys(r["set"] for r in rows))
+    shows = ("How far the SVM fast path's W(Z) and ∇W(Z) move when the kernel blocks are "
+             f"stored in single precision, on {sets} at the initial and at fitted XVs, "
+             "against the double-precision evaluation's own noise; and what float32 saves "
+             "in the time of one K_XZ.")
+    machine = (f"Produced by `benchmarks/kernel_precision.py`. Machine: {os.cpu_count()} CPUs "
+               f"({cpu_name()}), Python {platform.python_version()}, numpy {np.__version__}; "
+               f"one BLAS thread; {time.strftime('%Y-%m-%d')}, load average "
+               f"{os.getloadavg()[0]:.1f} at the end; {wall / 60:.1f} min.")
+    return result_page("float32 kernel blocks in the SVM fast path", shows, command, lines,
+                       [machine])
 
 
 def main(argv: list[str] | None = None) -> int:

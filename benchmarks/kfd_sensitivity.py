@@ -23,6 +23,7 @@ writes ``kfd_sensitivity.md`` and ``kfd_sensitivity.csv`` (one row per fit and s
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 import warnings
@@ -38,6 +39,7 @@ from performance import (
     check_datasets,
     check_params,
     parse_params,
+    result_page,
     write_csv,
 )
 from sklearn.svm import SVC
@@ -83,10 +85,7 @@ def fits(data_dir: Path, name: str, args: argparse.Namespace) -> list[dict[str, 
 
 
 def report(rows: list[dict[str, Any]], args: argparse.Namespace, wall: float) -> str:
-    lines = ["# SKFD: sensitivity of the test error to μ, the SVM step's C and the start", "",
-             "Produced by `benchmarks/kfd_sensitivity.py`:", "",
-             "    " + " ".join(["python", *sys.argv]), "",
-             f"Total {wall / 60:.1f} min. A diagnostic: every cell reads test errors, and "
+    lines = ["A diagnostic: every cell reads test errors, and "
              "nothing is chosen from them (docs/results/kfd_notes.md). Rätsch's (C, γ); "
              "`SparseKFD(n_expansion=0.1)`, one start per fit, "
              f"{args.max_iter} L-BFGS iterations; β and b by the SVM step at the column's C "
@@ -125,7 +124,14 @@ def report(rows: list[dict[str, Any]], args: argparse.Namespace, wall: float) ->
                    f"; {'at or below' if best[0] <= target else 'above'} the target "
                    f"{target:.1f} %")
         lines += ["", f"Lowest cell: {best[0]:.2f} % ({best[1]}){verdict}.", ""]
-    return "\n".join(lines)
+    shows = ("How sparse KFD's test error on "
+             + ", ".join(dict.fromkeys(r["dataset"] for r in rows))
+             + " depends on what the paper leaves open: μ, the C of the SVM step that sets β "
+             "and b, and the initial XVs, each cell a mean over the splits and seeds.")
+    machine = (f"Produced by `benchmarks/kfd_sensitivity.py`; {time.strftime('%Y-%m-%d')}, "
+               f"load average {os.getloadavg()[0]:.1f} at the end. Total {wall / 60:.1f} min.")
+    return result_page("SKFD: sensitivity of the test error to μ, the SVM step's C and the "
+                       "start", shows, " ".join(["python", *sys.argv]), lines, [machine])
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -62,6 +62,7 @@ from performance import (
     check_datasets,
     check_params,
     parse_params,
+    result_page,
     write_csv,
 )
 from sklearn.model_selection import GridSearchCV
@@ -260,15 +261,16 @@ def report(rows: list[dict[str, Any]], margins: list[dict[str, Any]],
     load_avg = (" / ".join(f"{x:.1f}" for x in os.getloadavg())
                 if hasattr(os, "getloadavg") else "?")
     given = [f"{label(n)} C = {c:g}, γ = {g:g}" for n, (c, g) in args.params.items()]
+    machine = (f"Machine: {os.cpu_count()} CPUs ({platform.machine()}, {platform.platform()}), "
+               f"Python {sys.version.split()[0]}; shared with other jobs (load average at the "
+               f"end {load_avg}); {time.strftime('%Y-%m-%d')}; total {seconds / 60:.1f} min.")
+    shows = ("Li & Deng's kernel matching reduction (KMRA: kernel functions deleted from the "
+             "dictionary while the training accuracy stays at δ or above) beside the full SVM "
+             f"on {', '.join(label(n) for n in args.datasets)}: test accuracy, the number of "
+             "kernel functions and the fit time"
+             + (", and how the choice of δ moves them along the same deletion paths"
+                if margins else "") + ".")
     lines = [
-        "# KMRA (kernel matching reduction) against the full SVM",
-        "",
-        f"Command: `{args.command}`",
-        "",
-        f"Machine: {os.cpu_count()} CPUs ({platform.machine()}, {platform.platform()}), Python "
-        f"{sys.version.split()[0]}; shared with other jobs (load average at the end "
-        f"{load_avg}); total {seconds / 60:.1f} min.",
-        "",
         "Set-up as in Li & Deng, \"Kernel Matching Reduction Algorithms for Classification\": "
         "per partition two thirds of the rows train and one third test "
         "(random, seeds `seed + partition`; predefined splits are not used), features scaled "
@@ -379,7 +381,8 @@ def report(rows: list[dict[str, Any]], margins: list[dict[str, Any]],
         + (", `kmra_margins.csv` (one row per partition and δ rule)" if margins else "") + ".",
         "",
     ]
-    return "\n".join(lines)
+    return result_page("KMRA (kernel matching reduction) against the full SVM", shows,
+                       args.command, lines, [machine])
 
 
 def delta_arg(text: str) -> float | str:

@@ -54,6 +54,7 @@ from performance import (
     check_data_dir,
     cpu_name,
     load_usps,
+    result_page,
     write_csv,
 )
 
@@ -211,8 +212,7 @@ def report(rows: list[dict[str, Any]], info: dict[str, Any], args: argparse.Name
     data = (f"USPS, {info['n_train']} training and {info['n_test']} test points"
             + (" (a subsample: --quick or --n-train/--n-test)"
                if args.quick or args.n_train or args.n_test else ""))
-    lines = [
-        "# ONNX export: prediction speed on USPS", "",
+    shows = (
         f"A `SparseSVC` fitted on {data} ({info['n_classes']} one-vs-rest problems, Nz = "
         f"{100 * args.ratio:g} % of each problem's full-SVM support vectors: {info['nz']} kernel "
         "evaluations per point) is exported with `sparsify.to_onnx` and run by onnxruntime in "
@@ -224,8 +224,8 @@ def report(rows: list[dict[str, Any]], info: dict[str, Any], args: argparse.Name
         f"{f64['per_second'] / svc['per_second']:.0f}× the full SVC's; float32 runs at "
         f"{f32['per_second'] / ours['per_second']:.1f}× sparsify's speed and costs a "
         f"decision-value error of {f32['decision_error']:.1e} of their scale "
-        f"({f32['labels_differing']} of {info['n_test']} labels differ).", "",
-        "Regenerate it with:", "", f"    python {args.command}", "",
+        f"({f32['labels_differing']} of {info['n_test']} labels differ).")
+    lines = [
         "## Predictions on the test set", "",
         "Whole test set: one batch, median of "
         f"{args.repeats} runs after a warm-up; one row: the median over the first "
@@ -278,15 +278,16 @@ def report(rows: list[dict[str, Any]], info: dict[str, Any], args: argparse.Name
         f"SparseSVC: {info['fit_s']:.0f} s ({args.n_jobs} job(s), at most {args.max_iter} "
         f"L-BFGS iterations per problem, seed {args.seed}); SVC: {info['svc_fit_s']:.1f} s. "
         + (f"Warnings: {'; '.join(info['warnings'])}." if info["warnings"] else
-           "No warnings."), "",
-        "## Machine and provenance", "",
+           "No warnings.")]
+    machine = (
         f"{os.cpu_count()} CPUs ({cpu_name()}), load average {load[0]:.1f} at the start and "
         f"{load[1]:.1f} at the end (other work shares the machine); Python "
         f"{platform.python_version()}, numpy {np.__version__}, scikit-learn "
         f"{sklearn.__version__}, onnxruntime {ort.__version__}; one thread per runtime. Peak "
         f"memory of the process {info['peak_mb']:.0f} MB (Linux VmHWM). sparsify commit "
-        f"{_git_commit()}, {time.strftime('%Y-%m-%d')}; total {wall / 60:.1f} min.", ""]
-    return "\n".join(lines)
+        f"{_git_commit()}, {time.strftime('%Y-%m-%d')}; total {wall / 60:.1f} min.")
+    return result_page("ONNX export: prediction speed on USPS", shows,
+                       f"python {args.command}", lines, [machine])
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -69,6 +69,7 @@ from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
+from performance import result_page
 from sklearn.model_selection import StratifiedKFold
 from sklearn.semi_supervised import LabelSpreading
 from sklearn.svm import SVC
@@ -588,14 +589,9 @@ def write_markdown(path: Path, rows: list[dict[str, Any]], notes: list[dict[str,
                    tasks: dict[str, Task], skipped: dict[str, str], args: argparse.Namespace,
                    command: str, seconds: float, done: bool) -> None:
     ev = [r for r in rows if r["stage"] == "eval"]
-    lines = ["# Semi-supervised SVMs: S3VM, Lp-MKL-S3VM and its sparse version (the paper "
-             "\"Lp-norm constrained multiple kernel semi-supervised SVM\")", ""]
-    if not done:
-        lines += ["**Partial results: the run was still going when this page was written.**", ""]
-    lines += [
-        f"Command: `{command}`", "",
-        f"Machine: {os.cpu_count()} CPUs ({platform.machine()}, {platform.platform()}), "
-        f"Python {platform.python_version()}, one BLAS thread; total {seconds / 60:.1f} min.", "",
+    lines = ([] if done else
+             ["**Partial results: the run was still going when this page was written.**", ""])
+    setup = [
         "## Set-up", "",
         "- **Data** (the paper's §5, generators in `sparsify.datasets`): two moons, 200 points, "
         f"noise {MOONS_NOISE}; g241c, 1500 points in 241-D, two unit-variance isotropic "
@@ -658,9 +654,9 @@ def write_markdown(path: Path, rows: list[dict[str, Any]], notes: list[dict[str,
         "",
     ]
     for name, why in skipped.items():
-        lines += [f"- {LABEL.get(name, name)}: {why}"]
+        setup += [f"- {LABEL.get(name, name)}: {why}"]
     if skipped:
-        lines.append("")
+        setup.append("")
 
     # results
     lines += ["## Results", "",
@@ -766,11 +762,25 @@ def write_markdown(path: Path, rows: list[dict[str, Any]], notes: list[dict[str,
     for name, task in tasks.items():
         if task.note:
             lines += ["", f"{label_of(name)}: {task.note}."]
-    lines += ["", "## Notes", "", SUBBFGS_NOTE, "",
+    lines += ["", *setup, "## Notes", "", SUBBFGS_NOTE, "",
               f"Every fit is a row of `{args.name}.csv` (`stage` = select for the "
               "cross-validation fits of the hyperparameter choice, eval for the reported ones).",
               ""]
-    write_atomic(path, "\n".join(lines))
+    shows = ("The paper's semi-supervised SVMs on "
+             + ", ".join(label_of(name) for name in tasks)
+             + ": the supervised SVM, LabelSpreading, the S3VM, Lp-norm multiple kernel "
+             "S3VMs (Lp-MKL-S3VM) and their sparse version with Nz free XVs, at each labeled "
+             "ratio: transductive and inductive test errors, fit times, kernel weights, the "
+             "targets, and how each method's hyperparameters were chosen; the set-up follows "
+             "the tables.")
+    machine = (f"Machine: {os.cpu_count()} CPUs ({platform.machine()}, {platform.platform()}), "
+               f"Python {platform.python_version()}, one BLAS thread; "
+               f"{time.strftime('%Y-%m-%d')}, load average {os.getloadavg()[0]:.1f} when "
+               f"written; total {seconds / 60:.1f} min.")
+    write_atomic(path, result_page(
+        "Semi-supervised SVMs: S3VM, Lp-MKL-S3VM and its sparse version (the paper "
+        "\"Lp-norm constrained multiple kernel semi-supervised SVM\")", shows, command, lines,
+        [machine]))
 
 
 def wins(ev: list[dict[str, Any]], name: str, ratio: float, a: str, b: str) -> str:

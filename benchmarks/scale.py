@@ -70,7 +70,14 @@ from sklearn.svm import SVC, LinearSVC
 from threadpoolctl import threadpool_limits
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from performance import _peak_rss, _reset_peak_rss, _write_atomic, cpu_name, write_csv
+from performance import (
+    _peak_rss,
+    _reset_peak_rss,
+    _write_atomic,
+    cpu_name,
+    result_page,
+    write_csv,
+)
 
 from sparsify import SparseSVC
 from sparsify.datasets import (
@@ -619,15 +626,8 @@ def _params_lines(rows: list[dict[str, Any]]) -> list[str]:
 
 def report(rows: list[dict[str, Any]], args: argparse.Namespace, run: str) -> str:
     """The page; ``run`` says when, how long and under what load the rows were measured."""
-    lines = ["# SLMC at scale", "", "Produced by `benchmarks/scale.py` (written to a scratch "
-             "folder, then copied here):", "", "    OPENBLAS_NUM_THREADS=1 python "
-             + " ".join(_quoted_argv()), "",
-             f"Machine: {os.cpu_count()} CPUs ({cpu_name()}), Python "
-             f"{platform.python_version()}, numpy {np.__version__}, scikit-learn "
-             f"{sklearn.__version__}; one BLAS thread per process; {run} Each fit in a fresh "
-             "process; peak = Linux VmHWM above what the data took. Cells: test error | fit "
-             "seconds | peak memory.", ""]
-    lines += [*_params_lines(rows), ""]
+    lines = ["Each fit in a fresh process; peak = Linux VmHWM above what the data took. Cells: "
+             "test error | fit seconds | peak memory.", "", *_params_lines(rows), ""]
     a9a = [r for r in rows if r["part"] == "a9a"]
     if a9a:
         lines += ["## a9a (32 561 training, 16 281 test points), C = 8, γ = 2⁻⁵", "",
@@ -721,7 +721,43 @@ def report(rows: list[dict[str, Any]], args: argparse.Namespace, run: str) -> st
         lines += ["", f"Every fit succeeds: {'met' if not failed else 'not met'}."
                   + "".join(f"\n- Nz = {r['M']}, seed {r['seed']}: {r['note']}" for r in failed),
                   ""]
-    return "\n".join(lines)
+    machine = (f"Produced by `benchmarks/scale.py`. Machine: {os.cpu_count()} CPUs "
+               f"({cpu_name()}), Python {platform.python_version()}, numpy {np.__version__}, "
+               f"scikit-learn {sklearn.__version__}; one BLAS thread per process; {run}")
+    return result_page("SLMC at scale", _shows(rows),
+                       "OPENBLAS_NUM_THREADS=1 python " + " ".join(_quoted_argv()), lines,
+                       [machine])
+
+
+def _shows(rows: list[dict[str, Any]]) -> str:
+    """What the page shows: one clause per part it holds."""
+    def sets(part: str) -> str:
+        return " and ".join(k for k in SETS if any(r["part"] == part and r["set"] == k
+                                                   for r in rows))
+
+    def values(part: str, key: str, method: str | None = None) -> list[int]:
+        return sorted({r[key] for r in rows if r["part"] == part and r.get(key)
+                       and method in (None, r.get("method"))})
+
+    def listed(numbers: list[int]) -> str:
+        return ", ".join(str(n) for n in numbers)
+
+    parts = {r["part"] for r in rows}
+    said = []
+    if "a9a" in parts:
+        said.append("a9a's full training set (test accuracy and fit time)")
+    if "timing" in parts:
+        ns = values("timing", "N")
+        said.append(f"fit time, peak memory and test error against N on {sets('timing')} "
+                    f"(N = {ns[0]} to {ns[-1]}, Nz = {listed(values('timing', 'M', 'SLMC'))})")
+    if "value" in parts:
+        said.append(f"the test error at small budgets on {sets('value')} (N = "
+                    f"{listed(values('value', 'N'))}), where the XVs' positions matter most")
+    if "moons" in parts:
+        said.append("whether every fit on moons succeeds")
+    return ("SLMC beside Nystroem + LinearSVC, a sparse variational GP (SVGP) and the full "
+            "SVC, with the same (C, γ) and the same budget M = Nz where they have one: "
+            + "; ".join(said) + ".")
 
 
 def _join(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -27,8 +27,10 @@ def test_quick_run_measures_both_single_precision_variants(tmp_path: Path) -> No
             assert 0 < error < 1e-2
     text = (out / "kernel_precision.md").read_text()
     assert "## Time of one K_XZ" in text
+    tables, provenance = text.split("## Provenance")
     # the timing row ends with the peak memory in MB (≥ 0: what the data took is left out)
-    assert float(text.rstrip().splitlines()[-1].split("|")[-2]) >= 0
+    assert float(tables.rstrip().splitlines()[-1].split("|")[-2]) >= 0
+    assert "Machine: " in provenance and "Machine: " not in tables
 
 
 def test_a_file_set_without_the_data_folder_is_a_usage_error() -> None:

@@ -25,9 +25,11 @@ def data(tmp_path: Path) -> Path:
 def test_a_new_set_runs_with_given_parameters(data: Path, tmp_path: Path) -> None:
     bench = load_benchmark("kfd_table3")
     out = tmp_path / "out"
+    notes = tmp_path / "notes.md"
+    notes.write_text("# Notes\n\nWhat they show.\n\n## A finding\n\nIt holds.\n")
     assert bench.main(["--data-dir", str(data), "--out", str(out), "--datasets", "newname",
                        "--splits", "2", "--params", "newname=1.5:0.25", "--folds", "3",
-                       "--max-iter", "10"]) == 0
+                       "--max-iter", "10", "--notes", str(notes)]) == 0
     rows = list(csv.DictReader((out / "kfd.csv").open()))
     assert [r["split"] for r in rows] == ["1", "2"]
     assert {(r["C"], r["gamma"], r["params_source"]) for r in rows} == {("1.5", "0.25", "given")}
@@ -39,6 +41,9 @@ def test_a_new_set_runs_with_given_parameters(data: Path, tmp_path: Path) -> Non
                                   if line.startswith("| newname"))].endswith(
         "| – | – | – | – | – |")
     assert "--params newname=1.5:0.25" in text  # the command is quoted
+    # the notes' sections before the provenance, without the notes page's own title
+    assert text.index("## Per split") < text.index("## A finding") < text.index("## Provenance")
+    assert "# Notes" not in text and "What they show." not in text
     assert not list(out.glob(".*.tmp"))
 
 

@@ -46,8 +46,10 @@ def test_quick_run_writes_the_page_and_every_measurement(data: Path, tmp_path: P
     text = (out / "onnx.md").read_text()
     assert text.startswith("# ONNX export: prediction speed on USPS\n\nA `SparseSVC` fitted on ")
     assert f"python benchmarks/onnx_export.py --data-dir {data} --out {out} --quick" in text
-    for heading in ("## Predictions on the test set", "## Findings", "## Machine and provenance"):
-        assert heading in text
+    headings = ("```\npython benchmarks/onnx_export.py", "## Predictions on the test set",
+                "## Findings", "## Provenance")
+    assert all(h in text for h in headings)
+    assert sorted(headings, key=text.index) == list(headings)  # the order of a result page
     assert "160 training and 80 test points" in text and "load average" in text
     assert not list(out.glob("*.tmp"))
 

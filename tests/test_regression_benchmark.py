@@ -50,14 +50,17 @@ def test_every_regression_set_is_run_and_reported(tmp_path: Path,
     text = (out / "regression.md").read_text()
     assert "## friedman_a" in text and "| SparseKernelRidge | 5 | 2 |" in text
     assert "| SparseSVR | 5 |" in text and "| friedman_b | 5 |" in text.split("## SparseSVR")[1]
-    assert "RMSE ≤ Nystroem + Ridge" in text and "SGPR" not in text.split("## Targets")[1]
+    targets = text.split("## Targets")[1].split("## Provenance")[0]
+    assert "RMSE ≤ Nystroem + Ridge" in targets and "SGPR" not in targets
+    assert text.index("```") < text.index("## friedman_a") < text.index("## Provenance")
     assert not list(out.glob("*.tmp"))
     # a page from the CSVs of several runs
     merged = tmp_path / "merged"
     assert bench.main(["--data-dir", str(tmp_path), "--out", str(merged), "--merge",
                        str(out / "regression.csv"), "--note", "Two runs."]) == 0
     page = (merged / "regression.md").read_text()
-    assert "Two runs." in page and page.split("## Targets")[1] == text.split("## Targets")[1]
+    assert "Two runs." in page.split("## Provenance")[1]
+    assert page.split("## Targets")[1].split("## Provenance")[0] == targets
     # a later split alone, to be merged with the first run's
     later = tmp_path / "later"
     assert bench.main(["--data-dir", str(tmp_path), "--out", str(later), "--sets", "friedman_b",

@@ -71,10 +71,10 @@ def test_merge_joins_the_csvs_of_two_runs(tmp_path: Path) -> None:
     assert {r["part"] for r in rows} == {"timing", "moons"} and len(rows) == 2 * 3 + 1
     text = (out / "scale.md").read_text()
     assert "## Fit time against N" in text and "Every fit succeeds: met." in text
-    assert "joined from the CSVs of runs: two quick runs" in text
+    assert "joined from the CSVs of runs: two quick runs" in text.split("## Provenance")[1]
     # the merged page's figures are the runs' own (C and γ of each set among them)
     timing = (tmp_path / "timing" / "scale.md").read_text()
-    assert timing.split("## Fit time against N")[1] in text
+    assert timing.split("## Fit time against N")[1].split("## Provenance")[0] in text
 
 
 def test_merge_takes_the_named_parts_and_one_row_per_fit(tmp_path: Path) -> None:
