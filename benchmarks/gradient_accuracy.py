@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
+import os
 import platform
 import sys
 import time
@@ -32,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from performance import _write_atomic, write_csv
+from performance import _write_atomic, result_page, write_csv
 from threadpoolctl import threadpool_limits
 
 import sparsify
@@ -143,29 +144,26 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"{name} {solver}: done", file=sys.stderr, flush=True)
     minutes = (time.perf_counter() - start) / 60
     command = "python benchmarks/gradient_accuracy.py " + " ".join(argv or sys.argv[1:])
-    page = [
-        "# Gradient accuracy per formulation and backend",
-        "",
+    shows = (
         "∇W(Z) from the duals (Lemma 1) against noise-aware finite differences "
         "(`sparsify.core.gradcheck.check_gradient`: central differences extrapolated over the "
-        "steps h, h/2, h/4, h chosen from the measured noise of W). `rel_error` is "
-        "‖g − g_fd‖ / max(‖g‖, ‖g_fd‖); `fd_error` is the finite differences' own estimated "
-        "error, so where it is far below `rel_error` the latter is the gradient's error. "
-        f"Kernels {', '.join(KERNELS)}; {args.seeds} random problems each (N = 40, d = 3, "
-        "Nz = 4, solver_tol = 1e-9); `auto` is the formulation's own exact solver where it "
-        "has one.",
-        "",
-        f"Command: `{command}` ({minutes:.1f} min, one thread, {platform.machine()}, "
-        f"{platform.processor() or 'processor not reported'}).",
-        "",
-        *_table(rows),
-        "",
-    ]
+        "steps h, h/2, h/4, h chosen from the measured noise of W), per formulation and "
+        "backend: the accuracy each backend states (`SolverBackend.gradient_accuracy`) comes "
+        "from this table. `rel_error` is ‖g − g_fd‖ / max(‖g‖, ‖g_fd‖); `fd_error` is the "
+        "finite differences' own estimated error, so where it is far below `rel_error` the "
+        f"latter is the gradient's error. Kernels {', '.join(KERNELS)}; {args.seeds} random "
+        "problems each (N = 40, d = 3, Nz = 4, solver_tol = 1e-9); `auto` is the "
+        "formulation's own exact solver where it has one.")
+    page = result_page(
+        "Gradient accuracy per formulation and backend", shows, command, _table(rows),
+        [f"{minutes:.1f} min, one thread, {platform.machine()}, "
+         f"{platform.processor() or 'processor not reported'}; {time.strftime('%Y-%m-%d')}; "
+         f"load average {os.getloadavg()[0]:.1f} at the end."])
     args.out.mkdir(parents=True, exist_ok=True)
     write_csv(args.out / "gradient_accuracy.csv", rows,
               ["formulation", "kernel", "solver", "seed", "status", "backend", "rel_error",
                "fd_error", "noise", "step", "seconds"])
-    _write_atomic(args.out / "gradient_accuracy.md", "\n".join(page))
+    _write_atomic(args.out / "gradient_accuracy.md", page)
     print(f"wrote {args.out / 'gradient_accuracy.md'}", file=sys.stderr)
     return 0
 

@@ -44,7 +44,7 @@ from threadpoolctl import threadpool_limits
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from generic_path import make_data
-from performance import _write_atomic, cpu_name, write_csv
+from performance import _write_atomic, cpu_name, result_page, write_csv
 
 from sparsify import RBF, ConicMarginal
 from sparsify.core.marginal import whitening
@@ -241,13 +241,12 @@ def _fmt(v: Any, digits: int = 3) -> str:
 def report(rows: list[dict[str, Any]], command: str, wall: float) -> str:
     fac = [r for r in rows if "factor_s" in r]
     ipms = [r for r in rows if "iterations" in r or r.get("method") == "cvxopt coneqp"]
-    lines = ["# Solving the linked problem's KKT systems", "",
-             "One KKT system of the linked problem (declared ε-SVR and Huber SVM, Nz = 50, "
+    shows = ("One KKT system of the linked problem (declared ε-SVR and Huber SVM, Nz = 50, "
              "the structured interior point's fifth iterate) factored and solved by the "
              "structured solve, by QDLDL and by CHOLMOD on the whole matrix; then the whole "
              "interior point, the structured backend's beside CVXOPT's coneqp driving the "
-             "same structured solve.", "", "    OPENBLAS_NUM_THREADS=1 " + command, "",
-             "## One factorisation and one solve", "",
+             "same structured solve.")
+    lines = ["## One factorisation and one solve", "",
              "| formulation | N | KKT size | KKT nnz | method | factor s | solve s | factor "
              "entries | residual |", "|---" * 9 + "|"]
     for r in fac:
@@ -261,12 +260,12 @@ def report(rows: list[dict[str, Any]], command: str, wall: float) -> str:
         lines.append(f"| {r['formulation']} | {r['N']} | {r['method']} | "
                      f"{_fmt(r.get('iterations'))} | {_fmt(r.get('seconds'))} | "
                      f"{r.get('status', '—')} | {_fmt(r.get('W'), 10)} | {r.get('note', '')} |")
-    lines += ["", "## Provenance", "",
-              f"Machine: {os.cpu_count()} CPUs ({cpu_name()}), Python "
-              f"{platform.python_version()}, numpy {np.__version__}; BLAS limited to 1 thread; "
-              f"{time.strftime('%Y-%m-%d')}; load average {os.getloadavg()[0]:.1f} at the end. "
-              f"Total {wall / 60:.1f} min.", ""]
-    return "\n".join(lines)
+    return result_page(
+        "Solving the linked problem's KKT systems", shows, "OPENBLAS_NUM_THREADS=1 " + command,
+        lines,
+        [f"Machine: {os.cpu_count()} CPUs ({cpu_name()}), Python {platform.python_version()}, "
+         f"numpy {np.__version__}; BLAS limited to 1 thread; {time.strftime('%Y-%m-%d')}; "
+         f"load average {os.getloadavg()[0]:.1f} at the end. Total {wall / 60:.1f} min."])
 
 
 def main(argv: list[str] | None = None) -> int:
