@@ -1,13 +1,16 @@
 /*
  * sparsify.core.structured._blocks: the structured interior point's small dense blocks, in C.
  *
- * `invert(blocks, count, size, singular)` inverts `count` row-major size x size matrices
- * stored one after another in the float64 buffer `blocks`, in place, by Gauss-Jordan
- * elimination with partial pivoting; `singular` (a bool buffer of `count`) is set where a
- * pivot was exactly zero (that block is left partly eliminated, for the caller to redo).
+ * The blocks are symmetric and stored packed: the lower triangle row by row, entry (i, j)
+ * with j <= i at i (i + 1) / 2 + j, size (size + 1) / 2 entries per block, one block after
+ * another. `invert(blocks, count, size, singular)` inverts `count` of them in place, by
+ * Gauss-Jordan elimination with partial pivoting on an unpacked copy; `singular` (a bool
+ * buffer of `count`) is set where a pivot was exactly zero (that block is left undefined,
+ * for the caller to redo). `apply` is the block-diagonal product with them.
  * LAPACK through numpy spends about a microsecond of call overhead per matrix, more than the
  * arithmetic of the 4 x 4 to 9 x 9 blocks of a point-separable formulation; here the loop
- * over blocks is C's, and so is `apply`, the block-diagonal product with the inverses.
+ * over blocks is C's. Packed, a pass over the blocks reads about half the memory of full
+ * storage: at 10^6 points the blocks outgrow the cache and every pass is memory-bound.
  * Built by setuptools at install (setup.py, -ffp-contract=off);
  * no numpy headers: the arrays come through the buffer protocol and are checked here.
  */
@@ -111,7 +114,7 @@ py_invert(PyObject *self, PyObject *args)
         return NULL;
     }
     Py_buffer blocks, singular;
-    if (get_buffer(blocks_obj, &blocks, "blocks", "d", 8, count * size * size) < 0) {
+    if (get_buffer(blocks_obj, &blocks, "blocks", "d", 8, count * (size * (size + 1) / 2)) < 0) {
         return NULL;
     }
     if (get_buffer(singular_obj, &singular, "singular", "?", 1, count) < 0) {
@@ -119,22 +122,41 @@ py_invert(PyObject *self, PyObject *args)
         return NULL;
     }
     Py_ssize_t *perm = (Py_ssize_t *)malloc((size_t)size * sizeof(Py_ssize_t));
-    if (perm == NULL) {
+    double *full = (double *)malloc((size_t)(size * size) * sizeof(double));
+    if (perm == NULL || full == NULL) {
+        free(perm);
+        free(full);
         PyBuffer_Release(&blocks);
         PyBuffer_Release(&singular);
         return PyErr_NoMemory();
     }
+    const Py_ssize_t tri = size * (size + 1) / 2;
     double *a = (double *)blocks.buf;
     char *flags = (char *)singular.buf;
     Py_ssize_t failed = 0;
     Py_BEGIN_ALLOW_THREADS
     for (Py_ssize_t b = 0; b < count; b++) {
-        int ok = invert_one(a + b * size * size, size, perm);
+        double *packed = a + b * tri;
+        for (Py_ssize_t i = 0, k = 0; i < size; i++) {
+            for (Py_ssize_t j = 0; j <= i; j++, k++) {
+                full[i * size + j] = full[j * size + i] = packed[k];
+            }
+        }
+        int ok = invert_one(full, size, perm);
         flags[b] = (char)!ok;
         failed += !ok;
+        if (ok) {
+            /* the inverse of a symmetric matrix, symmetric up to round-off: the mean */
+            for (Py_ssize_t i = 0, k = 0; i < size; i++) {
+                for (Py_ssize_t j = 0; j <= i; j++, k++) {
+                    packed[k] = 0.5 * (full[i * size + j] + full[j * size + i]);
+                }
+            }
+        }
     }
     Py_END_ALLOW_THREADS
     free(perm);
+    free(full);
     PyBuffer_Release(&blocks);
     PyBuffer_Release(&singular);
     return PyLong_FromSsize_t(failed);
@@ -165,10 +187,11 @@ py_apply(PyObject *self, PyObject *args)
         PyBuffer_Release(&x);
         return NULL;
     }
-    if (blocks.len != count * size * size * 8 || x.len != count * size * 8
+    const Py_ssize_t tri = size * (size + 1) / 2;
+    if (blocks.len != count * tri * 8 || x.len != count * size * 8
         || blocks.itemsize != 8 || x.itemsize != 8) {
-        PyErr_SetString(PyExc_ValueError, "apply: blocks must hold count*size*size float64 "
-                        "and x count*size float64");
+        PyErr_SetString(PyExc_ValueError, "apply: blocks must hold count*size*(size+1)/2 "
+                        "float64 and x count*size float64");
         PyBuffer_Release(&blocks);
         PyBuffer_Release(&x);
         PyBuffer_Release(&out);
@@ -179,15 +202,21 @@ py_apply(PyObject *self, PyObject *args)
     double *y = (double *)out.buf;
     Py_BEGIN_ALLOW_THREADS
     for (Py_ssize_t b = 0; b < count; b++) {
-        const double *m = a + b * size * size;
+        const double *m = a + b * tri;
         const double *vb = v + b * size;
         double *yb = y + b * size;
         for (Py_ssize_t i = 0; i < size; i++) {
-            double acc = 0.0;
-            for (Py_ssize_t j = 0; j < size; j++) {
-                acc += m[i * size + j] * vb[j];
+            yb[i] = 0.0;
+        }
+        for (Py_ssize_t i = 0; i < size; i++) {
+            /* row i of the lower triangle, entries (i, 0..i): also column i above them */
+            double acc = m[i] * vb[i];
+            for (Py_ssize_t j = 0; j < i; j++) {
+                acc += m[j] * vb[j];
+                yb[j] += m[j] * vb[i];
             }
-            yb[i] = acc;
+            yb[i] += acc;
+            m += i + 1;
         }
     }
     Py_END_ALLOW_THREADS
@@ -199,14 +228,16 @@ py_apply(PyObject *self, PyObject *args)
 
 PyDoc_STRVAR(apply_doc,
 "apply(blocks, count, size, x, out) -> None\n\n"
-"out[b] = blocks[b] @ x[b] for count row-major size x size float64 matrices and vectors\n"
-"of size stored one after another: the block-diagonal product, without index arrays.");
+"out[b] = blocks[b] @ x[b] for count symmetric size x size float64 matrices, packed (the\n"
+"lower triangle row by row), and vectors of size, stored one after another: the\n"
+"block-diagonal product, without index arrays.");
 
 PyDoc_STRVAR(invert_doc,
 "invert(blocks, count, size, singular) -> int\n\n"
-"Invert count row-major size x size float64 matrices stored one after another in blocks,\n"
-"in place (Gauss-Jordan with partial pivoting); singular[b] is set where block b had an\n"
-"exactly zero pivot (its contents are then undefined). Returns the number of those.");
+"Invert count symmetric size x size float64 matrices, packed (the lower triangle row by\n"
+"row) one after another in blocks, in place (Gauss-Jordan with partial pivoting);\n"
+"singular[b] is set where block b had an exactly zero pivot (its contents are then\n"
+"undefined). Returns the number of those.");
 
 static PyMethodDef methods[] = {
     {"invert", py_invert, METH_VARARGS, invert_doc},

@@ -98,7 +98,7 @@ class Cones:
     def jordan(self, x: Array, y: Array) -> Array:
         """The Jordan product x ∘ y: x_i y_i (orthant), (xᵀy, x₀ y₁ + y₀ x₁) (cones)."""
         out = np.empty(self.size)
-        out[:self.nonneg] = x[:self.nonneg] * y[:self.nonneg]
+        np.multiply(x[:self.nonneg], y[:self.nonneg], out=out[:self.nonneg])
         for _, rows in self.groups:
             a, b = x[rows], y[rows]
             out[rows[:, 0]] = (a * b).sum(1)
@@ -108,7 +108,7 @@ class Cones:
     def jordan_divide(self, lam: Array, r: Array) -> Array:
         """The d with λ ∘ d = r (λ in the cone's interior)."""
         out = np.empty(self.size)
-        out[:self.nonneg] = r[:self.nonneg] / lam[:self.nonneg]
+        np.divide(r[:self.nonneg], lam[:self.nonneg], out=out[:self.nonneg])
         for _, rows in self.groups:
             a, b = lam[rows], r[rows]
             a0, a1, b0, b1 = a[:, 0], a[:, 1:], b[:, 0], b[:, 1:]
@@ -128,7 +128,7 @@ class Cones:
         """
         worst = 0.0  # the most negative min-eigenvalue of the scaled direction
         if self.nonneg:
-            worst = max(worst, float((-d[:self.nonneg] / lam[:self.nonneg]).max()))
+            worst = max(worst, -float((d[:self.nonneg] / lam[:self.nonneg]).min()))
         for _, rows in self.groups:
             a, b = lam[rows], d[rows]
             root = np.sqrt(a[:, 0] ** 2 - (a[:, 1:] ** 2).sum(1))
@@ -192,7 +192,7 @@ class Scaling:
         """W x (or W⁻¹ x with ``inverse``)."""
         n = self.cones.nonneg
         out = np.empty_like(x)
-        out[:n] = x[:n] / self.w if inverse else x[:n] * self.w
+        (np.divide if inverse else np.multiply)(x[:n], self.w, out=out[:n])
         for rows, beta, v in self.socs:
             xb = x[rows]
             if inverse:  # (2 J v vᵀ J − J) x / β
@@ -215,6 +215,8 @@ class Scaling:
 
     def squared(self, x: Array) -> Array:
         """WᵀW x = W² x."""
+        if not self.socs:  # the orthant alone: one pass
+            return x * (self.w * self.w)
         return self.apply(self.apply(x))
 
     def soc_blocks(self) -> list[tuple[NDArray[np.intp], Array]]:

@@ -74,8 +74,7 @@ class StructureError(ValueError):
 class PhiMap:
     """Products with Φ_blk = I_K ⊗ Φ, the link's u → f map for K outputs.
 
-    ``work`` keeps an N × Nz scratch array between factorisations (a fresh one
-    costs the first touch of its pages, at N = 10⁶ as much as the product).
+    ``work`` keeps an N × Nz scratch array between factorisations (`_scratch`).
     """
 
     def __init__(self, Phi: Array, K: int, work: dict[str, Array] | None = None) -> None:
@@ -132,11 +131,11 @@ class PhiMap:
                 if k == j and (hkj >= 0).all():
                     # Φᵀ diag(h) Φ = (√h Φ)ᵀ (√h Φ): numpy calls a symmetric rank-k
                     # update for Rᵀ R, half a general product's flops
-                    root = self._scratch()
+                    root = _scratch(self.work, "root", self.Phi.shape)
                     np.multiply(np.sqrt(hkj)[:, None], self.Phi, out=root)
                     block = root.T @ root
                 else:
-                    scaled = self._scratch()
+                    scaled = _scratch(self.work, "root", self.Phi.shape)
                     np.multiply(hkj[:, None], self.Phi, out=scaled)
                     block = self.Phi.T @ scaled
                 out[k * Nz:(k + 1) * Nz, j * Nz:(j + 1) * Nz] = block
@@ -152,13 +151,6 @@ class PhiMap:
                         out[k * Nz:(k + 1) * Nz, j * Nz:(j + 1) * Nz] += \
                             self.Phi.T @ (block @ self.Phi)
         return out
-
-    def _scratch(self) -> Array:
-        """An N × Nz scratch array, kept in ``work``."""
-        root = self.work.get("root")
-        if root is None or root.shape != self.Phi.shape:
-            root = self.work["root"] = np.empty_like(self.Phi)
-        return root
 
 
 class KKTStructure:
@@ -297,10 +289,11 @@ class KKTStructure:
         self.n_q = len(labels)
         order = np.argsort(labels, kind="stable")  # unknowns grouped by component
         comp_size = sizes[labels[order]]
-        self.groups: list[tuple[int, int, Index]] = []  # (size, flat offset, nodes (count, s))
+        # (size, offset in the buffer, nodes (count, s)); each block symmetric, packed: its
+        # lower triangle row by row, s (s + 1) / 2 entries (`_blocks`)
+        self.groups: list[tuple[int, int, Index]] = []
         base = np.zeros(self.n_q, dtype=np.int64)
         pos = np.zeros(self.n_q, dtype=np.int64)
-        width = np.zeros(self.n_q, dtype=np.int64)
         offset = start = 0
         self._starts: list[int] = []  # each size's first place in block order
         for s in np.unique(sizes):
@@ -308,12 +301,11 @@ class KKTStructure:
             count = len(nodes)
             self.groups.append((int(s), offset, nodes))
             self._starts.append(start)
-            base[nodes] = (offset + np.arange(count) * s * s)[:, None]
+            base[nodes] = (offset + np.arange(count) * _packed(s))[:, None]
             pos[nodes] = np.arange(s)
-            width[nodes] = s
-            offset += count * s * s
+            offset += count * _packed(s)
             start += count * s
-        self._base, self._pos, self._width, self._flat_size = base, pos, width, offset
+        self._base, self._pos, self._flat_size = base, pos, offset
         #: entries of all blocks together: the memory of one copy of them
         self.block_entries = offset
         #: the blocks' unknowns in block order (grouped by size, then component): Q⁻¹'s rows
@@ -330,13 +322,15 @@ class KKTStructure:
         P, A, loc, blk, sch = self.P, self.A, self.local, self.block_rows, self.schur_rows
         P_loc = sp.coo_matrix(P[loc][:, loc])
         A_blk = sp.coo_matrix(A[blk][:, loc])
-        # the blocks' constant part (P and the rows' entries): their places and values,
-        # merged where two fall on one place (a block's zeros are not stored)
-        dest = self._dest(np.concatenate([P_loc.row, A_blk.row + nl, A_blk.col]),
-                          np.concatenate([P_loc.col, A_blk.col, A_blk.row + nl]))
+        # the blocks' constant part (P's lower triangle and the rows' entries, each once:
+        # the buffer holds one triangle): their places and values, merged where two fall
+        # on one place (a block's zeros are not stored)
+        lower = self._pos[P_loc.row] >= self._pos[P_loc.col]
+        dest = self._dest(np.concatenate([P_loc.row[lower], A_blk.row + nl]),
+                          np.concatenate([P_loc.col[lower], A_blk.col]))
         self._static_dest, merged = np.unique(dest, return_inverse=True)
         self._static_vals = np.bincount(merged, weights=np.concatenate(
-            [P_loc.data, A_blk.data, A_blk.data]), minlength=len(self._static_dest))
+            [P_loc.data[lower], A_blk.data]), minlength=len(self._static_dest))
         # the block rows' −D: a diagonal (orthant, expanded cones) or a small cone's block
         q_of_row = np.full(self.m, -1)
         q_of_row[blk] = nl + np.arange(len(blk))
@@ -348,12 +342,15 @@ class KKTStructure:
         self._diag_q = nl + np.flatnonzero(diag)
         self._diag_cone_row = cone_row[diag]
         self._diag_dest = self._dest(self._diag_q, self._diag_q)
-        self._small = []  # per cone size: (which of its cones are small, their blocks' places)
+        # per cone size: which of its cones are small, which entries of their q × q blocks
+        # are in the buffer's triangle, and where
+        self._small = []
         for which, (q, rows) in zip(self.cones.group_cones, self.cones.groups, strict=True):
             keep = ~is_exp[which]
             qrows = q_of_row[self.zero + rows[keep]]
-            self._small.append((keep, self._dest(np.repeat(qrows, q, axis=1).ravel(),
-                                                 np.tile(qrows, (1, q)).ravel())))
+            r, c = np.repeat(qrows, q, axis=1).ravel(), np.tile(qrows, (1, q)).ravel()
+            sel = np.flatnonzero(self._pos[r] >= self._pos[c])
+            self._small.append((keep, sel, self._dest(r[sel], c[sel])))
         # couplings of the blocks (rows: local columns, then block rows) to f, u and the
         # Schur unknowns [glob, Schur rows, p and q of each expanded cone]
         F, U, glob = self.F, self.U, self.glob
@@ -383,8 +380,11 @@ class KKTStructure:
         self._C_EE = C_EE
         self.P_FF, self.P_UF = P[F][:, F].tocsr(), P[U][:, F].tocsr()
         self.P_UU = P[U][:, U].toarray()
-        # stacked for the solves: one sparse product where there would be several
-        self._to_f0 = sp.vstack([P[:, F], A[:, F]], format="csr")  # r_link's share
+        # stacked for the solves: one sparse product where there would be several; r_link's
+        # share kept to the rows it reaches (a row or two per point of the n + m)
+        to_f0 = sp.vstack([P[:, F], A[:, F]], format="csr")
+        self._f0_rows = np.flatnonzero(np.diff(to_f0.indptr))
+        self._to_f0 = to_f0[self._f0_rows]
         self._from_f = sp.hstack([P[F], self.AT[F]], format="csr")  # the f rows, for ν
         cone_row = sch - self.zero
         self._sch_nonneg = np.flatnonzero((cone_row >= 0) & (cone_row < self.cones.nonneg))
@@ -435,7 +435,6 @@ class KKTStructure:
         block_id = np.empty(self.n_q, dtype=np.int64)
         block_first = np.empty(self.n_q, dtype=np.int64)
         block_base = np.empty(self.n_q, dtype=np.int64)
-        block_width = np.empty(self.n_q, dtype=np.int64)
         count_before = 0
         for (s, offset, nodes), start in zip(self.groups, self._starts, strict=True):
             count = len(nodes)
@@ -443,8 +442,7 @@ class KKTStructure:
             comp = np.repeat(np.arange(count), s)
             block_id[at] = count_before + comp
             block_first[at] = start + comp * s
-            block_base[at] = offset + comp * s * s
-            block_width[at] = s
+            block_base[at] = offset + comp * _packed(s)
             count_before += count
         entry_block = block_id[entry_row]  # B's entries are in row order: blocks ascend
         per_block = np.bincount(entry_block, minlength=count_before)
@@ -454,23 +452,31 @@ class KKTStructure:
         within = np.arange(len(p1)) - np.repeat(np.cumsum(reps) - reps, reps)
         p2 = first_entry[entry_block[p1]] + within
         r1, r2 = entry_row[p1], entry_row[p2]
-        self._pair_flat = (block_base[r1] + (r1 - block_first[r1]) * block_width[r1]
-                           + (r2 - block_first[r1]))
+        hi = np.maximum(r1, r2) - block_first[r1]  # positions in the block, packed
+        lo = np.minimum(r1, r2) - block_first[r1]
+        self._pair_flat = block_base[r1] + hi * (hi + 1) // 2 + lo
         key = B.indices[p1].astype(np.int64) * n_b + B.indices[p2]
         unique, self._pair_M = np.unique(key, return_inverse=True)
         self._pair_p1, self._pair_p2 = p1, p2
+        self._pair_BB = B.data[p1] * B.data[p2]  # fixed unless there are expansions
         self._M_indices = (unique % n_b).astype(np.int64)
         self._M_indptr = np.concatenate([[0], np.cumsum(np.bincount(unique // n_b,
                                                                     minlength=n_b))])
         self._n_b = n_b
         self._flat = np.empty(self._flat_size)  # the factorisation's buffer, reused
-        self._work: dict[str, Array] = {}  # PhiMap's scratch, reused
+        self._work: dict[str, Array] = {}  # the solves' and PhiMap's scratch (`_scratch`)
         # the per-unknown maps served the planning only: N-sized arrays, freed
-        del self._base, self._pos, self._width, self._block_pos
+        del self._base, self._pos, self._block_pos
 
     def _dest(self, rows: Index, cols: Index) -> NDArray[np.int64]:
-        """Places in the flat block buffer of the block part's entries (rows, cols)."""
-        return self._base[rows] + self._pos[rows] * self._width[rows] + self._pos[cols]
+        """Places in the block buffer of the block part's entries (rows, cols), one block each.
+
+        An entry above the diagonal goes where its mirror does: the buffer holds each
+        block's lower triangle.
+        """
+        hi = np.maximum(self._pos[rows], self._pos[cols])
+        return self._base[rows] + hi * (hi + 1) // 2 + np.minimum(self._pos[rows],
+                                                                  self._pos[cols])
 
     # -- factorisation ----------------------------------------------------------------------
 
@@ -525,7 +531,8 @@ class KKTFactor:
         self._B, self._BT = B, BT
         # the Schur complement: every product with Q⁻¹ in one, M = Bᵀ Q⁻¹ B (`KKTStructure._plan`)
         n_f, n_u = len(st.F), len(st.U)
-        values = B.data[st._pair_p1] * B.data[st._pair_p2] * self.flat[st._pair_flat]
+        values = self.flat[st._pair_flat]
+        values *= st._pair_BB if not len(st._B_exp) else B.data[st._pair_p1] * B.data[st._pair_p2]
         M = sp.csr_matrix((np.bincount(st._pair_M, weights=values,
                                        minlength=len(st._M_indices)),
                            st._M_indices, st._M_indptr), shape=(st._n_b, st._n_b))
@@ -563,9 +570,9 @@ class KKTFactor:
         blocks = ([block for _, block in scaling.soc_blocks()] if scaling is not None
                   else [np.broadcast_to(np.eye(q), (len(rows), q, q))
                         for q, rows in st.cones.groups])
-        for (keep, dest), block in zip(st._small, blocks, strict=True):
+        for (keep, sel, dest), block in zip(st._small, blocks, strict=True):
             if len(dest):
-                flat[dest] -= block[keep].ravel()
+                flat[dest] -= block[keep].ravel()[sel]
         return flat
 
     def _low_rank(self, scaling: Scaling | None) -> dict[int, tuple[float, Array, Array]]:
@@ -593,26 +600,28 @@ class KKTFactor:
         nl = len(st.local)
         for s, offset, nodes in st.groups:
             count = len(nodes)
-            blocks = flat[offset:offset + count * s * s]
+            blocks = flat[offset:offset + count * _packed(s)]
             singular = np.zeros(count, bool)
             if _blocks.invert(blocks, count, s, singular):
                 # a singular block (dependent rows): a small primal-dual regularisation,
                 # which the caller's iterative refinement against the true matrix undoes
                 self.regularised = True
-                bad = again()[offset:offset + count * s * s].reshape(count, s, s)[singular]
+                i, j = np.tril_indices(s)
+                packed = again()[offset:offset + count * _packed(s)].reshape(count, -1)
+                bad = np.zeros((int(singular.sum()), s, s))
+                bad[:, i, j] = bad[:, j, i] = packed[singular]
                 sign = np.where(nodes[singular] < nl, 1.0, -1.0)
                 scale = max(float(np.abs(bad).max(initial=0.0)), 1.0) * 1e-10
                 fixed = np.linalg.inv(bad + scale * sign[:, :, None] * np.eye(s))
-                blocks.reshape(count, s, s)[singular] = fixed
+                blocks.reshape(count, -1)[singular] = fixed[:, i, j]
         self.flat = flat
 
-    def _apply_inverse(self, v: Array) -> Array:
-        """Q⁻¹ v for v in block order: the blocks' inverses, one size after another."""
+    def _apply_inverse(self, v: Array, out: Array) -> Array:
+        """Q⁻¹ v into ``out``, for v in block order: the blocks' inverses, size by size."""
         st = self.st
-        out = np.empty_like(v)
         for (s, offset, nodes), start in zip(st.groups, st._starts, strict=True):
             count = len(nodes)
-            _blocks.apply(self.flat[offset:offset + count * s * s], count, s,
+            _blocks.apply(self.flat[offset:offset + count * _packed(s)], count, s,
                           v[start:start + count * s], out[start:start + count * s])
         return out
 
@@ -623,9 +632,13 @@ class KKTFactor:
         st, phi = self.st, self.phi
         F, U, n = st.F, st.U, st.n
         f0 = r_link
-        shifted = np.concatenate([r_x, r_rows]) - st._to_f0 @ f0
+        shifted, q_in, t, q_out = (_scratch(st._work, key, size) for key, size in (
+            ("shifted", n + st.m), ("q_in", st.n_q), ("t", st.n_q), ("q_out", st.n_q)))
+        shifted[:n], shifted[n:] = r_x, r_rows
+        shifted[st._f0_rows] -= st._to_f0 @ f0
         n_f, n_u = len(F), len(U)
-        t = self._apply_inverse(shifted[st._q_src])
+        np.take(shifted, st._q_src, out=q_in, mode="clip")  # "raise" would buffer
+        self._apply_inverse(q_in, t)
         g = self._BT @ t
         rhs_S = np.concatenate([shifted[U] + phi.T(shifted[F] - g[:n_f]) - g[n_f:n_f + n_u],
                                 shifted[st.glob], shifted[n + st.schur_rows],
@@ -635,7 +648,8 @@ class KKTFactor:
         xu = xs[:n_u]
         phi_u = phi(xu)
         xy = np.empty(n + st.m)  # [x; y]
-        xy[st._q_src] = t - self._apply_inverse(self._B @ np.concatenate([phi_u, xs]))
+        t -= self._apply_inverse(self._B @ np.concatenate([phi_u, xs]), q_out)
+        xy[st._q_src] = t
         xy[U] = xu
         xy[st.glob] = xs[n_u:n_u + st.n_g]
         xy[F] = f0 + phi_u
@@ -654,6 +668,23 @@ class KKTFactor:
         z = y[st.zero:]
         out_rows[st.zero:] -= z if self.scaling is None else self.scaling.squared(z)
         return out_x, out_link, out_rows
+
+
+def _scratch(work: dict[str, Array], key: str, shape: int | tuple[int, ...]) -> Array:
+    """The float64 scratch array ``work[key]`` of ``shape``, made on first use.
+
+    Kept between factorisations and solves: a fresh array of 10⁷ entries costs more in
+    first touches of its pages than the arithmetic done in it.
+    """
+    shape = (shape,) if isinstance(shape, int) else shape
+    if key not in work or work[key].shape != shape:
+        work[key] = np.empty(shape)
+    return work[key]
+
+
+def _packed(s: int) -> int:
+    """Entries of a packed symmetric s × s block (its lower triangle)."""
+    return s * (s + 1) // 2
 
 
 def _pattern(rows: NDArray[np.int64], cols: NDArray[np.int64], shape: tuple[int, int]
