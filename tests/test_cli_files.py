@@ -180,10 +180,14 @@ def test_an_unreadable_input_is_one_line_naming_the_file(tmp_path: Path,
     X, y = _blobs(10)
     data = _write_csv(tmp_path / "secret.csv", X, y)
 
-    def denied(self: Path) -> bytes:
-        raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), str(self))
+    real_open = Path.open
 
-    monkeypatch.setattr(Path, "read_bytes", denied)
+    def denied(self: Path, *args: Any, **kwargs: Any) -> Any:
+        if self == data:
+            raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), str(self))
+        return real_open(self, *args, **kwargs)
+
+    monkeypatch.setattr(Path, "open", denied)
     _assert_clean_failure(*_run(capsys, "fit", "--data", data),
                           f"{data}: Permission denied")
 

@@ -63,6 +63,7 @@ def _python(installed: dict[str, object], code: str) -> dict[str, object]:
     return json.loads(out.strip().splitlines()[-1])
 
 
+@pytest.mark.slow
 def test_sparsify_plugins_lists_it_with_its_distribution(installed) -> None:
     listing = json.loads(_run(installed, "-m", "sparsify", "plugins", "--json").stdout)
     rows = {row["name"]: row for row in listing["formulations"]}
@@ -73,6 +74,7 @@ def test_sparsify_plugins_lists_it_with_its_distribution(installed) -> None:
     assert rows["svm"]["distribution"] == "sparsify"  # the built-ins are still there
 
 
+@pytest.mark.slow
 def test_the_command_line_fits_it(installed) -> None:
     model = Path(str(installed["cwd"])) / "svdd.pkl"
     r = json.loads(_run(
@@ -128,6 +130,7 @@ def in_python(installed) -> dict[str, object]:
     """)
 
 
+@pytest.mark.slow
 def test_its_estimator_fits_and_equals_the_full_one_class_svm_at_z_equal_x(in_python) -> None:
     r = in_python
     assert r["entry"] == [True, "sparsify-svdd"]

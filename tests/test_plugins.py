@@ -467,6 +467,7 @@ def _sparsify(env: dict[str, str], cwd, *args: str):
                           text=True, env=env, cwd=cwd, timeout=300)
 
 
+@pytest.mark.slow
 def test_command_line_lists_builtins_despite_a_plugin_that_exits(tmp_path) -> None:
     env = _broken_distribution(tmp_path)
     proc = _sparsify(env, tmp_path, "plugins")
@@ -479,6 +480,7 @@ def test_command_line_lists_builtins_despite_a_plugin_that_exits(tmp_path) -> No
         "(PluginWarning)"]
 
 
+@pytest.mark.slow
 def test_command_line_strict_mode_is_one_error_line(tmp_path) -> None:
     env = {**_broken_distribution(tmp_path), "SPARSIFY_STRICT_PLUGINS": "1"}
     proc = _sparsify(env, tmp_path, "plugins")

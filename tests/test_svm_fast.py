@@ -691,6 +691,7 @@ except MemoryError as error:
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="limits memory by /proc, rlimit")
+@pytest.mark.slow
 def test_compiled_active_set_out_of_memory_is_a_clear_memory_error() -> None:
     proc = subprocess.run([sys.executable, "-c", _OUT_OF_MEMORY], capture_output=True,
                           text=True, check=False, timeout=120)

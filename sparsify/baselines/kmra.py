@@ -63,6 +63,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from sparsify.core.classifier import validate_classification
 from sparsify.core.estimator import KernelMachineMixin
+from sparsify.kernels import gaussian_dictionary
 
 __all__ = ["AUTO_DELTA_MARGIN", "KernelMatchingReduction", "gaussian_dictionary",
            "neighbour_widths"]
@@ -117,20 +118,6 @@ def neighbour_widths(centres: ArrayLike, p: int = 2) -> Array:
     D2 = _sqdist(C, C)
     fallback = np.sqrt(D2.mean(1))
     return _widths_from_sqdist(D2, p, np.where(fallback > 0, fallback, 1.0))
-
-
-def gaussian_dictionary(X: ArrayLike, centres: ArrayLike, widths: ArrayLike) -> Array:
-    """Dictionary features z_i(x) = exp(−‖x − c_i‖² / (2σ_i²)), shape (n_samples, m).
-
-    Examples
-    --------
-    >>> gaussian_dictionary([[0.0, 0.0]], [[0.0, 0.0], [1.0, 1.0]], [1.0, 1.0])
-    array([[1.        , 0.36787944]])
-    """
-    X = np.asarray(X, dtype=float)
-    C = np.asarray(centres, dtype=float)
-    s = np.asarray(widths, dtype=float)
-    return np.exp(-_sqdist(X, C) / (2.0 * s * s))
 
 
 def _linear_svm(G: Array, y: NDArray[np.intp], C: float) -> SVC:

@@ -1,15 +1,17 @@
 """The ``sparsify`` argument parser: its subcommands, options and help texts.
 
-`build_parser` builds the whole parser; every subcommand's ``func`` default is
-the function of its command module (`sparsify.cli.fit`, `sparsify.cli.predict`,
-`sparsify.cli.check_gradient`, `sparsify.cli.plugins_cmd`). Those modules
-import their heavy dependencies inside the command functions, so building the
-parser (``sparsify --help``, ``--version``) stays light.
+`build_parser` builds the whole parser; every subcommand's ``func`` default
+runs the function of its command module (`sparsify.cli.fit`,
+`sparsify.cli.predict`, `sparsify.cli.check_gradient`,
+`sparsify.cli.plugins_cmd`), imported only when that command runs, so building
+the parser (``sparsify --help``, ``--version``) imports not even numpy.
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib
+from collections.abc import Callable
 from pathlib import Path
 from typing import NoReturn
 
@@ -23,12 +25,19 @@ from sparsify.cli.argtypes import (
     _positive_int,
     _ratio,
 )
-from sparsify.cli.check_gradient import _cmd_check_gradient
-from sparsify.cli.fit import _cmd_fit
-from sparsify.cli.plugins_cmd import _cmd_plugins
-from sparsify.cli.predict import _cmd_predict
 
 _LIBSVM_HINT = "(.npz in the benchmark format, .csv with the label last, LIBSVM text otherwise)"
+
+
+def _command(module: str, name: str) -> Callable[[argparse.Namespace], int]:
+    """The command function ``name`` of ``sparsify.cli.<module>``, imported when it runs."""
+
+    def run(args: argparse.Namespace) -> int:
+        function = getattr(importlib.import_module(f"sparsify.cli.{module}"), name)
+        return int(function(args))
+
+    run.__name__ = run.__qualname__ = name
+    return run
 
 
 class _Parser(argparse.ArgumentParser):
@@ -128,7 +137,7 @@ def build_parser() -> argparse.ArgumentParser:
                           "-vv: also one per L-BFGS iteration (on stderr with --json), instead "
                           "of the progress bar; the bar is shown only when stderr is a terminal "
                           "and --json is not given")
-    fit.set_defaults(func=_cmd_fit)
+    fit.set_defaults(func=_command("fit", "_cmd_fit"))
 
     predict = sub.add_parser(
         "predict", help="predict with a saved model",
@@ -165,7 +174,7 @@ def build_parser() -> argparse.ArgumentParser:
     predict.add_argument("--json", action="store_true",
                          help="print one JSON object on stdout (with the predictions unless "
                               "--out is given)")
-    predict.set_defaults(func=_cmd_predict)
+    predict.set_defaults(func=_command("predict", "_cmd_predict"))
 
     check = sub.add_parser(
         "check-gradient", help="compare the gradient of W(Z) with finite differences",
@@ -202,7 +211,7 @@ def build_parser() -> argparse.ArgumentParser:
                        help="the relative accuracy to verify (default: %(default)g)")
     check.add_argument("--json", action="store_true",
                        help="print one JSON object on stdout")
-    check.set_defaults(func=_cmd_check_gradient)
+    check.set_defaults(func=_command("check_gradient", "_cmd_check_gradient"))
 
     plugins = sub.add_parser(
         "plugins", help="list the formulations, kernels and solvers found",
@@ -212,7 +221,7 @@ def build_parser() -> argparse.ArgumentParser:
         ),
     )
     plugins.add_argument("--json", action="store_true", help="print one JSON object on stdout")
-    plugins.set_defaults(func=_cmd_plugins)
+    plugins.set_defaults(func=_command("plugins_cmd", "_cmd_plugins"))
     return parser
 
 

@@ -14,6 +14,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from numpy.typing import ArrayLike
 
+from sparsify.cli.output import _label
+
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
@@ -142,7 +144,7 @@ def plot_decision_boundary(
             ax.scatter(*Xt[yt == label].T, s=4, color=colors(k % 10), alpha=0.15,
                        linewidths=0)
         ax.scatter(*X[y == label].T, s=14, color=colors(k % 10), edgecolors="k",
-                   linewidths=0.3, label=f"class {label}")
+                   linewidths=0.3, label=f"class {_label(label)}")
     if xvs is not None:
         ax.scatter(*np.asarray(xvs).T, s=160, marker="*", color="gold", edgecolors="k",
                    linewidths=0.8, label=f"expansion vectors ({len(xvs)})", zorder=5)

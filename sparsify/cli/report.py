@@ -126,14 +126,19 @@ def _fmt(value: float | None, spec: str = ".4f") -> str:
     return "n/a (no test data)" if value is None else format(value, spec)
 
 
+def _count(n: int, noun: str) -> str:
+    """'1 feature', '2 features'."""
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
+
+
 def _print_fit_report(r: dict[str, Any]) -> None:
+    """The report after the fit; its first line, `sparsify.cli.fit._announce`'s, came before."""
     gamma = "" if r["gamma"] is None else f", gamma={r['gamma']:.4g}"
     hyper = f", C={r['C']:g}" if "C" in r else f", nu={r['nu']:g}" if "nu" in r else ""
     hyper += f", loss={r['loss']}" if "loss" in r else ""
-    print(f"sparsify {r['sparsify_version']}: {r['formulation']} ({r['estimator']}), "
-          f"kernel {r['kernel']}{gamma}{hyper}")
-    print(f"data:      {r['data']}: {r['n_train']} training points, {r['n_test']} test points, "
-          f"{r['n_features']} features")
+    print(f"estimator: {r['estimator']} ({r['formulation']}), kernel {r['kernel']}{gamma}{hyper}")
+    print(f"data:      {r['data']}: {_count(r['n_train'], 'training point')}, "
+          f"{_count(r['n_test'], 'test point')}, {_count(r['n_features'], 'feature')}")
     for path, notes in r["reading"].items():
         print(f"read:      {path}: {'; '.join(notes)}")
     n_iter = int(np.sum(r["n_iter"]))
