@@ -109,7 +109,8 @@ def build_parser() -> argparse.ArgumentParser:
     fit.add_argument("--solver", default="auto", metavar="NAME",
                      help="'auto' (the formulation's exact fast path if it has one, else "
                           "the generic path with Clarabel, OSQP, ECOS) or a cvxpy backend for "
-                          "the generic path: clarabel, ecos, osqp (default: %(default)s)")
+                          "the generic path: clarabel, ecos, osqp, scs, or a plugin's (see "
+                          "'sparsify plugins'; default: %(default)s)")
     fit.add_argument("--max-iter", type=_nonneg_int, default=None, metavar="N",
                      help="maximum L-BFGS iterations per binary problem (default: 200)")
     fit.add_argument("--seed", type=_nonneg_int, default=0, metavar="S",
@@ -120,7 +121,7 @@ def build_parser() -> argparse.ArgumentParser:
     fit.add_argument("--plot", type=Path, default=None, metavar="PNG",
                      help="save a plot: a classifier's decision boundary (2-D data), a "
                           "regressor's prediction (1-D or 2-D data), with the XVs; needs "
-                          'matplotlib: pip install "sparsify[plot]"')
+                          "matplotlib (pip install matplotlib)")
     fit.add_argument("--inlier-label", type=lambda t: _param(f"label={t}")[1], default=1,
                      metavar="LABEL",
                      help="for outlier detectors (e.g. --formulation oneclass): train on the "
@@ -196,8 +197,8 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("--gamma", type=_gamma, default="scale", metavar="{scale,auto,FLOAT}",
                        help="kernel coefficient of rbf/poly (default: %(default)s)")
     check.add_argument("--solver", default="auto", metavar="NAME",
-                       help="'auto' (the fast path, if any) or a cvxpy backend "
-                            "(default: %(default)s)")
+                       help="'auto' (the fast path, if any) or a cvxpy backend: clarabel, "
+                            "ecos, osqp, scs, or a plugin's (default: %(default)s)")
     check.add_argument("--data", type=Path, default=None, metavar="FILE",
                        help=f"data file {_LIBSVM_HINT} (default: a small random problem)")
     check.add_argument("--split", type=_positive_int, default=1, metavar="K",

@@ -1,7 +1,7 @@
 """Plots of a fitted sparse kernel machine: a classifier's decision boundary on 2-D data,
 a regressor's prediction on 1-D (a curve) or 2-D (a filled contour) data.
 
-matplotlib is an optional dependency (``pip install "sparsify[plot]"``): it is
+matplotlib is an optional dependency (``pip install matplotlib``): it is
 imported only inside the functions here, with the non-interactive "Agg"
 backend, so importing `sparsify` never needs it and plots work on a
 machine without a display.
@@ -21,7 +21,8 @@ if TYPE_CHECKING:
 
 __all__ = ["plot_decision_boundary", "plot_regression", "require_matplotlib"]
 
-_INSTALL_HINT = 'matplotlib is needed for plots; install it with: pip install "sparsify[plot]"'
+_INSTALL_HINT = ("matplotlib is needed for plots; install it with: pip install matplotlib (in "
+                 'the sparsify checkout, pip install ".[plot]" does the same)')
 
 
 def require_matplotlib() -> Any:

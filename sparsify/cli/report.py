@@ -153,8 +153,8 @@ def _print_fit_report(r: dict[str, Any]) -> None:
         print(f"sparse:    Nz = {r['n_expansion']} expansion vectors, test error "
               f"{_fmt(r['test_error'])}, train error {r['train_error']:.4f}, "
               f"fit {r['fit_seconds']:.2f} s ({n_iter} L-BFGS iterations)")
-        full = r.get("full_machine", "SVM")
-        print(f"full {full}: NSV = {r['full_svm_n_support']} support vectors, test error "
+        full = f"full {r.get('full_machine', 'SVM')}:"
+        print(f"{full:<10} NSV = {r['full_svm_n_support']} support vectors, test error "
               f"{_fmt(r['full_svm_test_error'])}")
         if r.get("test_auc") is not None:
             print(f"ROC AUC:   sparse {r['test_auc']:.4f}, full {r['full_test_auc']:.4f} "
