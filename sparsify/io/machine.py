@@ -155,7 +155,8 @@ class SavedKernelMachine(KernelMachineMixin, BaseEstimator):
         return max(1, 2**22 // max(1, width))
 
     def _machine(self, X: ArrayLike) -> Array:
-        out = super()._machine(X)
+        with np.errstate(over="ignore", invalid="ignore"):  # overflow is refused below
+            out = super()._machine(X)
         check_finite_decision(out, getattr(self, "source_", "in memory"), "X")
         return out
 

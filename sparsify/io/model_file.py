@@ -80,6 +80,7 @@ __all__ = [
     "load_model",
     "loads_model",
     "read_model",
+    "read_model_bytes",
     "save_model",
 ]
 
@@ -707,9 +708,22 @@ def loads_model(data: bytes, source: str) -> Any:
     ...
     sparsify.io.model_file.ModelFileError: Cannot load the model file 'model.pkl': it is a ...
     """
+    return _machine(read_model_bytes(data, source))
+
+
+def read_model_bytes(data: bytes, source: str) -> ModelContents:
+    """`read_model` from bytes: the checked contents, which predict with numpy alone.
+
+    Examples
+    --------
+    >>> read_model_bytes(b"", source="empty.spm")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    sparsify.io.model_file.ModelFileError: Cannot load the model file 'empty.spm': it is empty, ...
+    """
     if not isinstance(data, bytes | bytearray | memoryview):
         raise TypeError(f"loads_model needs the file's bytes; got {type(data).__name__}.")
-    return _machine(_contents(io.BytesIO(bytes(data)), len(data), str(source)))
+    return _contents(io.BytesIO(bytes(data)), len(data), str(source))
 
 
 def _contents(fh: BinaryIO, size: int, source: str) -> ModelContents:
