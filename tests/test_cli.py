@@ -579,6 +579,8 @@ def _sine_files(directory: Path, n_features: int = 1) -> tuple[Path, Path, np.nd
     return train, test, X[80:], y[80:]
 
 
+# the model records the training CSV's column names; X is given here as a bare array
+@pytest.mark.filterwarnings("ignore:X does not have valid feature names:UserWarning")
 def test_a_regressor_fitted_with_out_predicts_real_values_with_rmse(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     train, test, X_test, y_test = _sine_files(tmp_path)
@@ -648,6 +650,8 @@ def test_predict_with_a_regressor_needs_numeric_targets(tmp_path: Path,
                           "is a regressor: the targets of", "must be numbers")
 
 
+# the model records the training CSV's column names; X is given here as a bare array
+@pytest.mark.filterwarnings("ignore:X does not have valid feature names:UserWarning")
 def test_a_declared_regressor_is_saved_and_predicted_from_the_command_line(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """A formulation with task "regressor" and no estimator class: the generic estimator."""

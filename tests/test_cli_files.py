@@ -387,6 +387,8 @@ def test_fit_decides_libsvm_indexing_over_data_and_test(tmp_path: Path,
 # --------------------------------------------------------------------------- 2. predict's labels
 
 
+# the model records the training CSV's column names; X is given here as a bare array
+@pytest.mark.filterwarnings("ignore:X does not have valid feature names:UserWarning")
 def test_predict_decides_labelled_or_not_and_says_so(blob_model: Path, tmp_path: Path,
                                                      capsys: pytest.CaptureFixture) -> None:
     X, y = _blobs(6, seed=9)
@@ -437,6 +439,8 @@ def test_load_file_labels_by_feature_count(tmp_path: Path) -> None:
 # --------------------------------------------------------------------------- 3. one-class predict
 
 
+# the model records the training CSV's column names; X is given here as a bare array
+@pytest.mark.filterwarnings("ignore:X does not have valid feature names:UserWarning")
 def test_predict_with_a_one_class_model(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
     X, y = _blobs(15, seed=2)
     data = _write_csv(tmp_path / "d.csv", X, y)
@@ -885,3 +889,30 @@ def test_fit_prints_its_first_line_before_the_heavy_imports() -> None:
     heavy = next(i for i, line in enumerate(lines)
                  if line.startswith("import time:") and "| sklearn" in line)
     assert first < heavy, lines[first]
+
+
+def test_a_binary_problem_has_no_problem_label_on_the_bar() -> None:
+    """The fit driver names a binary problem ''; the bar then shows 'W = …', not 'problem , '."""
+    bar = _Bar(total=10)
+    _ProgressBar(bar, max_iter=10)(_info(1, problem=""))
+    assert bar.postfix == "W = 1.5"
+
+
+def test_the_plot_legend_names_integer_labels_as_integers() -> None:
+    pytest.importorskip("matplotlib")
+    from sparsify.cli.plotting import plot_decision_boundary
+
+    X, y = _blobs(10)
+    y = y.astype(float)  # as a CSV file gives them: 0.0 and 1.0
+    clf = SparseSVC(n_expansion=2, max_iter=2, random_state=0).fit(X, y)
+    fig = plot_decision_boundary(clf, X, y, resolution=20)
+    labels = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
+    assert labels[:2] == ["class 0", "class 1"], labels
+
+
+def test_no_hint_installs_a_package_named_sparsify_from_the_index() -> None:
+    """'pip install "sparsify[plot]"' installs whatever the index holds under that name."""
+    from tests.conftest import REPO
+
+    for path in [*REPO.glob("sparsify/**/*.py"), *REPO.glob("docs/*.md"), REPO / "README.md"]:
+        assert 'sparsify[plot]' not in path.read_text(), path
