@@ -650,7 +650,7 @@ def _read_libsvm(path: Path, zero_based: bool | None, labels: bool | None,
     from sklearn.datasets import load_svmlight_file
 
     # a value takes at least 4 bytes of text ("1:1 ") and 16 bytes parsed
-    _check_size(path, 4 * path.stat().st_size, "parsed")
+    _check_size(path, 4 * path.stat().st_size, "its values, parsed,")
     try:
         # Read the indices as written (column j = index j); the base is decided below.
         X_sparse, y = load_svmlight_file(str(path), zero_based=True)
