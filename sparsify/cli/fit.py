@@ -39,7 +39,7 @@ MAX_TARGET = 1e100
 
 
 def _announce(args: argparse.Namespace) -> None:
-    """The report's first line, printed before scikit-learn and cvxpy are imported (seconds)."""
+    """The report's first line, printed at once: importing scikit-learn and cvxpy takes seconds."""
     if args.json:
         return
     data = args.data if args.data is not None else "banana (embedded, split 1)"
@@ -230,10 +230,14 @@ def _cmd_fit(args: argparse.Namespace) -> int:
         if regressor:
             metadata.update({key: result[key] for key in ("test_rmse", "test_mae", "test_r2")})
         columns = data.columns
-        if columns is not None and len(set(columns)) == len(columns):
-            # named columns: predict matches a data file's columns by these names
+        named = columns is not None and len(set(columns)) == len(columns)
+        if named:  # the file records them: predict matches a data file's columns by name
             estimator.feature_names_in_ = np.asarray(columns, dtype=object)
-        outputs.append((args.out, dumps_model(estimator, metadata=metadata)))
+        try:
+            outputs.append((args.out, dumps_model(estimator, metadata=metadata)))
+        finally:  # the plot below predicts on bare arrays
+            if named:
+                del estimator.feature_names_in_
     if args.plot is not None:
         outputs.append((args.plot, _render_plot(estimator, data, args.plot, result)))
     _write_atomically(outputs)

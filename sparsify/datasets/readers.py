@@ -342,7 +342,7 @@ def _number(cell: str) -> float | None:
 
 
 def _csv_rows(fh: Any, path: Path, first_is_header: bool) -> Iterator[tuple[int, list[str]]]:
-    """(line number, stripped cells) of every row that is not blank or a ``#`` comment.
+    """(line number, stripped cells) of every non-blank row; a ``#`` comment gives no cells.
 
     RFC 4180 (the csv module's excel dialect): a quoted cell may hold commas,
     quotes (doubled) and line breaks; the line number is the row's first line.
