@@ -520,7 +520,8 @@ def test_console_script_runs(tmp_path: Path) -> None:
                          capture_output=True, text=True, timeout=120, check=False)
     assert bad.returncode == 2
     assert bad.stderr.strip().startswith("sparsify: error: No data file")
-    assert "Traceback" not in bad.stderr and bad.stdout == ""
+    assert "Traceback" not in bad.stderr
+    assert bad.stdout.splitlines() == [f"{_ANNOUNCEMENT}with kernel rbf on {tmp_path / 'nope.csv'}"]
 
 
 def test_param_passes_estimator_parameters(capsys) -> None:
