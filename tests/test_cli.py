@@ -521,7 +521,8 @@ def test_console_script_runs(tmp_path: Path) -> None:
     assert bad.returncode == 2
     assert bad.stderr.strip().startswith("sparsify: error: No data file")
     assert "Traceback" not in bad.stderr
-    assert bad.stdout.splitlines() == [f"{_ANNOUNCEMENT}svm with kernel rbf on {tmp_path / 'nope.csv'}"]
+    announced = f"{_ANNOUNCEMENT}svm with kernel rbf on {tmp_path / 'nope.csv'}"
+    assert bad.stdout.splitlines() == [announced]
 
 
 def test_param_passes_estimator_parameters(capsys) -> None:
