@@ -14,19 +14,22 @@ Three measurements of what a new user meets, each side by side in one run:
 * **Start-up.** Wall time of ``sparsify --version``, of ``sparsify predict`` on 50 rows from
   a model file (and whether it imported scikit-learn or cvxpy), and of ``sparsify fit`` until
   its first line and until it ends; on the machine as it is, and under the hog.
-* **The test suite** (``--suite``): the README's test command, timed once, with the load
-  average before and after (run it on an idle machine).
+* **The test suite**: the README's test command, timed once, with the load average before
+  and after (run this part on an idle machine).
 
 Usage::
 
-    python benchmarks/first_hour.py --out docs/results [--repeats 7] [--suite]
+    python benchmarks/first_hour.py --out docs/results [--repeats 7] [--parts startup blas suite]
 
-Writes ``first_hour.md`` (tables, command, machine) and ``first_hour.csv`` (every run).
+Writes ``first_hour.md`` (tables, commands, machine) and ``first_hour.csv`` (every run). A
+run of some ``--parts`` keeps the other parts' rows of an earlier run in ``--out``, so the
+suite can be timed apart, when the machine is idle.
 """
 
 from __future__ import annotations
 
 import argparse
+import csv
 import json
 import os
 import platform
@@ -44,6 +47,7 @@ from typing import Any
 from performance import _write_atomic, cpu_name, write_csv
 
 REPO = Path(__file__).resolve().parents[1]
+PARTS = ("startup", "blas", "suite")
 # one BLAS thread, whatever the BLAS (OpenBLAS, MKL, BLIS, Accelerate) or OpenMP runtime
 ONE_THREAD = {name: "1" for name in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS",
                                      "MKL_NUM_THREADS", "BLIS_NUM_THREADS",
@@ -209,7 +213,9 @@ def report(rows: list[dict[str, Any]], args: argparse.Namespace, cores: int,
         "1 s for 50 rows, and a first line at once. Times are medians over "
         f"{args.repeats} runs; the settings alternate, so the load is shared alike.",
         "",
-        f"Command: `{args.command}`",
+        "Commands: " + "; ".join(f"`{c}`" for c in dict.fromkeys(
+            r.get("command", args.command) for r in rows)) + " (a run of some `--parts` keeps "
+        "the others' rows).",
         "",
         f"Machine: {cores} CPUs ({cpu_name()}, {platform.machine()}, {platform.platform()}), "
         f"Python {platform.python_version()}; load average at the start {load_start} (other "
@@ -253,14 +259,28 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--out", type=Path, default=Path("docs/results"))
     ap.add_argument("--repeats", type=int, default=7)
-    ap.add_argument("--suite", action="store_true",
-                    help="also time the README's test command once (minutes; run it idle)")
+    ap.add_argument("--parts", nargs="+", choices=PARTS, default=list(PARTS),
+                    help="what to measure (default: all); the suite takes minutes: run it idle")
     args = ap.parse_args(argv)
     if args.repeats < 1:
         ap.error(f"--repeats must be at least 1; got {args.repeats}")
     raw = list(sys.argv[1:] if argv is None else argv)
     args.command = " ".join(shlex.quote(a) for a in ["python", "benchmarks/first_hour.py", *raw])
     return args
+
+
+def _earlier(path: Path, parts: list[str]) -> list[dict[str, Any]]:
+    """The rows of an earlier run's CSV whose part this run does not measure."""
+    if not path.is_file():
+        return []
+    with path.open(newline="") as fh:
+        rows = [{k: v for k, v in row.items() if v != ""} for row in csv.DictReader(fh)]
+    kept = [r for r in rows if (r["part"] if r["part"] != "imports" else "startup") not in parts]
+    for r in kept:
+        for key in ("wall", "fit_seconds"):
+            if key in r:
+                r[key] = float(r[key])
+    return kept
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -272,14 +292,22 @@ def main(argv: list[str] | None = None) -> int:
     rows: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory() as tmp:
         cwd = Path(tmp)
-        _prepare(cwd)
-        if args.suite:  # first, while nothing of this script loads the machine
+        if "suite" in args.parts:  # first, while nothing of this script loads the machine
             rows.append(suite_run(cwd))
             print(rows[-1], flush=True)
-        rows += startup_runs(args.repeats, cwd, f"as it is (load {load_start})")
-        with cpu_hog(cores):
-            rows += startup_runs(args.repeats, cwd, f"a CPU hog on each of {cores} cores")
-            rows += blas_runs(args.repeats, cores, cwd)
+        if "startup" in args.parts or "blas" in args.parts:
+            _prepare(cwd)
+        if "startup" in args.parts:
+            rows += startup_runs(args.repeats, cwd, f"as it is (load {load_start})")
+        if "startup" in args.parts or "blas" in args.parts:
+            with cpu_hog(cores):
+                if "startup" in args.parts:
+                    rows += startup_runs(args.repeats, cwd, f"a CPU hog on each of {cores} cores")
+                if "blas" in args.parts:
+                    rows += blas_runs(args.repeats, cores, cwd)
+    for row in rows:
+        row["command"] = args.command
+    rows += _earlier(args.out / "first_hour.csv", args.parts)
     write_csv(args.out / "first_hour.csv", rows,
               fields=sorted({key for row in rows for key in row}))
     text = report(rows, args, cores, load_start, time.perf_counter() - start)
