@@ -111,12 +111,13 @@ def blas_runs(repeats: int, cores: int, cwd: Path) -> list[dict[str, Any]]:
     rows = []
     jobs = {"Banana fit (sparsify fit)": _sparsify("fit", "--json"),
             "one-vs-rest fit, n_jobs=2": [sys.executable, "-c", OVR_FIT]}
-    for _ in range(repeats):
+    for repeat in range(repeats):
         for job, cmd in jobs.items():
             for setting, extra in _settings(cores).items():
                 wall, out = _timed(cmd, _env(extra), cwd)
                 rows.append({"part": "blas", "job": job, "setting": setting, "wall": wall,
-                             "fit_seconds": json.loads(out)["fit_seconds"]})
+                             "fit_seconds": json.loads(out)["fit_seconds"],
+                             "repeat": repeat})
     return rows
 
 
@@ -188,10 +189,6 @@ def _prepare(cwd: Path) -> None:
                header="x0,x1,label", comments="")
 
 
-def _median(rows: list[dict[str, Any]], key: str, **match: str) -> float:
-    return statistics.median(r[key] for r in rows if all(r.get(k) == v for k, v in match.items()))
-
-
 def report(rows: list[dict[str, Any]], args: argparse.Namespace, cores: int,
            load_start: str, wall: float) -> str:
     settings = list(_settings(cores))
@@ -224,15 +221,24 @@ def report(rows: list[dict[str, Any]], args: argparse.Namespace, cores: int,
         "",
         f"## BLAS threads, with a CPU hog on each of the {cores} cores",
         "",
-        "| fit | BLAS threads | fit s (median) | process s (median) | fit time ÷ one thread's |",
+        "The ratio is the median over the rounds of each round's fit time against the same "
+        "round's one-thread fit (the settings of a round run back to back, so a change in the "
+        "machine's load between rounds does not enter it).",
+        "",
+        "| fit | BLAS threads | fit s (median) | process s (median) | fit time ÷ one thread's "
+        "(median of the rounds) |",
         "|---|---|---|---|---|",
     ]
-    for job in dict.fromkeys(r["job"] for r in rows if r["part"] == "blas"):
-        base = _median(rows, "fit_seconds", part="blas", job=job, setting=one)
+    blas = [r for r in rows if r["part"] == "blas"]
+    for job in dict.fromkeys(r["job"] for r in blas):
+        base = {r["repeat"]: r["fit_seconds"] for r in blas if r["job"] == job
+                and r["setting"] == one}
         for setting in settings:
-            fit = _median(rows, "fit_seconds", part="blas", job=job, setting=setting)
-            wall = _median(rows, "wall", part="blas", job=job, setting=setting)
-            lines.append(f"| {job} | {setting} | {fit:.3f} | {wall:.2f} | {fit / base:.2f} |")
+            sel = [r for r in blas if r["job"] == job and r["setting"] == setting]
+            ratio = statistics.median(r["fit_seconds"] / base[r["repeat"]] for r in sel)
+            fit = statistics.median(r["fit_seconds"] for r in sel)
+            wall = statistics.median(r["wall"] for r in sel)
+            lines.append(f"| {job} | {setting} | {fit:.3f} | {wall:.2f} | {ratio:.2f} |")
     lines += ["", "## Start-up", "",
               "| command | machine | wall s (median) | max s | imports scikit-learn or cvxpy |",
               "|---|---|---|---|---|"]
@@ -280,6 +286,8 @@ def _earlier(path: Path, parts: list[str]) -> list[dict[str, Any]]:
         for key in ("wall", "fit_seconds"):
             if key in r:
                 r[key] = float(r[key])
+        if "repeat" in r:
+            r["repeat"] = int(r["repeat"])
     return kept
 
 
