@@ -196,8 +196,9 @@ def report(rows: list[dict[str, Any]], args: argparse.Namespace, cores: int,
     lines = [
         "# A user's first hour: threads, start-up, tests",
         "",
-        "What a new user meets first, timed side by side in one run on this page's machine. "
-        "With a CPU hog (a busy loop) on every core, a fit with sparsify's BLAS thread sizing "
+        "What a new user meets first, timed on this page's machine, each table's rows side by "
+        "side in one run. With a CPU hog (a busy loop) on every core, a fit with sparsify's "
+        "BLAS thread sizing "
         "(`sparsify.core.threads`: one thread per 5·10⁷ multiply-adds of a W(Z) evaluation, "
         "so one for Banana) runs as fast as with one BLAS thread, where the BLAS's own default "
         "of one thread per core (the third row: what the Banana fit ran with before) runs "
@@ -207,8 +208,10 @@ def report(rows: list[dict[str, Any]], args: argparse.Namespace, cores: int,
         "imports nothing but the standard library, `sparsify "
         "predict` reads the model file with numpy alone (neither scikit-learn nor cvxpy), and "
         "`sparsify fit` prints its first line before it imports them; the goals are 0.3 s, "
-        "1 s for 50 rows, and a first line at once. Times are medians over "
-        f"{args.repeats} runs; the settings alternate, so the load is shared alike.",
+        "1 s for 50 rows, and a first line at once. The README's test command (every test but "
+        "those marked slow) is timed once, on the machine as idle as it could be had, with its "
+        "load before and after; the goal is 5 minutes on 2 idle cores. Other times are medians "
+        f"over {args.repeats} runs; the settings alternate, so the load is shared alike.",
         "",
         "Commands: " + "; ".join(f"`{c}`" for c in dict.fromkeys(
             r.get("command", args.command) for r in rows)) + " (a run of some `--parts` keeps "
