@@ -55,7 +55,7 @@ _LAZY = {
     "SemiSupervisedSVC": "sparsify.algorithms.s3vm.estimator",
     "SolverError": "sparsify.core.errors",
     "TaylorGaussianFeatures": "sparsify.kernels.taylor",
-    "TaylorRBF": "sparsify.kernels.taylor",
+    "TaylorRBF": "sparsify.kernels.taylor_rbf",
     "to_onnx": "sparsify.onnx.convert",
 }
 
@@ -151,5 +151,6 @@ if TYPE_CHECKING:  # static analysers and IDEs see the eager imports
     from sparsify.core.transformer import SparseKernelTransformer
     from sparsify.kernels import RBF, Kernel, Linear, Polynomial, SumKernel
     from sparsify.kernels.manifold import ManifoldKernel
-    from sparsify.kernels.taylor import TaylorGaussianFeatures, TaylorRBF
+    from sparsify.kernels.taylor import TaylorGaussianFeatures
+    from sparsify.kernels.taylor_rbf import TaylorRBF
     from sparsify.onnx.convert import to_onnx

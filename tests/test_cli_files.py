@@ -180,10 +180,14 @@ def test_an_unreadable_input_is_one_line_naming_the_file(tmp_path: Path,
     X, y = _blobs(10)
     data = _write_csv(tmp_path / "secret.csv", X, y)
 
-    def denied(self: Path) -> bytes:
-        raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), str(self))
+    real_open = Path.open
 
-    monkeypatch.setattr(Path, "read_bytes", denied)
+    def denied(self: Path, *args: Any, **kwargs: Any) -> Any:
+        if self == data:
+            raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), str(self))
+        return real_open(self, *args, **kwargs)
+
+    monkeypatch.setattr(Path, "open", denied)
     _assert_clean_failure(*_run(capsys, "fit", "--data", data),
                           f"{data}: Permission denied")
 
@@ -383,6 +387,8 @@ def test_fit_decides_libsvm_indexing_over_data_and_test(tmp_path: Path,
 # --------------------------------------------------------------------------- 2. predict's labels
 
 
+# the model records the training CSV's column names; X is given here as a bare array
+@pytest.mark.filterwarnings("ignore:X does not have valid feature names:UserWarning")
 def test_predict_decides_labelled_or_not_and_says_so(blob_model: Path, tmp_path: Path,
                                                      capsys: pytest.CaptureFixture) -> None:
     X, y = _blobs(6, seed=9)
@@ -433,6 +439,8 @@ def test_load_file_labels_by_feature_count(tmp_path: Path) -> None:
 # --------------------------------------------------------------------------- 3. one-class predict
 
 
+# the model records the training CSV's column names; X is given here as a bare array
+@pytest.mark.filterwarnings("ignore:X does not have valid feature names:UserWarning")
 def test_predict_with_a_one_class_model(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
     X, y = _blobs(15, seed=2)
     data = _write_csv(tmp_path / "d.csv", X, y)
@@ -665,3 +673,246 @@ def test_fit_shows_a_progress_bar_on_a_terminal_only(tmp_path: Path,
     monkeypatch.setattr(sys, "stderr", io.StringIO())  # not a terminal
     assert main(argv) == 0
     assert sys.stderr.getvalue() == ""
+
+
+# --------------------------------------------------------------------------- 7. issue 43
+
+
+@pytest.mark.parametrize("kind", ["fifo", "device", "read_only", "directory"])
+@pytest.mark.parametrize("command", ["fit", "predict"])
+def test_out_refuses_a_target_that_is_not_a_writable_regular_file(
+        kind: str, command: str, blob_model: Path, tmp_path: Path, no_fit: None,
+        capsys: pytest.CaptureFixture) -> None:
+    """A rename over a FIFO, a device node or a read-only file would replace it."""
+    import stat
+
+    target = tmp_path / "target"
+    if kind == "fifo":
+        os.mkfifo(target)
+    elif kind == "device":
+        if os.geteuid() != 0:
+            pytest.skip("making a device node needs root")
+        os.mknod(target, stat.S_IFCHR | 0o600, os.makedev(1, 3))  # /dev/null's numbers
+    elif kind == "read_only":
+        target.write_text("keep me")
+        target.chmod(0o444)
+    else:
+        target.mkdir()
+    before = os.lstat(target)
+    X, y = _blobs(5)
+    data = _write_csv(tmp_path / "d.csv", X, y)
+    args = (["fit", "--data", data] if command == "fit"
+            else ["predict", "--model", blob_model, "--data", data])
+    needle = {"fifo": "is a FIFO (named pipe), not a regular file",
+              "device": "is a device node, not a regular file", "read_only": "is read-only",
+              "directory": "is a directory"}[kind]
+    _assert_clean_failure(*_run(capsys, *args, "--out", target), f"--out {target} {needle}")
+    after = os.lstat(target)
+    assert (after.st_ino, after.st_mode) == (before.st_ino, before.st_mode)  # untouched
+    assert _files(tmp_path) == {"target", "d.csv"}
+
+
+def test_out_through_a_symbolic_link_writes_its_target(blob_model: Path, tmp_path: Path,
+                                                       capsys: pytest.CaptureFixture) -> None:
+    real = tmp_path / "real.csv"
+    real.write_text("old\n")
+    link = tmp_path / "link.csv"
+    link.symlink_to(real)
+    X, y = _blobs(5)
+    data = _write_csv(tmp_path / "d.csv", X, y)
+    code, _, err = _run(capsys, "predict", "--model", blob_model, "--data", data, "--out", link)
+    assert code == 0, err
+    assert link.is_symlink() and real.read_text().startswith("prediction\n")
+
+
+def test_labels_are_csv_both_ways(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    """Quoted labels with commas and quotes are read (RFC 4180), and predictions are written
+    quoted, with a formula-like label defused (OWASP: a leading ')."""
+    import csv
+
+    X, y = _blobs(15, seed=3)
+    names = np.array(['a,b', '=HYPERLINK("x")'])[y]
+    train = tmp_path / "train.csv"
+    with train.open("w", newline="") as fh:
+        writer = csv.writer(fh)
+        writer.writerow(["x0", "x1", "label"])
+        writer.writerows([[a, b, n] for (a, b), n in zip(X, names, strict=True)])
+    model = tmp_path / "m.model"
+    code, _, err = _run(capsys, "fit", "--data", train, *QUICK, "--out", model, "--json")
+    assert code == 0, err
+    code, out, err = _run(capsys, "predict", "--model", model, "--data", train, "--out",
+                          tmp_path / "p.csv")
+    assert code == 0 and "30 predictions, error 0.0000" in out, err
+    with (tmp_path / "p.csv").open(newline="") as fh:
+        rows = list(csv.reader(fh))
+    assert rows[0] == ["prediction"] and len(rows) == 31
+    assert {r[0] for r in rows[1:]} == {"a,b", "'=HYPERLINK(\"x\")"}
+
+
+def test_predict_matches_columns_by_name(tmp_path: Path,
+                                         capsys: pytest.CaptureFixture) -> None:
+    X, y = _blobs(15, seed=5)
+    X[:, 1] *= 3  # the columns differ: swapping them changes the predictions
+    train = _write_csv(tmp_path / "train.csv", X, y)
+    model = tmp_path / "m.model"
+    assert _run(capsys, "fit", "--data", train, *QUICK, "--out", model)[0] == 0
+    swapped = tmp_path / "swapped.csv"
+    np.savetxt(swapped, np.column_stack([y, X[:, 1], X[:, 0]]), delimiter=",",
+               header="label,x1,x0", comments="")
+    code, out, err = _run(capsys, "predict", "--model", model, "--data", swapped, "--json")
+    assert code == 0, err
+    direct = json.loads(_run(capsys, "predict", "--model", model, "--data", train,
+                             "--json")[1])
+    r = json.loads(out)
+    assert r["predictions"] == direct["predictions"] and r["error"] == direct["error"]
+    assert "columns matched to the model's by name (x0, x1)" in r["reading"]
+    renamed = tmp_path / "renamed.csv"
+    renamed.write_text(swapped.read_text().replace("label,x1,x0", "label,x1,width"))
+    _assert_clean_failure(*_run(capsys, "predict", "--model", model, "--data", renamed),
+                          "has no column named 'x0'", "pass --no-header")
+
+
+def test_fit_warns_when_the_test_labels_are_coded_otherwise(tmp_path: Path,
+                                                            capsys: pytest.CaptureFixture) -> None:
+    X, y = _blobs(15, seed=1)
+    train = _write_csv(tmp_path / "train.csv", X, y)  # 0/1
+    test = _write_csv(tmp_path / "test.csv", X, 2 * y - 1)  # -1/+1
+    code, _, err = _run(capsys, "fit", "--data", train, "--test", test, *QUICK)
+    assert code == 0
+    assert ("sparsify: warning: The test data " + str(test) + " has labels the training data "
+            "never had ([-1]; the training labels are [0, 1])") in err
+
+
+def test_a_stdout_closed_from_the_start_is_one_error_line(tmp_path: Path) -> None:
+    proc = subprocess.run([sys.executable, "-m", "sparsify", "plugins"], capture_output=False,
+                          stderr=subprocess.PIPE, text=True, timeout=120,
+                          preexec_fn=lambda: os.close(1))
+    assert proc.returncode == 2
+    assert proc.stderr.splitlines() == [
+        "sparsify: error: standard output is closed (as by '>&-'), so the report has nowhere "
+        "to go; redirect it to a file or to /dev/null instead."]
+
+
+def test_numbers_with_underscores_are_not_numbers(tmp_path: Path,
+                                                  capsys: pytest.CaptureFixture) -> None:
+    data = tmp_path / "u.csv"
+    data.write_text("1.0,2.0,0\n1_000,3.0,1\n2.0,1.0,0\n3.0,3.0,1\n")
+    _assert_clean_failure(*_run(capsys, "fit", "--data", data),
+                          "line 2, column 1: could not convert '1_000' to a number")
+    code, _, err = _run(capsys, "fit", "--C", "1_000")
+    assert code == 2 and "argument --C: must be a number; got '1_000'" in err
+
+
+def test_a_plugin_whose_declare_raises_is_one_error_line(capsys: pytest.CaptureFixture) -> None:
+    import cvxpy as cp
+
+    from sparsify import Formulation, hookimpl, register_plugin
+    from sparsify.core.registry import get_registry
+
+    class Exploding(Formulation):
+        name, task = "issue43_exploding", "classifier"
+
+        def declare(self, out):  # type: ignore[no-untyped-def]
+            raise RuntimeError("the plugin's own bug " + str(cp.__name__))
+
+    if Exploding.name not in get_registry().names("formulation"):
+        register_plugin(SimpleNamespace(
+            register_formulations=hookimpl(lambda register: register(Exploding))),
+            "issue43_exploding_plugin")
+    code, _, err = _run(capsys, "fit", "--formulation", "issue43_exploding", "--solver",
+                        "clarabel", *QUICK)
+    assert code == 2 and "Traceback" not in err
+    line = err.strip().splitlines()[-1]
+    assert line.startswith("sparsify: error: the formulation 'issue43_exploding' "
+                           "(tests.test_cli_files.")
+    assert "raised in declare() at " in line and "RuntimeError: the plugin's own bug cvxpy" in line
+
+
+def test_a_sparsify_fault_keeps_its_traceback(monkeypatch: pytest.MonkeyPatch,
+                                              capsys: pytest.CaptureFixture) -> None:
+    import sparsify.cli.fit
+
+    def bug(args: Any) -> None:
+        raise RuntimeError("sparsify's own bug")
+
+    monkeypatch.setattr(sparsify.cli.fit, "_load_fit_data", bug)
+    with pytest.raises(RuntimeError, match="sparsify's own bug"):
+        main(["fit"])
+
+
+def test_a_c_or_targets_too_large_say_what_is_too_large(tmp_path: Path,
+                                                         capsys: pytest.CaptureFixture) -> None:
+    _assert_clean_failure(*_run(capsys, "fit", "--C", "1e300"),
+                          "C=1e+300 is too large: above 1e+12")
+    _assert_clean_failure(*_run(capsys, "fit", "--param", "C=1e20"), "C=1e+20 is too large")
+    X, _ = _blobs(10)
+    y = 1e300 * np.sin(X[:, 0])
+    data = _write_csv(tmp_path / "big.csv", X, y)
+    _assert_clean_failure(*_run(capsys, "fit", "--formulation", "kernel_ridge", "--data", data),
+                          f"The targets of {data} reach", "above 1e+100")
+
+
+def test_a_csv_over_the_memory_budget_is_refused_before_it_is_read_whole(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import sparsify.core.memory
+
+    rows = 3 * 4096
+    data = tmp_path / "big.csv"
+    data.write_text("".join(f"{i},{i},0\n" for i in range(rows)))
+    monkeypatch.setattr(sparsify.core.memory, "available_memory", lambda: 4 * 4096 * 16 * 2)
+    with pytest.raises(ValueError, match=rf"{data} is too large to read in the memory "
+                                         r"available: its first 4096 rows already take"):
+        load_file(data)
+
+
+def test_predict_imports_neither_scikit_learn_nor_cvxpy(blob_model: Path,
+                                                        tmp_path: Path) -> None:
+    X, y = _blobs(25)
+    data = _write_csv(tmp_path / "d.csv", X, y)
+    proc = subprocess.run([sys.executable, "-X", "importtime", "-m", "sparsify", "predict",
+                           "--model", str(blob_model), "--data", str(data)],
+                          capture_output=True, text=True, timeout=120, check=True)
+    modules = {line.split("|")[-1].strip().split(".")[0] for line in proc.stderr.splitlines()
+               if line.startswith("import time:")}
+    assert "numpy" in modules and len(proc.stdout.split()) == 50  # the listing works
+    assert not modules & {"sklearn", "cvxpy", "scipy", "matplotlib"}
+
+
+@pytest.mark.slow
+def test_fit_prints_its_first_line_before_the_heavy_imports() -> None:
+    # one stream for both, so their order is kept: the first line, then scikit-learn's import
+    proc = subprocess.run([sys.executable, "-u", "-X", "importtime", "-m", "sparsify", "fit",
+                           *QUICK], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                          timeout=300, check=True)
+    lines = proc.stdout.splitlines()
+    first = next(i for i, line in enumerate(lines) if line.startswith("sparsify "))
+    heavy = next(i for i, line in enumerate(lines)
+                 if line.startswith("import time:") and "| sklearn" in line)
+    assert first < heavy, lines[first]
+
+
+def test_a_binary_problem_has_no_problem_label_on_the_bar() -> None:
+    """The fit driver names a binary problem ''; the bar then shows 'W = …', not 'problem , '."""
+    bar = _Bar(total=10)
+    _ProgressBar(bar, max_iter=10)(_info(1, problem=""))
+    assert bar.postfix == "W = 1.5"
+
+
+def test_the_plot_legend_names_integer_labels_as_integers() -> None:
+    pytest.importorskip("matplotlib")
+    from sparsify.cli.plotting import plot_decision_boundary
+
+    X, y = _blobs(10)
+    y = y.astype(float)  # as a CSV file gives them: 0.0 and 1.0
+    clf = SparseSVC(n_expansion=2, max_iter=2, random_state=0).fit(X, y)
+    fig = plot_decision_boundary(clf, X, y, resolution=20)
+    labels = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
+    assert labels[:2] == ["class 0", "class 1"], labels
+
+
+def test_no_hint_installs_a_package_named_sparsify_from_the_index() -> None:
+    """'pip install "sparsify[plot]"' installs whatever the index holds under that name."""
+    from tests.conftest import REPO
+
+    for path in [*REPO.glob("sparsify/**/*.py"), *REPO.glob("docs/*.md"), REPO / "README.md"]:
+        assert 'sparsify[plot]' not in path.read_text(), path

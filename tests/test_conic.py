@@ -178,7 +178,7 @@ def test_memory_is_estimated_before_anything_is_compiled(monkeypatch) -> None:
     X, y = random_problem(200, 2)
     need = estimate_memory(200, 10)
     with pytest.raises(MemoryEstimateError, match=r"The generic path for the 'svm' formulation "
-                       r"with N=200, Nz=10 would need about .* GiB; .* GiB are available\. "
+                       r"with N=200, Nz=10 would need about .* [kMG]iB; .* [kMG]iB are available\. "
                        r"Use fewer XVs"):
         ConicMarginal(make_formulation("svm"), X, y, RBF(1.0), 10, max_memory=need - 1)
 

@@ -45,6 +45,7 @@ def _assert_same_model(a: SparseSVC, b: SparseSVC, X: np.ndarray) -> None:
     np.testing.assert_array_equal(a.decision_function(X), b.decision_function(X))
 
 
+@pytest.mark.slow
 def test_one_vs_rest_on_a_dask_cluster(client: Any) -> None:
     X, y = make_blobs(n_samples=60, centers=3, cluster_std=1.0, random_state=2)
     params = {"n_expansion": 3, "max_iter": 10, "random_state": 0, "n_jobs": 2}

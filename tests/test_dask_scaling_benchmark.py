@@ -13,6 +13,7 @@ pytest.importorskip("distributed", reason="needs dask[distributed]")
 
 
 @pytest.mark.parametrize("loss", ["hinge", "squared_hinge"])
+@pytest.mark.slow
 def test_quick_run_writes_the_page_and_both_paths(tmp_path: Path, loss: str) -> None:
     bench = load_benchmark("dask_scaling")
     out = tmp_path / "out"

@@ -111,6 +111,7 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return out
 
 
+@pytest.mark.slow
 def test_site_builds_strictly_without_warnings(site: Path) -> None:
     for page in ("index.html", "quickstart/index.html", "cli/index.html", "theory/index.html",
                  "results/reproduce/index.html"):
@@ -223,6 +224,7 @@ def test_python_blocks_run(page: str) -> None:
     _run_python_blocks(page)
 
 
+@pytest.mark.slow
 def test_estimator_examples_are_correct_doctests() -> None:
     blocks = [b for b in _code_blocks("estimators.md", "python") if b.lstrip().startswith(">>>")]
     test = doctest.DocTestParser().get_doctest("\n".join(blocks), {}, "docs/estimators.md",

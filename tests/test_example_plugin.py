@@ -63,6 +63,7 @@ def _python(installed: dict[str, object], code: str) -> dict[str, object]:
     return json.loads(out.strip().splitlines()[-1])
 
 
+@pytest.mark.slow
 def test_sparsify_plugins_lists_it_with_its_distribution(installed) -> None:
     listing = json.loads(_run(installed, "-m", "sparsify", "plugins", "--json").stdout)
     rows = {row["name"]: row for row in listing["formulations"]}
@@ -73,6 +74,7 @@ def test_sparsify_plugins_lists_it_with_its_distribution(installed) -> None:
     assert rows["svm"]["distribution"] == "sparsify"  # the built-ins are still there
 
 
+@pytest.mark.slow
 def test_the_command_line_fits_it(installed) -> None:
     model = Path(str(installed["cwd"])) / "svdd.pkl"
     r = json.loads(_run(
@@ -128,6 +130,7 @@ def in_python(installed) -> dict[str, object]:
     """)
 
 
+@pytest.mark.slow
 def test_its_estimator_fits_and_equals_the_full_one_class_svm_at_z_equal_x(in_python) -> None:
     r = in_python
     assert r["entry"] == [True, "sparsify-svdd"]
@@ -157,3 +160,28 @@ def test_it_passes_the_conformance_suite(in_python) -> None:
     assert gradient["rel_error"] < 1e-6 and gradient["grad_norm"] > 0
     estimator = next(c for c in r["checks"] if c["name"] == "estimator")
     assert estimator["n_checks"] > 40
+
+
+@pytest.mark.slow
+def test_installed_it_leaves_the_suite_hermetic_and_its_kernels_are_checked(installed) -> None:
+    """Installed beside sparsify, the plugin is not what sparsify's own tests run over, and
+    check_gradient refuses the kernels it does not support instead of failing on them."""
+    repo = Path(__file__).resolve().parents[1]
+    collected = _run(installed, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider",
+                     str(repo / "tests" / "test_marginal.py")).stdout
+    assert "test_gradient_matches_central_differences[svm-" in collected  # the listing works
+    assert "svdd" not in collected
+    checked = _python(installed, """
+        import json
+        from sparsify.core.gradcheck import check_gradient
+        try:
+            check_gradient("svdd", "poly")
+            refusal = None
+        except ValueError as exc:
+            refusal = str(exc)
+        print(json.dumps({"refusal": refusal,
+                          "rbf": check_gradient("svdd", "rbf").passed(1e-6)}))
+    """)
+    assert checked["rbf"] is True
+    assert str(checked["refusal"]).startswith("The 'svdd' formulation supports the kernels "
+                                              "['rbf'] only"), checked

@@ -18,6 +18,7 @@ def test_quickstart(tmp_path, capsys, monkeypatch) -> None:
     assert "SLMC:     8 expansion vectors" in out and png.stat().st_size > 10_000
 
 
+@pytest.mark.slow
 def test_custom_formulation(capsys) -> None:
     runpy.run_path(str(REPO / "examples" / "custom_formulation.py"), run_name="__main__")
     out = capsys.readouterr().out

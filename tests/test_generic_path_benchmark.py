@@ -5,9 +5,12 @@ from __future__ import annotations
 import csv
 from pathlib import Path
 
+import pytest
+
 from tests.benchmark_helpers import load_benchmark
 
 
+@pytest.mark.slow
 def test_quick_run_writes_the_page_and_every_measurement(tmp_path: Path) -> None:
     bench = load_benchmark("generic_path")
     out = tmp_path / "out"

@@ -10,6 +10,7 @@ import pytest
 from tests.benchmark_helpers import load_benchmark
 
 
+@pytest.mark.slow
 def test_the_table_lists_every_check_and_states_the_answering_solver(tmp_path: Path) -> None:
     bench = load_benchmark("gradient_accuracy")
     out = tmp_path / "out"
@@ -34,6 +35,7 @@ def test_an_unknown_formulation_is_a_usage_error(tmp_path: Path) -> None:
     assert info.value.code == 2 and not list(tmp_path.iterdir())
 
 
+@pytest.mark.slow
 def test_declared_formulations_join_the_table(tmp_path: Path, monkeypatch) -> None:
     from sparsify.core.registry import get_registry
 

@@ -26,6 +26,7 @@ def read(path: Path) -> list[dict[str, str]]:
         return list(csv.DictReader(fh))
 
 
+@pytest.mark.slow
 def test_a_tiny_run_writes_the_page_and_the_table(data: Path, tmp_path: Path) -> None:
     bench = load_benchmark("kernel_pca")
     out = tmp_path / "out"
@@ -52,6 +53,7 @@ def test_a_tiny_run_writes_the_page_and_the_table(data: Path, tmp_path: Path) ->
     assert not list(out.glob("*.tmp"))
 
 
+@pytest.mark.slow
 def test_a_set_without_splits_and_a_subsampled_full_kernel_pca(data: Path,
                                                                  tmp_path: Path) -> None:
     bench = load_benchmark("kernel_pca")

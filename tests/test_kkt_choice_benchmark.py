@@ -18,9 +18,11 @@ def test_quick_run_compares_every_method_on_one_system(tmp_path: Path) -> None:
     rows = list(csv.DictReader((out / "kkt_choice.csv").open()))
     factor = [r for r in rows if r.get("factor_s")]
     assert {r["method"] for r in factor} == {"structured", "qdldl", "cholmod"}
-    # every method solves the same system; the structured one without regularisation
+    # every method solves the same system; the structured one without static regularisation,
+    # so its residual is rounding only (κ·ε with κ ≲ 1e7 for these interior-point systems),
+    # below the regularised factorisations' ≈ δ = 1e-7-sized error
     assert all(float(r["residual"]) < 1e-6 for r in factor)
-    assert all(float(r["residual"]) < 1e-10 for r in factor if r["method"] == "structured")
+    assert all(float(r["residual"]) < 1e-8 for r in factor if r["method"] == "structured")
     ipms = [r for r in rows if r.get("iterations")]
     assert {r["method"] for r in ipms} == {"structured ipm", "cvxopt coneqp"}
     for name in ("svr", "huber_svm"):

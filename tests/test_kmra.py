@@ -153,6 +153,7 @@ def noisy() -> tuple[np.ndarray, np.ndarray]:
     return make_classification(150, n_features=5, n_informative=3, flip_y=0.15, random_state=0)
 
 
+@pytest.mark.slow
 def test_auto_delta_deletes_where_the_old_fixed_default_keeps_everything(noisy) -> None:
     X, y = noisy
     # the old default δ = 0.9 is above the full dictionary's training accuracy: nothing deleted
@@ -172,6 +173,7 @@ def test_auto_delta_deletes_where_the_old_fixed_default_keeps_everything(noisy) 
     assert auto.score(X, y) >= auto.delta_
 
 
+@pytest.mark.slow
 def test_a_float_delta_only_moves_the_stop(noisy) -> None:
     X, y = noisy
     auto = KernelMatchingReduction(n_delete=0.1, random_state=0).fit(X, y)

@@ -29,6 +29,7 @@ def read(path: Path) -> list[dict[str, str]]:
         return list(csv.DictReader(fh))
 
 
+@pytest.mark.slow
 def test_a_new_set_runs_with_given_parameters_and_the_auto_delta(data: Path,
                                                                  tmp_path: Path) -> None:
     bench = load_benchmark("kmra")

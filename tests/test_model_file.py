@@ -21,7 +21,13 @@ from typing import Any
 import cvxpy as cp
 import numpy as np
 import pytest
-from sklearn.base import BaseEstimator, is_classifier, is_outlier_detector, is_regressor
+from sklearn.base import (
+    BaseEstimator,
+    clone,
+    is_classifier,
+    is_outlier_detector,
+    is_regressor,
+)
 from sklearn.datasets import make_blobs, make_moons
 from sklearn.exceptions import NotFittedError
 from sklearn.svm import SVC
@@ -53,7 +59,15 @@ from sparsify.io import (
     loads_model,
     save_model,
 )
-from sparsify.io.model_file import CHECKSUM_MEMBER, FORMAT_VERSION, HEADER_MEMBER, checksum
+from sparsify.io.kernel_spec import MAX_TAYLOR_ORDER
+from sparsify.io.model_file import (
+    CHECKSUM_MEMBER,
+    FORMAT_VERSION,
+    HEADER_MEMBER,
+    MAX_FILE_BYTES,
+    checksum,
+    read_model_bytes,
+)
 from sparsify.kernels import RBF
 from tests.conftest import REPO
 
@@ -962,3 +976,126 @@ def test_the_python_examples_of_the_page_run() -> None:
     assert len(blocks) >= 2
     for block in blocks:
         exec(compile(block, str(DOC), "exec"), namespace)
+
+
+# --------------------------------------------------------------------------- sizes and overflow
+# (issue 43: every size a file declares is bounded by its bytes; overflow is never a class)
+
+
+def test_class_labels_declared_wider_than_the_file_are_refused_before_allocating() -> None:
+    members, header = _valid()
+    # 2 labels of width 999999: 8 MB of numpy strings from a header of about 1 KB (500 such
+    # labels, in a one-vs-rest model, were 2 GB from a 10 KB file)
+    header["classes"] = {"dtype": "<U999999", "values": ["a", "b"]}
+    data = _forge(members, header=header)
+    with pytest.raises(ModelFileError, match=r"declares the dtype '<U999999' for 2 labels, "
+                                             r"8 MiB of labels from a header of \d+ bytes"):
+        loads_model(data, source="wide.spm")
+
+
+def test_a_label_width_that_fits_its_values_loads() -> None:
+    est, X, _ = _fit("SparseSVC")
+    est = clone(est).fit(X, np.where(est.predict(X) == est.classes_[0], "no", "yes"))
+    machine = loads_model(dumps_model(est), source="labels.spm")
+    assert machine.classes_.dtype == est.classes_.dtype  # '<U3', as saved
+
+
+@pytest.mark.parametrize("order", [10**9, -1, MAX_TAYLOR_ORDER + 1])
+def test_a_taylor_order_out_of_bounds_is_refused(order: int) -> None:
+    members, header = _valid()
+    header["kernel"] = {"name": "taylor_rbf", "gamma": 0.5, "order": order}
+    with pytest.raises(ModelFileError, match=rf"kernel\.order must be an integer from 0 to "
+                                             rf"{MAX_TAYLOR_ORDER}; got {order}"):
+        loads_model(_forge(members, header=header), source="taylor.spm")
+
+
+@pytest.mark.parametrize(("kernel", "coef"), [
+    ({"name": "poly", "gamma": 1.0, "degree": 1e308, "coef0": 1.0}, 1.0),
+    ({"name": "rbf", "gamma": 1.0}, 1e308),
+], ids=["degree_1e308", "coefficients_1e308"])
+def test_a_model_whose_numbers_overflow_is_refused_at_load(kernel: dict[str, Any],
+                                                           coef: float) -> None:
+    members, header = _valid()
+    header["kernel"] = kernel
+    beta = np.load(io.BytesIO(members["expansion_coef.npy"]))
+    members["expansion_coef.npy"] = _npy(np.full_like(beta, coef))
+    with pytest.raises(ModelFileError, match=r"its decision values are not finite \(The model "
+                                             r"'over\.spm' gives a decision value of (inf|nan)"):
+        loads_model(_forge(members, header=header), source="over.spm")
+
+
+def test_a_model_that_overflows_on_the_data_refuses_to_predict() -> None:
+    """Degree 0.5 and a negative coef0: finite at its own XVs, NaN elsewhere."""
+    members, header = _valid()
+    Z = np.load(io.BytesIO(members["expansion_vectors.npy"]))
+    header["kernel"] = {"name": "poly", "gamma": 1.0, "degree": 0.5,
+                        "coef0": float(-np.min(Z @ Z.T)) + 1e-3}  # > 0 at its own XVs
+    machine = loads_model(_forge(members, header=header), source="half.spm")
+    far = -100 * Z[[np.argmax(np.sum(Z * Z, axis=1))]]  # ⟨x, z⟩ + coef0 < 0: √ of a negative
+    with pytest.raises(ValueError, match=r"The model 'half\.spm' gives a decision value of nan "
+                                         r"for row 0 of X"):
+        machine.predict(far)
+    contents = read_model_bytes(_forge(members, header=header), "half.spm")
+    with pytest.raises(ValueError, match="decision value of nan for row 0 of the data"):
+        contents.predict(far)
+
+
+def test_a_file_larger_than_any_model_is_refused_unread(tmp_path: Path) -> None:
+    big = tmp_path / "big.spm"
+    with big.open("wb") as fh:  # a sparse file: its size, not its blocks
+        fh.write(b"PK\x03\x04")
+        fh.truncate(MAX_FILE_BYTES + 1)
+    import tracemalloc
+
+    tracemalloc.start()
+    try:
+        with pytest.raises(ModelFileError, match=r"it is 1\.06 GiB, larger than any model "
+                                                 r"file .* it was not read"):
+            load_model(big)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 2**20  # read whole, it would take a GiB
+
+
+def test_a_file_larger_than_the_memory_available_is_refused_unread(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import sparsify.core.memory
+
+    path = tmp_path / "m.spm"
+    path.write_bytes(dumps_model(_fit("SparseSVC")[0]))
+    monkeypatch.setattr(sparsify.core.memory, "available_memory", lambda: 1000)
+    with pytest.raises(ModelFileError, match=r"reading it \(0 MiB\) would need about 0 MiB, "
+                                             r"and 0 MiB are available \(counting cgroup and "
+                                             r"ulimit -v limits\); it was not read"):
+        load_model(path)
+
+
+@pytest.mark.parametrize("kind", ["fifo", "read_only", "directory"])
+def test_save_model_refuses_a_target_it_must_not_replace(kind: str, tmp_path: Path) -> None:
+    target = tmp_path / "target"
+    if kind == "fifo":
+        os.mkfifo(target)
+    elif kind == "read_only":
+        target.write_bytes(b"keep me")
+        target.chmod(0o444)
+    else:
+        target.mkdir()
+    error = IsADirectoryError if kind == "directory" else ValueError
+    message = {"fifo": "is a FIFO (named pipe), not a regular file", "read_only": "is read-only",
+               "directory": "it is a directory"}[kind]
+    with pytest.raises(error, match=re.escape(message)):
+        save_model(_fit("SparseSVC")[0], target)
+    if kind == "read_only":
+        assert target.read_bytes() == b"keep me"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["target"]
+
+
+def test_save_model_writes_through_a_symbolic_link(tmp_path: Path) -> None:
+    real = tmp_path / "real.spm"
+    real.write_bytes(b"old")
+    link = tmp_path / "link.spm"
+    link.symlink_to(real)
+    est = _fit("SparseSVC")[0]
+    save_model(est, link)
+    assert link.is_symlink() and load_model(real).n_features_in_ == est.n_features_in_

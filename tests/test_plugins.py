@@ -106,7 +106,10 @@ def test_broken_plugin_warns_and_the_rest_works(monkeypatch) -> None:
     ("raise KeyboardInterrupt", "KeyboardInterrupt()"),
     ("raise GeneratorExit", "GeneratorExit()"),
     ("import sparsify_no_such_dependency", "ModuleNotFoundError"),
-], ids=["exit0", "exit_message", "keyboard_interrupt", "generator_exit", "import_error"])
+    # os._exit ends a process without an exception: while a plugin loads it raises one
+    ("import os\nos._exit(3)", "os._exit(3)"),
+], ids=["exit0", "exit_message", "keyboard_interrupt", "generator_exit", "import_error",
+        "os_exit"])
 def test_plugin_that_exits_at_import_warns_and_builtins_load(monkeypatch, tmp_path, request,
                                                                body, shown) -> None:
     module = f"sparsify_test_exits_{request.node.callspec.id}"
@@ -153,6 +156,56 @@ def test_loading_leaves_the_sigint_handler_as_it_was(monkeypatch) -> None:
         assert signal.getsignal(signal.SIGINT) is host_handler
     finally:
         signal.signal(signal.SIGINT, before)
+
+
+def test_os_exit_is_itself_again_after_the_plugins_load(monkeypatch, tmp_path) -> None:
+    import os
+
+    real = os._exit
+    # status 3, never 0: should the guard ever fail, the test run ends with a failing status
+    (tmp_path / "sparsify_test_os_exit.py").write_text("import os\nos._exit(3)\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    ep = EntryPoint("exiter", "sparsify_test_os_exit", "sparsify")._for(  # type: ignore
+        _dist("exiter-dist"))
+    with pytest.warns(PluginWarning, match=r"failed to load: os\._exit\(3\), which was ignored"):
+        _load(monkeypatch, [ep])
+    assert os._exit is real
+
+
+@pytest.mark.parametrize("value", ["False", "false", "0", "no", "OFF", ""])
+def test_strict_mode_is_off_for_false_values(monkeypatch, value: str) -> None:
+    monkeypatch.setenv("SPARSIFY_STRICT_PLUGINS", value)
+    broken = EntryPoint("broken", "sparsify_no_such_module", "sparsify")
+    with pytest.warns(PluginWarning, match="plugin 'broken' .* failed to load"):
+        _load(monkeypatch, [broken])
+
+
+@pytest.mark.parametrize("value", ["1", "true", "True", "yes", "on"])
+def test_strict_mode_is_on_for_true_values(monkeypatch, value: str) -> None:
+    monkeypatch.setenv("SPARSIFY_STRICT_PLUGINS", value)
+    broken = EntryPoint("broken", "sparsify_no_such_module", "sparsify")
+    with pytest.raises(PluginError, match="plugin 'broken'"):
+        _load(monkeypatch, [broken])
+
+
+@pytest.mark.parametrize("name", ["lin+ear", " rbf2", ""])
+def test_a_kernel_name_that_breaks_kernel_sums_is_refused(monkeypatch, name: str) -> None:
+    from sparsify import hookimpl
+    from sparsify.kernels import Linear
+
+    kernel = type("OddKernel", (Linear,), {"name": name})
+
+    @hookimpl
+    def register_kernels(register):
+        register(kernel)
+
+    ep = _plugin_module(monkeypatch, "sparsify_test_odd_kernel", register_kernels=register_kernels)
+    with pytest.warns(PluginWarning, match="sparsify_test_odd_kernel") as record:
+        reg = _load(monkeypatch, [ep])
+    if name:
+        assert "cannot contain '+'" in str(record[0].message)
+    assert name not in reg.names("kernel")
+    assert reg.names("kernel") == ["linear", "poly", "rbf", "taylor_rbf"]
 
 
 def test_hook_that_exits_during_registration_warns(monkeypatch) -> None:
@@ -209,19 +262,21 @@ def test_duplicate_among_third_party_keeps_the_first_and_names_the_second(monkey
     assert not reg.entries["formulation"]["dup"].builtin
 
 
-def test_entry_point_named_like_a_builtin_is_refused(monkeypatch) -> None:
+def test_entry_point_named_like_a_builtin_is_refused(monkeypatch, tmp_path) -> None:
     import sys
-    import types
 
-    module = types.ModuleType("sparsify_test_svm_name")
-    monkeypatch.setitem(sys.modules, "sparsify_test_svm_name", module)
+    # a module that would record its import: it must never run
+    ran = tmp_path / "ran"
+    (tmp_path / "sparsify_test_svm_name.py").write_text(
+        f"open({str(ran)!r}, 'w').close()\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
     ep = EntryPoint("svm", "sparsify_test_svm_name", "sparsify")._for(  # type: ignore
         _dist("evil-dist"))
     with pytest.warns(PluginWarning, match=r"^sparsify plugin 'svm' from 'evil-dist' was not "
-                                           r"loaded: the plugin name 'svm' is already taken by "
-                                           r"the plugin from 'sparsify'"):
+                                           r"loaded: the plugin name 'svm' is that of a built-in "
+                                           r"plugin of 'sparsify'"):
         reg = _load(monkeypatch, [ep], first=True)
-    assert reg.manager.get_plugin("svm") is not module
+    assert not ran.exists() and "sparsify_test_svm_name" not in sys.modules
     assert reg.entries["formulation"]["svm"].distribution == "sparsify"
 
 
@@ -467,6 +522,7 @@ def _sparsify(env: dict[str, str], cwd, *args: str):
                           text=True, env=env, cwd=cwd, timeout=300)
 
 
+@pytest.mark.slow
 def test_command_line_lists_builtins_despite_a_plugin_that_exits(tmp_path) -> None:
     env = _broken_distribution(tmp_path)
     proc = _sparsify(env, tmp_path, "plugins")
@@ -479,6 +535,7 @@ def test_command_line_lists_builtins_despite_a_plugin_that_exits(tmp_path) -> No
         "(PluginWarning)"]
 
 
+@pytest.mark.slow
 def test_command_line_strict_mode_is_one_error_line(tmp_path) -> None:
     env = {**_broken_distribution(tmp_path), "SPARSIFY_STRICT_PLUGINS": "1"}
     proc = _sparsify(env, tmp_path, "plugins")

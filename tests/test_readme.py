@@ -43,6 +43,7 @@ def test_plugin_recipe_declares_fits_and_checks_a_regressor(capsys, monkeypatch)
     assert reg.expansion_vectors_.shape == (8, 1) and reg.n_iter_[0] > 0
 
 
+@pytest.mark.slow
 def test_plugin_recipe_runs_from_the_command_line_once_installed(tmp_path) -> None:
     """``sparsify fit --formulation quantile`` with the module installed under its entry point.
 

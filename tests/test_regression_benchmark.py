@@ -26,6 +26,7 @@ def _friedman(folder: Path, name: str, n: int = 120, seed: int = 0) -> None:
     write_set(folder, name, X, y, n_train=90, n_splits=3, seed=seed)
 
 
+@pytest.mark.slow
 def test_every_regression_set_is_run_and_reported(tmp_path: Path,
                                                   monkeypatch: pytest.MonkeyPatch) -> None:
     _friedman(tmp_path, "friedman_a")

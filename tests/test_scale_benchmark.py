@@ -11,6 +11,7 @@ import pytest
 from tests.benchmark_helpers import load_benchmark
 
 
+@pytest.mark.slow
 def test_quick_run_writes_every_part(tmp_path: Path) -> None:
     bench = load_benchmark("scale")
     out = tmp_path / "out"
@@ -39,6 +40,7 @@ def test_quick_run_writes_every_part(tmp_path: Path) -> None:
     assert not list(out.glob("*.tmp"))
 
 
+@pytest.mark.slow
 def test_value_fits_runs_only_the_named_fits(tmp_path: Path) -> None:
     bench = load_benchmark("scale")
     out = tmp_path / "out"
@@ -60,6 +62,7 @@ def test_a9a_without_the_data_is_a_usage_error(tmp_path: Path) -> None:
     assert info.value.code == 2 and not (tmp_path / "out").exists()
 
 
+@pytest.mark.slow
 def test_merge_joins_the_csvs_of_two_runs(tmp_path: Path) -> None:
     bench = load_benchmark("scale")
     for part in ("timing", "moons"):
@@ -77,6 +80,7 @@ def test_merge_joins_the_csvs_of_two_runs(tmp_path: Path) -> None:
     assert timing.split("## Fit time against N")[1].split("## Provenance")[0] in text
 
 
+@pytest.mark.slow
 def test_merge_takes_the_named_parts_and_one_row_per_fit(tmp_path: Path) -> None:
     bench = load_benchmark("scale")
     assert bench.main(["--out", str(tmp_path / "a"), "--quick", "--parts", "timing",
@@ -94,6 +98,7 @@ def test_merge_takes_the_named_parts_and_one_row_per_fit(tmp_path: Path) -> None
         assert info.value.code == 2 and not (tmp_path / "bad").exists()
 
 
+@pytest.mark.slow
 def test_a_measured_fit_replaces_one_that_ran_over_the_timeout(tmp_path: Path) -> None:
     bench = load_benchmark("scale")
     assert bench.main(["--out", str(tmp_path / "a"), "--quick", "--parts", "timing",
@@ -138,6 +143,7 @@ def test_fits_on_the_same_test_set_are_compared_paired(tmp_path: Path) -> None:
     assert bench._z(a, {**b, "seed": 1}) == pytest.approx(independent)
 
 
+@pytest.mark.slow
 def test_the_value_part_measures_ringnorm_against_its_bayes_rule(tmp_path: Path) -> None:
     bench = load_benchmark("scale")
     out = tmp_path / "out"

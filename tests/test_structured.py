@@ -300,7 +300,7 @@ def test_the_structured_backend_estimates_its_memory_from_the_compiled_problem()
 
     with pytest.raises(MemoryEstimateError, match=r"The generic path for the 'huber_svm' "
                        r"formulation with N=300, Nz=5: no backend fits: structured: it would "
-                       r"need about .* GiB"):
+                       r"need about .* [kMG]iB"):
         ConicMarginal(FORMULATIONS["huber_svm"](), X, y, RBF(1.0), 5, solver="structured",
                       max_memory=need - 1)
 

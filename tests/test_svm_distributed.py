@@ -96,6 +96,7 @@ def test_evaluation_equals_the_in_memory_fast_path(client: Any, blocks: Any,
         assert {t["worker"] for t in ran} == workers, name
 
 
+@pytest.mark.slow
 def test_lbfgs_follows_the_in_memory_path(client: Any, blocks: Any,
                                           ringnorm: tuple[np.ndarray, np.ndarray]) -> None:
     X, y = ringnorm
@@ -109,6 +110,7 @@ def test_lbfgs_follows_the_in_memory_path(client: Any, blocks: Any,
     np.testing.assert_allclose(remote.Z, local.Z, atol=1e-5)
 
 
+@pytest.mark.slow
 def test_the_smoothed_hinge_path_over_blocks_is_the_in_memory_one(
         client: Any, blocks: Any, ringnorm: tuple[np.ndarray, np.ndarray]) -> None:
     """Width by width, the Newton path over the blocks lands on F_δ's minimiser, the point
@@ -136,6 +138,7 @@ def test_the_smoothed_hinge_path_over_blocks_is_the_in_memory_one(
     np.testing.assert_allclose(alpha, hinge_partition(r, np.full(N, C), delta)[0], atol=1e-8)
 
 
+@pytest.mark.slow
 def test_at_a_large_c_the_smoothed_path_names_the_partition(client: Any) -> None:
     """Checkerboard at C = 10⁶: coordinate descent's rounds leave most rows free, so the
     smoothed hinge's path names the partition the polish settles from; the answer is the
@@ -158,6 +161,7 @@ def test_at_a_large_c_the_smoothed_path_names_the_partition(client: Any) -> None
     client.cancel(big)
 
 
+@pytest.mark.slow
 def test_squared_hinge_evaluation_equals_the_in_memory_newton_method(
         client: Any, blocks: Any, ringnorm: tuple[np.ndarray, np.ndarray]) -> None:
     X, y = ringnorm
@@ -189,6 +193,7 @@ def test_squared_hinge_evaluation_equals_the_in_memory_newton_method(
         assert {t["worker"] for t in ran} == workers, name
 
 
+@pytest.mark.slow
 def test_squared_hinge_lbfgs_follows_the_in_memory_path(
         client: Any, blocks: Any, ringnorm: tuple[np.ndarray, np.ndarray]) -> None:
     X, y = ringnorm
@@ -211,6 +216,7 @@ def test_balanced_initial_rows_deal_the_classes(client: Any, blocks: Any,
         initial_rows(client, blocks, 5000, [-1, 1], seed=0)
 
 
+@pytest.mark.slow
 def test_fit_on_dask_collections_matches_the_in_memory_fit(client: Any) -> None:
     dd = pytest.importorskip("dask.dataframe", reason="needs dask[dataframe]")
     pd = pytest.importorskip("pandas")
@@ -236,6 +242,7 @@ def test_fit_on_dask_collections_matches_the_in_memory_fit(client: Any) -> None:
     assert local.score(X_test, y_test) >= full - 0.02
 
 
+@pytest.mark.slow
 def test_a_squared_hinge_fit_on_dask_arrays_runs_its_newton_method_on_the_workers(
         client: Any) -> None:
     X, y = make_ringnorm(1600, random_state=4)
@@ -273,6 +280,7 @@ def test_refuses_mixed_collections(client: Any) -> None:
         SparseSVC(n_expansion=4).fit(da.from_array(X, chunks=20), y)
 
 
+@pytest.mark.slow
 def test_the_scale_out_page_recipe_runs() -> None:
     """docs/scale-out.md's LocalCluster recipe, as shown (its own cluster of worker processes)."""
     from tests.test_docs_site import _code_blocks

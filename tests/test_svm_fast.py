@@ -691,6 +691,7 @@ except MemoryError as error:
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="limits memory by /proc, rlimit")
+@pytest.mark.slow
 def test_compiled_active_set_out_of_memory_is_a_clear_memory_error() -> None:
     proc = subprocess.run([sys.executable, "-c", _OUT_OF_MEMORY], capture_output=True,
                           text=True, check=False, timeout=120)
@@ -861,7 +862,7 @@ def test_memory_is_estimated_before_any_kernel_block(monkeypatch) -> None:
     monkeypatch.setattr(sparsify.core.memory, "available_memory", lambda: 10_000)
     X, y = random_problem(200, 2)
     with pytest.raises(MemoryEstimateError, match=r"The SVM fast path with N=200, Nz=10 would "
-                       r"need about .* GiB; .* GiB are available\. Use fewer XVs"):
+                       r"need about .* [kMG]iB; .* [kMG]iB are available\. Use fewer XVs"):
         SVMDualMarginal(1.0, X, y, make_kernel("rbf", X), 10)
 
 

@@ -56,6 +56,7 @@ def test_fast_path_agrees_with_the_generic_path(kernel_name: str, C) -> None:
 
 
 @pytest.mark.parametrize("kernel_name", KERNELS)
+@pytest.mark.slow
 def test_gradient_matches_central_differences(kernel_name: str) -> None:
     result = check_gradient("svm", kernel_name, solver="auto", tol=1e-10, C=2.0,
                             loss="squared_hinge")

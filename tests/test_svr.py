@@ -143,6 +143,7 @@ def test_a_problem_too_large_for_memory_is_refused_before_allocating(monkeypatch
         SVRDualMarginal(1.0, 0.1, X, y, RBF(1.0), 50, formulation=SVR())
 
 
+@pytest.mark.slow
 def test_optimised_xvs_beat_the_initial_ones_and_predict_well() -> None:
     X, y = _data(400, d=1, seed=3)
     start = SparseSVR(5, C=10.0, epsilon=0.05, gamma=0.5, max_iter=0, random_state=0).fit(X, y)
@@ -185,6 +186,7 @@ def test_scikit_learn_conformance(estimator, check) -> None:
     check(estimator)
 
 
+@pytest.mark.slow
 def test_constant_targets_fit_inside_the_tube() -> None:
     """y constant: W = 0 at β = 0 (any b within ε of y); the warm starts stay in their box."""
     X = np.random.default_rng(0).normal(size=(50, 2))

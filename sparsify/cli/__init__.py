@@ -28,7 +28,15 @@ from __future__ import annotations
 import sys
 import warnings
 
-from sparsify.cli.errors import _broken_pipe, _one_line, _os_error, _print_error, _show_warning
+from sparsify.cli.errors import (
+    _broken_pipe,
+    _closed_streams,
+    _one_line,
+    _os_error,
+    _plugin_fault,
+    _print_error,
+    _show_warning,
+)
 from sparsify.cli.parser import build_parser
 from sparsify.core.errors import SolverError
 
@@ -49,7 +57,9 @@ def main(argv: list[str] | None = None) -> int:
         Exit status: 0 on success, 1 when ``check-gradient`` fails its threshold,
         2 on bad input, a file that cannot be read or written, or a failed solve,
         130 when interrupted, 141 when stdout was closed early (a pipe into
-        ``head``).
+        ``head``). A closed stdout (``>&-``) is an error before any work; an
+        exception raised by a third-party plugin's code (a formulation's
+        ``declare``) is one error line naming the plugin, not a traceback.
 
     Examples
     --------
@@ -57,6 +67,10 @@ def main(argv: list[str] | None = None) -> int:
     sparsify ...
     0
     """
+    closed = _closed_streams()
+    if closed is not None:
+        _print_error(closed)
+        return 2
     parser = build_parser()
     try:
         try:
@@ -82,5 +96,11 @@ def main(argv: list[str] | None = None) -> int:
             except KeyboardInterrupt:
                 print("sparsify: interrupted", file=sys.stderr)
                 return 130
+            except Exception as exc:
+                fault = _plugin_fault(exc)
+                if fault is None:  # sparsify's own: the traceback is the bug report
+                    raise
+                _print_error(fault)
+                return 2
     except BrokenPipeError:
         return _broken_pipe()

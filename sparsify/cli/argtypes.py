@@ -9,8 +9,28 @@ from __future__ import annotations
 
 import argparse
 import math
+import re
 from collections.abc import Callable
 from typing import Any
+
+# What the options take as numbers: ASCII digits, a sign, a point, an exponent (Python's int()
+# and float() also take "1_000" and other scripts' digits, which nobody types on purpose); the
+# rule of a CSV cell (sparsify.datasets.readers), kept here so that parsing needs no numpy.
+_INT = re.compile(r"[+-]?[0-9]+")
+_FLOAT = re.compile(r"[+-]?(?:(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:e[+-]?[0-9]+)?|inf|infinity|nan)",
+                    re.IGNORECASE)
+
+
+def _to_int(text: str) -> int:
+    if not _INT.fullmatch(text.strip()):
+        raise ValueError(text)
+    return int(text)
+
+
+def _to_float(text: str) -> float:
+    if not _FLOAT.fullmatch(text.strip()):
+        raise ValueError(text)
+    return float(text)
 
 
 def _int_at_least(low: int) -> Callable[[str], int]:
@@ -18,7 +38,7 @@ def _int_at_least(low: int) -> Callable[[str], int]:
 
     def parse(text: str) -> int:
         try:
-            value = int(text)
+            value = _to_int(text)
         except ValueError:
             raise argparse.ArgumentTypeError(f"must be an integer >= {low}; got {text!r}") from None
         if value < low:
@@ -34,7 +54,7 @@ _nonneg_int = _int_at_least(0)
 
 def _float(text: str) -> float:
     try:
-        value = float(text)
+        value = _to_float(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"must be a number; got {text!r}") from None
     if not math.isfinite(value):
@@ -71,7 +91,7 @@ def _param(text: str) -> tuple[str, Any]:
     name, sep, value = text.partition("=")
     if not sep or not name.strip():
         raise argparse.ArgumentTypeError(f"expected NAME=VALUE; got {text!r}")
-    for convert in (int, float):
+    for convert in (_to_int, _to_float):
         try:
             return name.strip().replace("-", "_"), convert(value)
         except ValueError:

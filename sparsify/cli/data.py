@@ -32,17 +32,21 @@ class _Data:
     reading: dict[str, list[str]] = field(default_factory=dict)
     csv_header: bool | None = None
     libsvm_indexing: str | None = None
+    # The training CSV's column names (features), when it has a header.
+    columns: tuple[str, ...] | None = None
 
 
 def _read(path: Path, split: int, args: argparse.Namespace, *, labels: bool | None = True,
-          n_features: int | None = None, zero_based: bool | None = None) -> DataFile:
+          n_features: int | None = None, zero_based: bool | None = None,
+          feature_names: list[str] | None = None) -> DataFile:
     """`read_data_file` with the command's --header and --zero-based choices."""
-    from sparsify.datasets import read_data_file
+    from sparsify.datasets.readers import read_data_file
 
     if zero_based is None:
         zero_based = getattr(args, "zero_based", None)
     return read_data_file(path, split, header=getattr(args, "header", None),
-                          zero_based=zero_based, labels=labels, n_features=n_features)
+                          zero_based=zero_based, labels=labels, n_features=n_features,
+                          feature_names=feature_names)
 
 
 def _indexing(*files: DataFile | None) -> str | None:
@@ -51,6 +55,25 @@ def _indexing(*files: DataFile | None) -> str | None:
         if f is not None and f.zero_based is not None:
             return "zero-based" if f.zero_based else "one-based"
     return None
+
+
+def _finite(X: Any, y: Any, what: str) -> tuple[NDArray[np.float64], NDArray[Any] | None]:
+    """X as a finite float64 matrix with rows, y as an array: numpy only (``predict``)."""
+    X = np.asarray(X, dtype=np.float64)
+    if X.ndim != 2 or X.shape[0] == 0 or X.shape[1] == 0:
+        raise ValueError(f"{what}: expected rows of features; got an array of shape {X.shape}.")
+    bad = ~np.isfinite(X)
+    if bad.any():
+        row, col = (int(i) for i in np.argwhere(bad)[0])
+        kind = "NaN" if np.isnan(X[row, col]) else "infinity"
+        raise ValueError(f"{what}: Input X contains {kind} (row {row + 1}, feature {col + 1}); "
+                         "remove or impute those values.")
+    if y is None:
+        return X, None
+    y = np.asarray(y)
+    if y.dtype.kind == "f" and not np.isfinite(y).all():
+        raise ValueError(f"{what}: Input y contains NaN or infinity; remove those rows.")
+    return X, y
 
 
 def _validated(X: Any, y: Any, what: str) -> tuple[NDArray[np.float64], NDArray[Any]]:
@@ -113,7 +136,8 @@ def _load_fit_data(args: argparse.Namespace) -> _Data:
                              f"the training data {source} has {X.shape[1]}.")
     csv = [f.header for f in (train, tested) if f is not None and f.format == "csv"]
     return _Data(X, y, X_test, y_test, source, test_source, reading,
-                 csv_header=csv[0] if csv else None, libsvm_indexing=_indexing(train, tested))
+                 csv_header=csv[0] if csv else None, libsvm_indexing=_indexing(train, tested),
+                 columns=train.columns)
 
 
 def _swap_note(notes: tuple[str, ...], note: str) -> tuple[str, ...]:

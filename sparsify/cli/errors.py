@@ -43,6 +43,55 @@ def _broken_pipe() -> int:
     return _EXIT_BROKEN_PIPE
 
 
+def _closed_streams() -> str | None:
+    """The error for a closed stdout (``sparsify ... >&-``); a closed stderr goes to /dev/null.
+
+    With file descriptor 1 closed, Python's ``sys.stdout`` is None and every
+    report would fail half-way; refuse before any work. Errors with nowhere to
+    go are dropped rather than raise.
+    """
+    if sys.stderr is None:
+        sys.stderr = open(os.devnull, "w")  # for the rest of the process
+    if sys.stdout is None:
+        return ("standard output is closed (as by '>&-'), so the report has nowhere to go; "
+                "redirect it to a file or to /dev/null instead.")
+    return None
+
+
+def _plugin_fault(exc: BaseException) -> str | None:
+    """One line for an exception a third-party formulation or kernel raised; None otherwise.
+
+    The innermost frame of the traceback that runs a method of a `Formulation`
+    or `Kernel` defined outside sparsify names the plugin's class, method and
+    line. Anything else is sparsify's own fault, whose traceback is the report.
+    """
+    # only what is imported can have raised: no import here (cvxpy is heavy)
+    bases = tuple(getattr(sys.modules.get(module), name, None) for module, name in
+                  (("sparsify.core.formulation", "Formulation"), ("sparsify.kernels", "Kernel")))
+    plugin_types = tuple(b for b in bases if isinstance(b, type))
+    tb = exc.__traceback__
+    culprit = None
+    while tb is not None:
+        owner = tb.tb_frame.f_locals.get("self")
+        if (plugin_types and isinstance(owner, plugin_types)
+                and not type(owner).__module__.startswith("sparsify.")):
+            culprit = tb
+        tb = tb.tb_next
+    if culprit is None:
+        return None
+    owner = culprit.tb_frame.f_locals["self"]
+    cls = type(owner)
+    is_formulation = any(b.__name__ == "Formulation" and isinstance(owner, b)
+                         for b in plugin_types)
+    what = (f"formulation {getattr(owner, 'name', '') or cls.__name__!r}" if is_formulation
+            else f"kernel {cls.__name__}")
+    code = culprit.tb_frame.f_code
+    return (f"the {what} ({cls.__module__}.{cls.__qualname__}, a plugin) raised in "
+            f"{code.co_name}() at {code.co_filename}:{culprit.tb_lineno}: "
+            f"{type(exc).__name__}: {_one_line(exc)}. Fix the plugin (its author's "
+            "sparsify.testing.check_formulation shows the same), or uninstall it.")
+
+
 def _show_warning(message: Warning | str, category: type[Warning], filename: str, lineno: int,
                   file: TextIO | None = None, line: str | None = None) -> None:
     print(f"sparsify: warning: {_one_line(message)} ({category.__name__})",

@@ -1,10 +1,12 @@
 """The output files of the commands: checked before the work, written atomically after it.
 
 `_check_paths` refuses, before anything expensive runs, an output that would
-overwrite an input or another output, or that could not be written;
+overwrite an input or another output, or that could not be written (a
+directory, a FIFO or device node, a read-only file: `sparsify.io.targets`);
 `_write_atomically` writes all outputs at the end, each to a temporary file in
 its directory that is then renamed (`os.replace`), so a failure leaves no
-target touched.
+target touched. An output that is a symbolic link is written to the link's
+target.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from sparsify.cli.errors import _one_line
+from sparsify.io.targets import output_target
 
 
 def _check_paths(inputs: dict[str, Path | None], outputs: dict[str, Path | None]) -> None:
@@ -50,8 +53,7 @@ def _same_file(a: Path, b: Path) -> bool:
 
 def _check_writable(path: Path, option: str) -> None:
     """Fail early when an output file could not be written at the end."""
-    if path.is_dir():
-        raise ValueError(f"{option} {path} is a directory; give a file name.")
+    path = output_target(path, option)
     parent = path.parent if str(path.parent) else Path(".")
     if not parent.exists():
         raise FileNotFoundError(f"The directory of {option} {path} does not exist; create it "
@@ -78,6 +80,7 @@ def _write_atomically(outputs: Sequence[tuple[Path, bytes]]) -> None:
     path = None
     try:
         for path, content in outputs:
+            path = output_target(path, "the output")  # again: it may have changed meanwhile
             fd, tmp = tempfile.mkstemp(dir=path.parent if str(path.parent) else ".",
                                        prefix=f".{path.name}.", suffix=".tmp")
             temps.append((tmp, path))

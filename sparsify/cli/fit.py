@@ -30,8 +30,41 @@ from sparsify.cli.report import (
     _print_fit_report,
 )
 
+#: The largest C a fit takes: beyond it ½‖w‖² falls below the rounding of C·Σξ in float64, the
+#: problem is a hard margin the solvers cannot tell from infeasible, and they fail or stall.
+MAX_C = 1e12
+#: The largest target magnitude of a regressor: squared errors of larger targets overflow float64
+#: in the solvers' sums.
+MAX_TARGET = 1e100
+
+
+def _announce(args: argparse.Namespace) -> None:
+    """The report's first line, printed at once: importing scikit-learn and cvxpy takes seconds."""
+    if args.json:
+        return
+    data = args.data if args.data is not None else "banana (embedded, split 1)"
+    print(f"sparsify {sparsify.__version__}: fitting {args.formulation} with kernel "
+          f"{args.kernel} on {data}", flush=True)
+
+
+def _check_scale(params: dict[str, object], y: object, regressor: bool, source: str) -> None:
+    """Refuse a C or targets too large for float64 solvers, saying which and what to do."""
+    C = params.get("C")
+    if isinstance(C, int | float) and not isinstance(C, bool) and C > MAX_C:
+        raise ValueError(f"C={C:g} is too large: above {MAX_C:g} the margin term ½‖w‖² is lost "
+                         "in the rounding of C·Σξ (float64), and the solvers cannot solve the "
+                         f"problem. Use C <= {MAX_C:g}: its margin is as hard as float64 can tell.")
+    if regressor:
+        largest = float(np.max(np.abs(np.asarray(y, dtype=np.float64))))
+        if largest > MAX_TARGET:
+            raise ValueError(f"The targets of {source} reach {largest:g}: above {MAX_TARGET:g} "
+                             "their squares overflow float64 in the solvers. Rescale them "
+                             "(divide by their standard deviation) and scale the predictions "
+                             "back.")
+
 
 def _cmd_fit(args: argparse.Namespace) -> int:
+    _announce(args)
     from sklearn.base import is_classifier, is_outlier_detector, is_regressor
     from sklearn.utils.multiclass import check_classification_targets
 
@@ -100,12 +133,20 @@ def _cmd_fit(args: argparse.Namespace) -> int:
         except ValueError:
             raise ValueError(f"The {args.formulation!r} estimator {est_cls.__name__} is a "
                              f"regressor: the targets of {data.source} must be numbers.") from None
+    _check_scale(p, y, regressor, data.source)
     if is_classifier(estimator):
         check_classification_targets(y)
         classes = np.unique(y)
         if len(classes) < 2:
             raise ValueError(f"The training data {data.source} has only one class "
                              f"({_label(classes[0])!r}); a classifier needs at least 2.")
+        if data.y_test is not None and not np.isin(np.unique(data.y_test), classes).all():
+            unseen = [_label(c) for c in np.setdiff1d(np.unique(data.y_test), classes)]
+            warnings.warn(f"The test data {data.test_source} has labels the training data "
+                          f"never had ({unseen}; the training labels are "
+                          f"{[_label(c) for c in classes]}): the test error counts them as "
+                          "wrong. Code the labels of both files alike (-1/+1 or 0/1).",
+                          UserWarning, stacklevel=1)
     n_distinct = len(np.unique(X, axis=0))
     if isinstance(n_expansion, int) and n_expansion > n_distinct:
         raise ValueError(f"--n-expansion {n_expansion} asks for more expansion vectors than the "
@@ -188,7 +229,15 @@ def _cmd_fit(args: argparse.Namespace) -> int:
         }
         if regressor:
             metadata.update({key: result[key] for key in ("test_rmse", "test_mae", "test_r2")})
-        outputs.append((args.out, dumps_model(estimator, metadata=metadata)))
+        columns = data.columns
+        named = columns is not None and len(set(columns)) == len(columns)
+        if named:  # the file records them: predict matches a data file's columns by name
+            estimator.feature_names_in_ = np.asarray(columns, dtype=object)
+        try:
+            outputs.append((args.out, dumps_model(estimator, metadata=metadata)))
+        finally:  # the plot below predicts on bare arrays
+            if named:
+                del estimator.feature_names_in_
     if args.plot is not None:
         outputs.append((args.plot, _render_plot(estimator, data, args.plot, result)))
     _write_atomically(outputs)

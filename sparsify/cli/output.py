@@ -7,6 +7,8 @@ the library prints while it works goes to stderr instead (`_stdout_to_stderr`).
 from __future__ import annotations
 
 import contextlib
+import csv
+import io
 import json
 import math
 import sys
@@ -23,6 +25,37 @@ def _label(value: Any) -> Any:
     if isinstance(value, float) and value.is_integer():
         return int(value)
     return value
+
+
+# A spreadsheet runs a cell that starts with one of these as a formula (OWASP's CSV injection).
+_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+
+
+def _csv_column(title: str | None, values: list[Any], guard: bool = True) -> str:
+    """One column of values as CSV (RFC 4180: the csv module's quoting), a title line first.
+
+    With ``guard``, a text value that a spreadsheet would run as a formula
+    (``=cmd()``, ``@SUM(...)``) is written with a leading ``'``, as OWASP
+    advises; numbers are written as they are.
+
+    Examples
+    --------
+    >>> print(_csv_column("prediction", [1, "a,b", "=2+3", -1.5]), end="")
+    prediction
+    1
+    "a,b"
+    '=2+3
+    -1.5
+    """
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    if title is not None:
+        writer.writerow([title])
+    for value in values:
+        if guard and isinstance(value, str) and value.startswith(_FORMULA_START):
+            value = "'" + value
+        writer.writerow([value])
+    return buffer.getvalue()
 
 
 def _jsonable(value: Any) -> Any:

@@ -1,15 +1,17 @@
 """The ``sparsify`` argument parser: its subcommands, options and help texts.
 
-`build_parser` builds the whole parser; every subcommand's ``func`` default is
-the function of its command module (`sparsify.cli.fit`, `sparsify.cli.predict`,
-`sparsify.cli.export`, `sparsify.cli.check_gradient`, `sparsify.cli.plugins_cmd`). Those modules
-import their heavy dependencies inside the command functions, so building the
-parser (``sparsify --help``, ``--version``) stays light.
+`build_parser` builds the whole parser; every subcommand's ``func`` default
+runs the function of its command module (`sparsify.cli.fit`,
+`sparsify.cli.predict`, `sparsify.cli.export`, `sparsify.cli.check_gradient`,
+`sparsify.cli.plugins_cmd`), imported only when that command runs, so building
+the parser (``sparsify --help``, ``--version``) imports not even numpy.
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib
+from collections.abc import Callable
 from pathlib import Path
 from typing import NoReturn
 
@@ -23,13 +25,19 @@ from sparsify.cli.argtypes import (
     _positive_int,
     _ratio,
 )
-from sparsify.cli.check_gradient import _cmd_check_gradient
-from sparsify.cli.export import _cmd_export
-from sparsify.cli.fit import _cmd_fit
-from sparsify.cli.plugins_cmd import _cmd_plugins
-from sparsify.cli.predict import _cmd_predict
 
 _LIBSVM_HINT = "(.npz in the benchmark format, .csv with the label last, LIBSVM text otherwise)"
+
+
+def _command(module: str, name: str) -> Callable[[argparse.Namespace], int]:
+    """The command function ``name`` of ``sparsify.cli.<module>``, imported when it runs."""
+
+    def run(args: argparse.Namespace) -> int:
+        function = getattr(importlib.import_module(f"sparsify.cli.{module}"), name)
+        return int(function(args))
+
+    run.__name__ = run.__qualname__ = name
+    return run
 
 
 class _Parser(argparse.ArgumentParser):
@@ -100,8 +108,10 @@ def build_parser() -> argparse.ArgumentParser:
                           "(default: 1)")
     fit.add_argument("--solver", default="auto", metavar="NAME",
                      help="'auto' (the formulation's exact fast path if it has one, else "
-                          "the generic path with Clarabel, OSQP, ECOS) or a cvxpy backend for "
-                          "the generic path: clarabel, ecos, osqp (default: %(default)s)")
+                          "the generic path with the structured interior point, then Clarabel, "
+                          "OSQP, ECOS) or a backend for the generic path: structured, clarabel, "
+                          "ecos, osqp, scs, or a plugin's (see 'sparsify plugins'; default: "
+                          "%(default)s)")
     fit.add_argument("--max-iter", type=_nonneg_int, default=None, metavar="N",
                      help="maximum L-BFGS iterations per binary problem (default: 200)")
     fit.add_argument("--seed", type=_nonneg_int, default=0, metavar="S",
@@ -112,7 +122,7 @@ def build_parser() -> argparse.ArgumentParser:
     fit.add_argument("--plot", type=Path, default=None, metavar="PNG",
                      help="save a plot: a classifier's decision boundary (2-D data), a "
                           "regressor's prediction (1-D or 2-D data), with the XVs; needs "
-                          'matplotlib: pip install "sparsify[plot]"')
+                          "matplotlib (pip install matplotlib)")
     fit.add_argument("--inlier-label", type=lambda t: _param(f"label={t}")[1], default=1,
                      metavar="LABEL",
                      help="for outlier detectors (e.g. --formulation oneclass): train on the "
@@ -129,7 +139,7 @@ def build_parser() -> argparse.ArgumentParser:
                           "-vv: also one per L-BFGS iteration (on stderr with --json), instead "
                           "of the progress bar; the bar is shown only when stderr is a terminal "
                           "and --json is not given")
-    fit.set_defaults(func=_cmd_fit)
+    fit.set_defaults(func=_command("fit", "_cmd_fit"))
 
     predict = sub.add_parser(
         "predict", help="predict with a saved model",
@@ -166,7 +176,7 @@ def build_parser() -> argparse.ArgumentParser:
     predict.add_argument("--json", action="store_true",
                          help="print one JSON object on stdout (with the predictions unless "
                               "--out is given)")
-    predict.set_defaults(func=_cmd_predict)
+    predict.set_defaults(func=_command("predict", "_cmd_predict"))
 
     export = sub.add_parser(
         "export", help="export a saved model to ONNX",
@@ -191,7 +201,7 @@ def build_parser() -> argparse.ArgumentParser:
     export.add_argument("--opset", type=_positive_int, default=None, metavar="N",
                         help="the ai.onnx opset to target, 9 or later (default: 17)")
     export.add_argument("--json", action="store_true", help="print one JSON object on stdout")
-    export.set_defaults(func=_cmd_export)
+    export.set_defaults(func=_command("export", "_cmd_export"))
 
     check = sub.add_parser(
         "check-gradient", help="compare the gradient of W(Z) with finite differences",
@@ -213,8 +223,8 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("--gamma", type=_gamma, default="scale", metavar="{scale,auto,FLOAT}",
                        help="kernel coefficient of rbf/poly (default: %(default)s)")
     check.add_argument("--solver", default="auto", metavar="NAME",
-                       help="'auto' (the fast path, if any) or a cvxpy backend "
-                            "(default: %(default)s)")
+                       help="'auto' (the fast path, if any) or a backend: structured, "
+                            "clarabel, ecos, osqp, scs, or a plugin's (default: %(default)s)")
     check.add_argument("--data", type=Path, default=None, metavar="FILE",
                        help=f"data file {_LIBSVM_HINT} (default: a small random problem)")
     check.add_argument("--split", type=_positive_int, default=1, metavar="K",
@@ -228,7 +238,7 @@ def build_parser() -> argparse.ArgumentParser:
                        help="the relative accuracy to verify (default: %(default)g)")
     check.add_argument("--json", action="store_true",
                        help="print one JSON object on stdout")
-    check.set_defaults(func=_cmd_check_gradient)
+    check.set_defaults(func=_command("check_gradient", "_cmd_check_gradient"))
 
     plugins = sub.add_parser(
         "plugins", help="list the formulations, kernels and solvers found",
@@ -238,7 +248,7 @@ def build_parser() -> argparse.ArgumentParser:
         ),
     )
     plugins.add_argument("--json", action="store_true", help="print one JSON object on stdout")
-    plugins.set_defaults(func=_cmd_plugins)
+    plugins.set_defaults(func=_command("plugins_cmd", "_cmd_plugins"))
     return parser
 
 

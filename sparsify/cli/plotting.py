@@ -1,7 +1,7 @@
 """Plots of a fitted sparse kernel machine: a classifier's decision boundary on 2-D data,
 a regressor's prediction on 1-D (a curve) or 2-D (a filled contour) data.
 
-matplotlib is an optional dependency (``pip install "sparsify[plot]"``): it is
+matplotlib is an optional dependency (``pip install matplotlib``): it is
 imported only inside the functions here, with the non-interactive "Agg"
 backend, so importing `sparsify` never needs it and plots work on a
 machine without a display.
@@ -14,12 +14,15 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from numpy.typing import ArrayLike
 
+from sparsify.cli.output import _label
+
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
 __all__ = ["plot_decision_boundary", "plot_regression", "require_matplotlib"]
 
-_INSTALL_HINT = 'matplotlib is needed for plots; install it with: pip install "sparsify[plot]"'
+_INSTALL_HINT = ("matplotlib is needed for plots; install it with: pip install matplotlib (in "
+                 'the sparsify checkout, pip install ".[plot]" does the same)')
 
 
 def require_matplotlib() -> Any:
@@ -142,7 +145,7 @@ def plot_decision_boundary(
             ax.scatter(*Xt[yt == label].T, s=4, color=colors(k % 10), alpha=0.15,
                        linewidths=0)
         ax.scatter(*X[y == label].T, s=14, color=colors(k % 10), edgecolors="k",
-                   linewidths=0.3, label=f"class {label}")
+                   linewidths=0.3, label=f"class {_label(label)}")
     if xvs is not None:
         ax.scatter(*np.asarray(xvs).T, s=160, marker="*", color="gold", edgecolors="k",
                    linewidths=0.8, label=f"expansion vectors ({len(xvs)})", zorder=5)

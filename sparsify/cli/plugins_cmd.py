@@ -48,17 +48,43 @@ def _cmd_plugins(args: argparse.Namespace) -> int:
     if args.json:
         _print_json(listing)
         return 0
+    print(_table(listing), end="")
+    return 0
+
+
+def _table(listing: dict[str, list[dict[str, Any]]]) -> str:
+    """The listing as aligned columns, as wide as the longest entry of each (every kind alike).
+
+    Examples
+    --------
+    >>> rows = [{"name": "svm", "plugin": "svm", "distribution": "sparsify",
+    ...          "estimator": "SparseSVC"},
+    ...         {"name": "a_long_name", "plugin": "p", "distribution": "other-dist"}]
+    >>> print(_table({"formulations": rows, "kernels": [], "solvers": []}), end="")
+    formulations:
+      svm          plugin svm  distribution sparsify    estimator SparseSVC
+      a_long_name  plugin p    distribution other-dist
+    kernels:
+      (none)
+    solvers:
+      (none)
+    """
+    every = [row for rows in listing.values() for row in rows]
+    width = {key: max((len(str(row[key])) for row in every), default=0)
+             for key in ("name", "plugin", "distribution")}
+    lines = []
     for kind in _KINDS:
         rows = listing[f"{kind}s"]
-        print(f"{kind}s:")
+        lines.append(f"{kind}s:")
         if not rows:
-            print("  (none)")
+            lines.append("  (none)")
         for row in rows:
             extra = ""
             if row.get("estimator"):
-                extra = f"  estimator {row['estimator']}"
+                extra = f"estimator {row['estimator']}"
             if row.get("available") is False:
-                extra = "  (not installed)"
-            print(f"  {row['name']:<12} plugin {row['plugin']:<20} "
-                  f"distribution {row['distribution']}{extra}")
-    return 0
+                extra = "(not installed)"
+            line = (f"  {row['name']:<{width['name']}}  plugin {row['plugin']:<{width['plugin']}}"
+                    f"  distribution {row['distribution']:<{width['distribution']}}  {extra}")
+            lines.append(line.rstrip())
+    return "\n".join(lines) + "\n"

@@ -4,6 +4,10 @@ Predictions go to stdout one per line (the rest of the report to stderr), to
 ``--out`` as CSV, or into one JSON object with ``--json``. A regressor's
 predictions are real numbers, and on data with targets the report gives their
 RMSE, MAE and R² instead of an error rate.
+
+A model file is data, and numpy is enough to predict from it: the model is read
+as `sparsify.io.ModelContents` and the command imports neither scikit-learn
+nor cvxpy (a LIBSVM data file is read with scikit-learn's reader).
 """
 
 from __future__ import annotations
@@ -15,53 +19,51 @@ from typing import Any
 
 import numpy as np
 
-from sparsify.cli.data import _indexing, _read, _validated
+from sparsify.cli.data import _finite, _indexing, _read
 from sparsify.cli.files import _check_paths, _write_atomically
-from sparsify.cli.output import _label, _print_json
+from sparsify.cli.output import _csv_column, _label, _print_json
 from sparsify.cli.report import _format_regression, _regression_metrics
 
 
 def _cmd_predict(args: argparse.Namespace) -> int:
-    from sklearn.base import is_outlier_detector, is_regressor
-
     _check_paths({"--model": args.model, "--data": args.data}, {"--out": args.out})
-    from sparsify.io import load_model
+    from sparsify.io import read_model
 
-    estimator = load_model(args.model)  # data only: nothing in the file can run
-    n_features = int(estimator.n_features_in_)
+    model = read_model(args.model)  # data only: nothing in the file can run
+    n_features = model.n_features_in
 
-    labels = args.labels if args.labels is not None or n_features is not None else True
-    data = _read(args.data, args.split, args, labels=labels, n_features=n_features)
+    data = _read(args.data, args.split, args, labels=args.labels, n_features=n_features,
+                 feature_names=model.feature_names_in)
     X, y = data.X, data.y
     if data.X_test is not None:  # an .npz with splits: predict its held-out part
         X, y = data.X_test, data.y_test
-    X, y = _validated(X, y, f"data {args.data}")
-    if n_features is not None and X.shape[1] != n_features:
+    X, y = _finite(X, y, f"data {args.data}")
+    if X.shape[1] != n_features:
         raise ValueError(f"{args.data} has {X.shape[1]} features but the model {args.model} "
                          f"was trained on {n_features} (read with {'; '.join(data.notes)}).")
 
-    regressor = is_regressor(estimator)
+    regressor = model.is_regressor
     if regressor and y is not None:
         try:
             y = np.asarray(y, dtype=np.float64)
         except ValueError:
             raise ValueError(f"The model {args.model} is a regressor: the targets of {args.data} "
                              "must be numbers (or pass --no-labels).") from None
-    predictions = estimator.predict(X)
+    predictions = model.predict(X)
     # a regressor's values in full (shortest round-trip repr); labels as plain JSON values
     values = [float(v) for v in predictions] if regressor else [_label(v) for v in predictions]
     obj: dict[str, Any] = {
         "model": args.model, "data": args.data, "n_samples": len(values), "error": None,
         "labelled": data.labelled, "reading": list(data.notes), "csv_header": data.header,
         "libsvm_indexing": _indexing(data),
-        "formulation": estimator.formulation_,
-        "sparsify_version": estimator.sparsify_version_, "out": args.out,
+        "formulation": model.formulation,
+        "sparsify_version": model.sparsify_version, "out": args.out,
     }
     report = f"{len(values)} predictions"
-    if is_outlier_detector(estimator):
+    if model.is_outlier_detector:
         # +1 inlier, -1 outlier; an error rate needs to know which label meant "inlier".
         n_in = int(np.sum(predictions == 1))
-        inlier = estimator.metadata.get("inlier_label")
+        inlier = model.metadata.get("inlier_label")
         obj.update(n_inliers=n_in, n_outliers=len(values) - n_in, inlier_label=inlier)
         report += f": {n_in} inliers (+1), {len(values) - n_in} outliers (-1)"
         if y is not None and inlier is not None:
@@ -80,15 +82,14 @@ def _cmd_predict(args: argparse.Namespace) -> int:
     elif y is not None:
         obj["error"] = float(np.mean(predictions != y))
         report += f", error {obj['error']:.4f}"
-        classes = getattr(estimator, "classes_", None)
+        classes = model.classes
         if classes is not None and not np.isin(np.unique(y), classes).all():
             warnings.warn(f"{args.data} has labels the model never saw (it knows "
                           f"{[_label(c) for c in classes]}); the error counts them as "
                           "wrong.", UserWarning, stacklevel=1)
 
     if args.out is not None:
-        text = "prediction\n" + "".join(f"{v}\n" for v in values)
-        _write_atomically([(args.out, text.encode())])
+        _write_atomically([(args.out, _csv_column("prediction", values).encode())])
 
     if args.json:
         if args.out is None:
@@ -102,6 +103,6 @@ def _cmd_predict(args: argparse.Namespace) -> int:
     else:
         # stdout stays one prediction per line; the rest goes to stderr
         print(reading, file=sys.stderr)
-        sys.stdout.write("".join(f"{v}\n" for v in values))
+        sys.stdout.write(_csv_column(None, values, guard=False))
         print(report, file=sys.stderr)
     return 0

@@ -39,7 +39,7 @@ class _ProgressBar:
             self.end_problem()
         self.started, self.problem, self.iteration = True, problem, int(info.iteration)
         self._move_to(self.problem_start + min(self.iteration, self.max_iter))
-        label = "" if problem is None else f"problem {problem}, "
+        label = f"problem {problem}, " if problem else ""  # a binary problem has no name
         self.bar.set_postfix_str(f"{label}W = {info.value:.6g}", refresh=False)
 
     def end_problem(self) -> None:

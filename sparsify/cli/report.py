@@ -126,14 +126,19 @@ def _fmt(value: float | None, spec: str = ".4f") -> str:
     return "n/a (no test data)" if value is None else format(value, spec)
 
 
+def _count(n: int, noun: str) -> str:
+    """'1 feature', '2 features'."""
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
+
+
 def _print_fit_report(r: dict[str, Any]) -> None:
+    """The report after the fit; its first line, `sparsify.cli.fit._announce`'s, came before."""
     gamma = "" if r["gamma"] is None else f", gamma={r['gamma']:.4g}"
     hyper = f", C={r['C']:g}" if "C" in r else f", nu={r['nu']:g}" if "nu" in r else ""
     hyper += f", loss={r['loss']}" if "loss" in r else ""
-    print(f"sparsify {r['sparsify_version']}: {r['formulation']} ({r['estimator']}), "
-          f"kernel {r['kernel']}{gamma}{hyper}")
-    print(f"data:      {r['data']}: {r['n_train']} training points, {r['n_test']} test points, "
-          f"{r['n_features']} features")
+    print(f"estimator: {r['estimator']} ({r['formulation']}), kernel {r['kernel']}{gamma}{hyper}")
+    print(f"data:      {r['data']}: {_count(r['n_train'], 'training point')}, "
+          f"{_count(r['n_test'], 'test point')}, {_count(r['n_features'], 'feature')}")
     for path, notes in r["reading"].items():
         print(f"read:      {path}: {'; '.join(notes)}")
     n_iter = int(np.sum(r["n_iter"]))
@@ -148,8 +153,8 @@ def _print_fit_report(r: dict[str, Any]) -> None:
         print(f"sparse:    Nz = {r['n_expansion']} expansion vectors, test error "
               f"{_fmt(r['test_error'])}, train error {r['train_error']:.4f}, "
               f"fit {r['fit_seconds']:.2f} s ({n_iter} L-BFGS iterations)")
-        full = r.get("full_machine", "SVM")
-        print(f"full {full}: NSV = {r['full_svm_n_support']} support vectors, test error "
+        full = f"full {r.get('full_machine', 'SVM')}:"
+        print(f"{full:<10} NSV = {r['full_svm_n_support']} support vectors, test error "
               f"{_fmt(r['full_svm_test_error'])}")
         if r.get("test_auc") is not None:
             print(f"ROC AUC:   sparse {r['test_auc']:.4f}, full {r['full_test_auc']:.4f} "

@@ -38,6 +38,7 @@ from sparsify.core.optimize import (
     warn_if_not_converged,
 )
 from sparsify.core.registry import get_registry
+from sparsify.core.threads import limit_blas_threads
 from sparsify.io.persistence import VersionedPickleMixin
 from sparsify.kernels import Kernel, make_kernel
 
@@ -75,11 +76,14 @@ def _fit_start(
     the convergence warning; ``verbose=1`` prints one line when it is done.
     ``plateau`` is `minimize_marginal`'s.
     """
-    Z0 = (np.array(init, dtype=np.float64) if not isinstance(init, str)
-          else initial_expansion_vectors(X, n_expansion, init, seed, y=y))
-    marginal = make_marginal(formulation, X, y, kernel, n_expansion, solver, solver_tol)
-    res = minimize_marginal(marginal, Z0, max_iter=max_iter, tol=tol, callback=callback,
-                            verbose=verbose >= 2, problem=problem, plateau=plateau)
+    # BLAS threads sized to this problem, in whichever process runs it (the main one, or a
+    # joblib worker holding its share of the CPUs)
+    with limit_blas_threads(len(X), n_expansion, X.shape[1]):
+        Z0 = (np.array(init, dtype=np.float64) if not isinstance(init, str)
+              else initial_expansion_vectors(X, n_expansion, init, seed, y=y))
+        marginal = make_marginal(formulation, X, y, kernel, n_expansion, solver, solver_tol)
+        res = minimize_marginal(marginal, Z0, max_iter=max_iter, tol=tol, callback=callback,
+                                verbose=verbose >= 2, problem=problem, plateau=plateau)
     if verbose:
         print(problem_line(problem, res), flush=True)
     return {

@@ -117,7 +117,8 @@ class Formulation(ABC):
     Rules the core enforces when it builds the problem (each breach is a
     ``ValueError`` naming the formulation): the problem must be DCP and DPP, it
     must use ``f``, and it must not create cvxpy Parameters of its own
-    (hyperparameters are plain numbers).
+    (hyperparameters are plain numbers). A formulation defined for some kernels
+    only names them in `supported_kernels`.
 
     Examples
     --------
@@ -151,6 +152,13 @@ class Formulation(ABC):
     #: then accepts NaN in y for them (None too for labels of another type), and
     #: ``out.y`` holds NaN there (floats: ±1, the class codes or the targets).
     unlabelled: ClassVar[bool] = False
+
+    #: The kernels it is defined for, by registered name (``("rbf",)``), or None for every
+    #: kernel. A formulation that needs a property of the kernel (a constant diagonal k(x, x),
+    #: say) names the kernels that have it; `sparsify.core.gradcheck.check_gradient` refuses
+    #: the others instead of reporting a gradient error, and a sum of kernels is supported
+    #: when each of its parts is.
+    supported_kernels: ClassVar[tuple[str, ...] | None] = None
 
     def n_outputs(self, y: NDArray[Any] | None) -> int:
         """Number of outputs K (columns of β and f).

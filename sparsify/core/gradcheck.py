@@ -17,9 +17,10 @@ from numpy.typing import ArrayLike, NDArray
 from sparsify.core.formulation import Formulation, make_formulation
 from sparsify.core.marginal import Marginal, make_marginal
 from sparsify.core.optimize import initial_expansion_vectors
-from sparsify.kernels import Kernel, Linear, make_kernel
+from sparsify.kernels import Kernel, Linear, SumKernel, make_kernel
 
-__all__ = ["GradientCheck", "check_gradient", "estimate_noise", "example_problem",
+__all__ = ["GradientCheck", "check_gradient", "check_supported_kernel", "estimate_noise",
+           "example_problem",
            "random_problem"]
 
 Array = NDArray[np.float64]
@@ -210,6 +211,44 @@ def _richardson(W: Callable[[Array], float], Z: Array, idx: tuple[int, ...], h0:
     return best
 
 
+def _kernel_names(kernel: Kernel) -> list[str]:
+    """The registered names of a kernel's parts (its class name where it has none)."""
+    if isinstance(kernel, SumKernel):
+        return [name for part in kernel.kernels for name in _kernel_names(part)]
+    return [kernel.name or type(kernel).__name__]
+
+
+def check_supported_kernel(form: Formulation, kernel: Kernel) -> None:
+    """Refuse a kernel the formulation does not support (`Formulation.supported_kernels`).
+
+    Raises
+    ------
+    ValueError
+        Naming the formulation, the kernel and the kernels it supports.
+
+    Examples
+    --------
+    >>> from sparsify.kernels import RBF, Polynomial
+    >>> class Sphere(Formulation):
+    ...     name, supported_kernels = "sphere", ("rbf",)
+    ...     def declare(self, out): ...
+    >>> check_supported_kernel(Sphere(), RBF(1.0))
+    >>> check_supported_kernel(Sphere(), Polynomial())  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    ValueError: The 'sphere' formulation supports the kernels ['rbf'] only ...
+    """
+    supported = form.supported_kernels
+    if supported is None:
+        return
+    unsupported = [name for name in _kernel_names(kernel) if name not in supported]
+    if unsupported:
+        name = form.name or type(form).__name__
+        raise ValueError(f"The {name!r} formulation supports the kernels {list(supported)} only "
+                         f"({type(form).__name__}.supported_kernels); the kernel {kernel!r} has "
+                         f"{unsupported[0]!r}. Check its gradient with one of them.")
+
+
 def check_gradient(
     formulation: str | Formulation = "svm",
     kernel: str | Kernel = "rbf",
@@ -275,6 +314,12 @@ def check_gradient(
     GradientCheck
         Use `GradientCheck.passed` to judge it.
 
+    Raises
+    ------
+    ValueError
+        If the formulation does not support the kernel
+        (`Formulation.supported_kernels`), before anything is solved.
+
     Examples
     --------
     >>> result = check_gradient("svm", "rbf", C=1.0)
@@ -287,6 +332,7 @@ def check_gradient(
     X = np.asarray(X, dtype=float)
     y = None if y is None else np.asarray(y)
     k = make_kernel(kernel, X, gamma=gamma)
+    check_supported_kernel(form, k)
     rng = np.random.default_rng(random_state)
     if Z is None:
         nz = min(n_expansion, X.shape[1] - 1) if isinstance(k, Linear) else n_expansion

@@ -17,7 +17,11 @@ plugin, its distribution and the built-in. Whatever a plugin raises while it
 loads or registers, `SystemExit` and `GeneratorExit` included, becomes a
 `PluginWarning` naming the plugin and its distribution; only a real Ctrl-C (a
 SIGINT that reached Python's handler while the plugin ran) still interrupts.
-``SPARSIFY_STRICT_PLUGINS=1`` turns every warning into a `PluginError`.
+``SPARSIFY_STRICT_PLUGINS=1`` (or ``true``, ``yes``, ``on``, in any case) turns
+every warning into a `PluginError`; ``0``, ``false``, ``no``, ``off`` or empty
+keep warnings. A plugin that calls `os._exit` while it loads is stopped like
+one that raises `SystemExit`, and a third-party entry point named like a
+built-in one (``svm``) is not imported at all.
 """
 
 from __future__ import annotations
@@ -106,8 +110,12 @@ class Entry:
     builtin: bool = False
 
 
+#: Values of ``SPARSIFY_STRICT_PLUGINS`` (any case) that turn strict mode on; anything else is off.
+_TRUE = ("1", "true", "yes", "on")
+
+
 def _strict() -> bool:
-    return os.environ.get("SPARSIFY_STRICT_PLUGINS", "") not in ("", "0", "false")
+    return os.environ.get("SPARSIFY_STRICT_PLUGINS", "").strip().lower() in _TRUE
 
 
 def _problem(message: str) -> None:
@@ -172,21 +180,39 @@ class _InterruptWatch:
             signal.signal(signal.SIGINT, self._previous)
 
 
+class _ExitCalled(SystemExit):
+    """What `os._exit` raises while a plugin's code runs (it would end the process unseen)."""
+
+    def __repr__(self) -> str:
+        return f"os._exit({self.code})"
+
+
+def _no_exit(status: int = 0) -> Any:
+    raise _ExitCalled(status)
+
+
 def _isolated(call: Callable[[], Any]) -> tuple[Any, BaseException | None]:
     """Run a plugin's code; return ``(result, None)`` or ``(None, what it raised)``.
 
     Everything is caught, `SystemExit` and `GeneratorExit` included: a plugin must
-    not end the host. Only a KeyboardInterrupt from a real SIGINT propagates.
+    not end the host. `os._exit`, which ends the process without any exception,
+    raises one instead while the plugin's code runs. Only a KeyboardInterrupt
+    from a real SIGINT propagates.
     """
-    with _InterruptWatch() as watch:
-        try:
-            return call(), None
-        except KeyboardInterrupt as exc:
-            if watch.signalled:
-                raise
-            return None, exc
-        except BaseException as exc:
-            return None, exc
+    real_exit = os._exit
+    os._exit = _no_exit
+    try:
+        with _InterruptWatch() as watch:
+            try:
+                return call(), None
+            except KeyboardInterrupt as exc:
+                if watch.signalled:
+                    raise
+                return None, exc
+            except BaseException as exc:
+                return None, exc
+    finally:
+        os._exit = real_exit
 
 
 def _raised(exc: BaseException) -> str:
@@ -236,7 +262,13 @@ class Registry:
             self._load_entry_point(ep, builtin=True)
         # sorted: the order the file system lists distributions in must not pick the winner
         third_party.sort(key=lambda ep: (_normalize(_distribution(ep)), ep.name))
-        for ep in self._wanted(third_party, {ep.name for ep in builtin}):
+        builtin_names = {ep.name for ep in builtin}
+        for ep in self._wanted(third_party, builtin_names):
+            if ep.name in builtin_names:  # refused unimported: its code never runs
+                _problem(f"{_who(ep.name, _distribution(ep))} was not loaded: the plugin name "
+                         f"{ep.name!r} is that of a built-in plugin of {BUILTIN_DISTRIBUTION!r}. "
+                         "Give the entry point another name.")
+                continue
             self._load_entry_point(ep, builtin=False)
 
     @staticmethod
@@ -334,6 +366,12 @@ class Registry:
                 what = ("without formulation= or a formulation_class" if kind == "estimator"
                         else "without a name")
                 problems.append(f"{who} registered a {kind} {what}: {obj!r}")
+                return
+            if kind == "kernel" and ("+" in name or name != name.strip()):
+                problems.append(f"{who} registered a kernel named {name!r}; a kernel name "
+                                "cannot contain '+' (it joins kernels in a sum, "
+                                "kernel='rbf+linear') nor begin or end with a space. Register "
+                                "it under another name.")
                 return
             known = self.entries[kind].get(name)
             if known is not None and known.builtin and not builtin:

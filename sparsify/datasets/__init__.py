@@ -8,14 +8,29 @@ LIBSVM files (`load_file`, `read_data_file`) live in `sparsify.datasets.readers`
 
 from __future__ import annotations
 
+import importlib
 from importlib.resources import as_file, files
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from numpy.typing import NDArray
 
 from sparsify.datasets.readers import DataFile, load_file, read_data_file
 
-__all__ = ["DataFile", "load_banana", "load_file", "read_data_file"]
+__all__ = [
+    "DataFile",
+    "labeled_split",
+    "load_banana",
+    "load_file",
+    "make_checkerboard",
+    "make_g241c",
+    "make_g241d",
+    "make_ringnorm",
+    "make_two_moons",
+    "read_data_file",
+    "ringnorm_bayes_error",
+    "ringnorm_bayes_rule",
+]
 
 Array = NDArray[np.float64]
 
@@ -35,22 +50,43 @@ def load_banana() -> tuple[Array, NDArray[np.int64], Array, NDArray[np.int64]]:
 
 
 # Generators of the semi-supervised benchmarks ("Lp-norm constrained multiple kernel
-# semi-supervised SVM").
-from sparsify.datasets.semi_supervised import (  # noqa: E402
-    labeled_split,
-    make_g241c,
-    make_g241d,
-    make_two_moons,
-)
+# semi-supervised SVM") and classification benchmarks of any size (runs at scale): imported on
+# first use, so reading a data file (the command line's predict) does not import scikit-learn.
+_LAZY = {
+    "labeled_split": "sparsify.datasets.semi_supervised",
+    "make_g241c": "sparsify.datasets.semi_supervised",
+    "make_g241d": "sparsify.datasets.semi_supervised",
+    "make_two_moons": "sparsify.datasets.semi_supervised",
+    "make_checkerboard": "sparsify.datasets.synthetic",
+    "make_ringnorm": "sparsify.datasets.synthetic",
+    "ringnorm_bayes_error": "sparsify.datasets.synthetic",
+    "ringnorm_bayes_rule": "sparsify.datasets.synthetic",
+}
 
-__all__ += ["labeled_split", "make_g241c", "make_g241d", "make_two_moons"]
 
-# Classification benchmarks of any size (runs at scale).
-from sparsify.datasets.synthetic import (  # noqa: E402
-    make_checkerboard,
-    make_ringnorm,
-    ringnorm_bayes_error,
-    ringnorm_bayes_rule,
-)
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
 
-__all__ += ["make_checkerboard", "make_ringnorm", "ringnorm_bayes_error", "ringnorm_bayes_rule"]
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))
+
+
+if TYPE_CHECKING:
+    from sparsify.datasets.semi_supervised import (
+        labeled_split,
+        make_g241c,
+        make_g241d,
+        make_two_moons,
+    )
+    from sparsify.datasets.synthetic import (
+        make_checkerboard,
+        make_ringnorm,
+        ringnorm_bayes_error,
+        ringnorm_bayes_rule,
+    )

@@ -10,9 +10,11 @@ option settles it. Nothing is dropped or guessed silently.
 
 from __future__ import annotations
 
+import csv
 import io
 import re
 import zipfile
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -61,6 +63,8 @@ class DataFile:
         Whether ``y`` holds labels from the file.
     notes : tuple of str
         One sentence per decision, and how it was taken ("given" or "detected").
+    columns : tuple of str or None
+        CSV with a header: the names of the feature columns, in the order of X.
     """
 
     X: Array
@@ -74,6 +78,7 @@ class DataFile:
     uses_index_zero: bool | None = None
     labelled: bool = True
     notes: tuple[str, ...] = field(default=())
+    columns: tuple[str, ...] | None = None
 
     def as_tuple(self) -> tuple[Array, NDArray[Any] | None, Array | None, NDArray[Any] | None]:
         """``(X, y, X_test, y_test)``, as `load_file` returns them."""
@@ -88,6 +93,7 @@ def load_file(
     zero_based: bool | None = None,
     labels: bool | None = True,
     n_features: int | None = None,
+    feature_names: list[str] | None = None,
 ) -> tuple[Array, NDArray[Any] | None, Array | None, NDArray[Any] | None]:
     """Read a data file: ``(X_train, y_train, X_test, y_test)``; the test part may be None.
 
@@ -117,6 +123,10 @@ def load_file(
         columns is padded with zero columns, and ``labels=None`` reads a CSV
         with ``n_features + 1`` columns as labelled, ``n_features`` as
         unlabelled.
+    feature_names : list of str, optional
+        The feature names a model was trained on: a CSV file with a header
+        that names them all is read by name (any order; the one other column,
+        if any, is the label), and one that lacks a name is a ValueError.
 
     Returns
     -------
@@ -141,7 +151,7 @@ def load_file(
     (2, 3)
     """
     return read_data_file(path, split, header=header, zero_based=zero_based, labels=labels,
-                          n_features=n_features).as_tuple()
+                          n_features=n_features, feature_names=feature_names).as_tuple()
 
 
 def read_data_file(
@@ -152,6 +162,7 @@ def read_data_file(
     zero_based: bool | None = None,
     labels: bool | None = True,
     n_features: int | None = None,
+    feature_names: list[str] | None = None,
 ) -> DataFile:
     """Read a data file, and say how it was read.
 
@@ -167,8 +178,15 @@ def read_data_file(
       last value found in no other row's last column), is ambiguous: a
       ValueError asks for ``header=True`` or ``False``. With ``header=True``
       the first non-blank line is the header even if it starts with ``#``.
+    - **CSV cells** are read as RFC 4180 writes them (the csv module's excel
+      dialect): a quoted cell may hold commas, doubled quotes and line breaks.
+      A number is ASCII (``1_000`` and other digits than 0-9 are text).
     - **Missing values**: an empty or missing-value cell anywhere in the data is
       a ValueError naming the file, line and column; nothing is dropped.
+    - **Memory**: a file whose arrays would take more than half the memory
+      available (`sparsify.core.memory.available_memory`: the host's, a
+      cgroup's and ``ulimit -v``'s limits) is refused as soon as that shows,
+      before it is read whole.
     - **LIBSVM indices** (``zero_based=None``): zero-based if and only if some
       row of the file uses index 0, decided once for the whole file.
     - **CSV labels** (``labels=None``): labelled if and only if the file has
@@ -211,7 +229,7 @@ def read_data_file(
     if suffix == ".npz":
         return _read_npz(path, split, labels)
     if suffix == ".csv":
-        return _read_csv(path, header, labels, n_features)
+        return _read_csv(path, header, labels, n_features, feature_names)
     return _read_libsvm(path, zero_based, labels, n_features)
 
 
@@ -222,6 +240,13 @@ def _read_npz(path: Path, split: int, labels: bool | None) -> DataFile:
     # numpy calls a non-zip file "pickled data", which misleads.
     if not zipfile.is_zipfile(path):
         raise ValueError(f"{path} is not a valid .npz file (not a zip archive).")
+    try:  # the arrays' sizes as stored, before numpy allocates them (a compressed member can
+        # expand a thousandfold)
+        with zipfile.ZipFile(path) as zf:
+            size = sum(info.file_size for info in zf.infolist())
+    except (OSError, zipfile.BadZipFile, EOFError) as exc:
+        raise ValueError(f"Could not read {path} as .npz: {exc}.") from exc
+    _check_size(path, size, "its arrays")
     try:
         with np.load(path, allow_pickle=False) as z:
             names = set(z.files)
@@ -297,72 +322,112 @@ def _split_indices(path: Path, idx: dict[str, NDArray[Any]], split: int,
 
 # --------------------------------------------------------------------------- .csv
 
-
-def _unquote(cell: str) -> str:
-    cell = cell.strip()
-    if len(cell) >= 2 and cell[0] == cell[-1] == '"':
-        cell = cell[1:-1].strip()
-    return cell
+# A number as a CSV cell may write it: ASCII digits, a sign, a point, an exponent, or inf/nan
+# (Python's float() also takes "1_000" and non-ASCII digits, which no CSV writer means).
+_NUMBER = re.compile(r"[+-]?(?:(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:e[+-]?[0-9]+)?|inf|infinity|nan)",
+                     re.IGNORECASE)
+# Rows parsed at a time: numpy converts a block at C speed; memory is checked between blocks.
+_BLOCK_ROWS = 4096
 
 
 def _kind(cell: str) -> str:
     """'missing', 'number' or 'text'."""
     if cell.lower() in MISSING_TOKENS:
         return "missing"
-    try:
-        float(cell)
-    except ValueError:
-        return "text"
-    return "number"
+    return "number" if _NUMBER.fullmatch(cell) else "text"
 
 
-def _read_csv(path: Path, header: bool | None, labels: bool | None,
-              n_features: int | None) -> DataFile:
+def _number(cell: str) -> float | None:
+    return float(cell) if _NUMBER.fullmatch(cell) else None
+
+
+def _csv_rows(fh: Any, path: Path, first_is_header: bool) -> Iterator[tuple[int, list[str]]]:
+    """(line number, stripped cells) of every non-blank row; a ``#`` comment gives no cells.
+
+    RFC 4180 (the csv module's excel dialect): a quoted cell may hold commas,
+    quotes (doubled) and line breaks; the line number is the row's first line.
+    With ``first_is_header`` the first non-blank row is given even if it starts
+    with ``#``.
+    """
+    reader = csv.reader(fh, strict=True)
+    start = 1
     try:
-        text = path.read_bytes().decode("utf-8-sig")  # -sig: a BOM is not part of cell 1
+        for cells in reader:
+            no, start = start, reader.line_num + 1
+            stripped = [c.strip() for c in cells]
+            if not any(stripped):
+                continue
+            if stripped[0].startswith("#") and not first_is_header:
+                yield no, []  # a comment: counted, not read
+                continue
+            first_is_header = False
+            yield no, stripped
     except UnicodeDecodeError as exc:
-        raise ValueError(f"{path} is not UTF-8 text ({exc.reason} at byte {exc.start}); "
-                         "save it as UTF-8 CSV.") from exc
-    lines = [(no, line.strip()) for no, line in enumerate(text.split("\n"), 1) if line.strip()]
-    if not lines:
-        raise ValueError(f"{path} is empty; a .csv needs rows of comma-separated numbers.")
-    notes: list[str] = []
-    head: tuple[int, list[str]] | None = None
+        raise ValueError(f"{path} is not UTF-8 text ({exc.reason} near line {start}); save it "
+                         "as UTF-8 CSV.") from exc
+    except csv.Error as exc:
+        raise ValueError(f"{path}, line {start}: not CSV as RFC 4180 writes it ({exc}); a cell "
+                         "with a comma, a quote or a line break must be quoted, with its "
+                         "quotes doubled.") from exc
+
+
+def _read_csv(path: Path, header: bool | None, labels: bool | None, n_features: int | None,
+              feature_names: list[str] | None) -> DataFile:
+    budget = _memory_budget()
+    with path.open(newline="", encoding="utf-8-sig") as fh:  # -sig: a BOM is not part of cell 1
+        rows = _csv_rows(fh, path, first_is_header=bool(header))
+        n_comments = 0
+        first = None
+        for no, cells in rows:
+            if cells:
+                first = (no, cells)
+                break
+            n_comments += 1
+        if first is None:
+            raise ValueError(f"{path} is empty; a .csv needs rows of comma-separated numbers.")
+        notes: list[str] = []
+        head: tuple[int, list[str]] | None = first if header else None
+        decided: bool | None = None
+        n_cols = len(first[1])
+        labelled = _decide_labels(path, n_cols, labels, n_features, notes)
+        if labelled and n_cols < 2:
+            raise ValueError(f"{path} has {n_cols} column; a labelled .csv needs at least one "
+                             "feature column and the label column last (or read it without "
+                             "labels).")
+        pending: tuple[int, list[str]] | None = None  # line 1 while header=None is undecided
+        if header is None:
+            decided = _header_from_first_row(path, first, labelled, notes)
+            if decided:
+                head = first
+            elif decided is None:
+                pending = first
+        columns = _columns(path, head, n_cols, labelled, feature_names, notes)
+        parser = _RowParser(path, n_cols, columns, budget, first[0])
+        if header is False or (header is None and decided is False):
+            parser.add(*first)
+        for no, cells in rows:
+            if cells:
+                parser.add(no, cells)
+            else:
+                n_comments += 1
+    if pending is not None:
+        if _header_from_labels(path, pending, parser, labelled, notes):
+            head = pending
+        else:
+            parser.add(*pending, front=True)
     if header:
-        no, line = lines[0]
-        head = (no, [_unquote(c) for c in line.split(",")])
-        lines = lines[1:]
-    n_lines = len(lines)
-    lines = [(no, line) for no, line in lines if not line.startswith("#")]  # comments
-    if len(lines) < n_lines:
-        notes.append(f"{n_lines - len(lines)} comment line(s) starting with '#' skipped")
-    rows = [(no, [_unquote(c) for c in line.split(",")]) for no, line in lines]
-    if not rows:
+        notes.insert(0, f"line {first[0]} is a header (given)")
+    elif header is False:
+        notes.insert(0, "no header (given)")
+    if n_comments:  # after the header's note, before the labels'
+        notes.insert(1, f"{n_comments} comment line(s) starting with '#' skipped")
+    if parser.n_rows == 0:
         raise ValueError(f"{path} has no data rows"
                          + (f" after its header (line {head[0]})." if head else "."))
-
-    n_cols = len(head[1]) if head else len(rows[0][1])
-    labelled = _decide_labels(path, n_cols, labels, n_features, notes)
-    if labelled and n_cols < 2:
-        raise ValueError(f"{path} has {n_cols} column; a labelled .csv needs at least one "
-                         "feature column and the label column last (or read it without labels).")
-    if header is None:
-        header = _detect_header(path, rows, labelled, notes)
-        if header:
-            head, rows = rows[0], rows[1:]
-            if not rows:
-                raise ValueError(f"{path} has no data rows after its header (line {head[0]}).")
-    elif header:
-        notes.insert(0, f"line {head[0]} is a header (given)")  # type: ignore[index]
-    else:
-        notes.insert(0, "no header (given)")
-    if head is not None and len(head[1]) != len(rows[0][1]):
-        raise ValueError(f"{path}: the header (line {head[0]}) has {len(head[1])} cells but line "
-                         f"{rows[0][0]} has {len(rows[0][1])}; every line needs the same number "
-                         "of comma-separated cells.")
-    X, y = _parse_rows(path, rows, labelled)
-    return DataFile(X, y, None, None, path, "csv", header=bool(header), labelled=labelled,
-                    notes=tuple(notes))
+    X, y = parser.result()
+    return DataFile(X, y, None, None, path, "csv", header=head is not None, labelled=labelled,
+                    notes=tuple(notes),
+                    columns=None if head is None else tuple(head[1][j] for j in columns[0]))
 
 
 def _decide_labels(path: Path, n_cols: int, labels: bool | None, n_features: int | None,
@@ -385,13 +450,15 @@ def _decide_labels(path: Path, n_cols: int, labels: bool | None, n_features: int
                      f"{n_features + 1} (features, then the label).")
 
 
-def _detect_header(path: Path, rows: list[tuple[int, list[str]]], labelled: bool,
-                   notes: list[str]) -> bool:
-    """Whether the first row is a header, by the rules of `read_data_file`."""
-    no, cells = rows[0]
+_ASK = "pass --header if it is a header, --no-header if it is data"
+
+
+def _header_from_first_row(path: Path, first: tuple[int, list[str]], labelled: bool,
+                           notes: list[str]) -> bool | None:
+    """Whether line 1 is a header when line 1 alone says so; None when the labels must tell."""
+    no, cells = first
     kinds = [_kind(c) for c in cells]
     n_feat = len(cells) - 1 if labelled else len(cells)
-    ask = "pass --header if it is a header, --no-header if it is data"
     for j in range(min(n_feat, len(cells))):
         if kinds[j] == "text":
             notes.insert(0, f"line {no} is a header (detected: {cells[j]!r} is not a number)")
@@ -400,78 +467,179 @@ def _detect_header(path: Path, rows: list[tuple[int, list[str]]], labelled: bool
         j = kinds.index("missing")
         raise ValueError(f"{path}: line {no} has no column names but an empty or missing "
                          f"value {cells[j]!r} in column {j + 1}, so it is neither clearly a "
-                         f"header nor data; {ask} (and fill in the missing value).")
-    if labelled and kinds[-1] == "text":
-        rest = [r[1][-1] for r in rows[1:] if len(r[1]) == len(cells)]
-        if any(_kind(c) == "number" for c in rest):
+                         f"header nor data; {_ASK} (and fill in the missing value).")
+    return None
+
+
+def _header_from_labels(path: Path, first: tuple[int, list[str]], parser: _RowParser,
+                        labelled: bool, notes: list[str]) -> bool:
+    """Whether an all-numeric-features line 1 is a header, from the other rows' last column."""
+    no, cells = first
+    if labelled and _kind(cells[-1]) == "text":
+        if any(_kind(c) == "number" for c in parser.labels):
             raise ValueError(f"{path}: line {no} has text ({cells[-1]!r}) only in the label "
                              "column while other rows have numeric labels, so it is neither "
-                             f"clearly a header nor data; {ask}.")
+                             f"clearly a header nor data; {_ASK}.")
         notes.insert(0, f"no header (detected: line {no} has numeric features and a text "
                         "label, like the other rows)")
         return False
     # All numbers. Column numbers (pandas writes 0,1,2 for unnamed columns) are the one
     # numeric header that shows: consecutive integers from 0 or 1 whose last value is no
     # value of the last column elsewhere.
-    if (len(cells) >= 2 and len(rows) > 1 and all(_INTEGER.fullmatch(c) for c in cells)
+    if (len(cells) >= 2 and parser.n_rows > 0 and all(_INTEGER.fullmatch(c) for c in cells)
             and int(cells[0]) in (0, 1)
             and [int(c) for c in cells] == list(range(int(cells[0]), int(cells[0]) + len(cells)))):
-        last = {_last_value(r[1]) for r in rows[1:]}
-        if float(cells[-1]) not in last:
+        if float(cells[-1]) not in set(parser.last_values()):
             raise ValueError(f"{path}: line {no} reads {','.join(cells)}, like column numbers, "
-                             f"and its last value occurs in no other row; {ask}.")
+                             f"and its last value occurs in no other row; {_ASK}.")
     notes.insert(0, f"no header (detected: line {no} is all numbers)")
     return False
 
 
-def _last_value(cells: list[str]) -> float | None:
-    try:
-        return float(cells[-1])
-    except ValueError:
-        return None
+def _columns(path: Path, head: tuple[int, list[str]] | None, n_cols: int, labelled: bool,
+             feature_names: list[str] | None, notes: list[str]) -> tuple[list[int], int | None]:
+    """(feature columns, label column) to read: by position, or by the names a model knows."""
+    by_position = (list(range(n_cols - 1 if labelled else n_cols)),
+                   n_cols - 1 if labelled else None)
+    if head is None or feature_names is None:
+        return by_position
+    names = head[1]
+    if names[:len(feature_names)] == list(feature_names):
+        return by_position
+    missing = [n for n in feature_names if n not in names]
+    twice = sorted({n for n in feature_names if names.count(n) > 1})
+    if missing or twice:
+        problem = (f"has no column named {missing[0]!r}" if missing
+                   else f"names the column {twice[0]!r} twice")
+        raise ValueError(f"{path} {problem} (line {head[0]}: {', '.join(names)}); the model was "
+                         f"trained on the columns {', '.join(feature_names)}. Rename the "
+                         "columns, or pass --no-header to read them by position.")
+    features = [names.index(n) for n in feature_names]
+    rest = [j for j in range(n_cols) if j not in features]
+    if len(rest) != (1 if labelled else 0):
+        raise ValueError(f"{path} has the columns {', '.join(names[j] for j in rest)} beside the "
+                         f"model's features {', '.join(feature_names)}; give one label column "
+                         "at most.")
+    notes.append(f"columns matched to the model's by name ({', '.join(feature_names)})")
+    return features, (rest[0] if rest else None)
 
 
-def _parse_rows(path: Path, rows: list[tuple[int, list[str]]],
-                labelled: bool) -> tuple[Array, NDArray[Any] | None]:
-    n_cols = len(rows[0][1])
-    for no, cells in rows:
-        if len(cells) != n_cols:
-            raise ValueError(f"{path}, line {no}: {len(cells)} cells where line {rows[0][0]} has "
-                             f"{n_cols}; every line needs the same number of comma-separated "
-                             "cells.")
-    # Fast path: numpy parses plain numbers; any cell it refuses, or a NaN it accepted,
-    # sends us to the cell-by-cell scan, which names the line and column.
-    try:
-        data = np.loadtxt(io.StringIO("\n".join(",".join(c) for _, c in rows)), delimiter=",",
-                          dtype=float, ndmin=2, comments=None)
-    except ValueError:
-        data = None
-    if data is not None and data.shape == (len(rows), n_cols) and not np.isnan(data).any():
-        return (data[:, :-1], data[:, -1]) if labelled else (data, None)
-    n_feat = n_cols - 1 if labelled else n_cols
-    X = np.empty((len(rows), n_feat))
-    label_cells = []
-    for i, (no, cells) in enumerate(rows):
-        for j, cell in enumerate(cells):
-            kind = _kind(cell)
-            if kind == "missing":
-                raise ValueError(
-                    f"{path}, line {no}, column {j + 1}: missing value {cell!r}; sparsify takes "
-                    "no missing values (no NaN, NA or empty cells): fill it in or remove the "
-                    "row.")
-            if j < n_feat:
-                if kind == "text":
-                    raise ValueError(f"{path}, line {no}, column {j + 1}: could not convert "
-                                     f"{cell!r} to a number; feature columns must be numeric.")
-                X[i, j] = float(cell)
-        if labelled:
-            label_cells.append(cells[-1])
-    if not labelled:
-        return X, None
-    try:
-        return X, np.array([float(c) for c in label_cells])
-    except ValueError:
-        return X, np.array(label_cells)  # class names
+def _check_size(path: Path, need: int, what: str) -> None:
+    """Refuse a file whose arrays would take more than `_memory_budget`, before reading it."""
+    budget = _memory_budget()
+    if need > budget:
+        raise ValueError(f"{path} is too large to read in the memory available: {what} would "
+                         f"take about {need / 2**20:.0f} MiB, and sparsify may use "
+                         f"{budget / 2**20:.0f} MiB for a data file (half the memory "
+                         "available, counting cgroup and ulimit -v limits). Use a subsample of "
+                         "the rows.")
+
+
+def _memory_budget() -> int:
+    """Bytes a data file's arrays may take: half the memory available (parsing needs more)."""
+    from sparsify.core.memory import available_memory
+
+    return available_memory() // 2
+
+
+class _RowParser:
+    """Rows of a CSV file parsed into float features and label cells, a block at a time.
+
+    Numbers are parsed by numpy (`numpy.loadtxt`: ASCII numbers only); a block it
+    refuses, or one with a NaN, is scanned cell by cell for the line and column
+    to name. The memory the rows take is checked against ``budget`` after every
+    block, so a file too large is refused when its rows reach the budget, not
+    after it was read whole.
+    """
+
+    def __init__(self, path: Path, n_cols: int, columns: tuple[list[int], int | None],
+                 budget: int, ref_line: int) -> None:
+        self.path, self.n_cols, self.budget = path, n_cols, budget
+        self.ref_line = ref_line  # the line the others' cell count is compared with
+        self.features, self.label = columns
+        self.blocks: list[Array] = []
+        self.labels: list[str] = []
+        self.block: list[tuple[int, list[str]]] = []
+        self.n_rows = 0
+
+    def add(self, no: int, cells: list[str], front: bool = False) -> None:
+        if len(cells) != self.n_cols:
+            raise ValueError(f"{self.path}, line {no}: {len(cells)} cells where line "
+                             f"{self.ref_line} has {self.n_cols}; every line needs the same "
+                             "number of comma-separated cells.")
+        if not self.n_rows:
+            self.ref_line = no
+        if self.label is not None and _kind(cells[self.label]) == "missing":
+            self._missing(no, self.label, cells[self.label])
+        self.n_rows += 1
+        if front:  # line 1, decided last: parsed alone and put first
+            self.blocks.insert(0, self._parse([(no, cells)]))
+            if self.label is not None:
+                self.labels.insert(0, cells[self.label])
+            return
+        self.block.append((no, cells))
+        if self.label is not None:
+            self.labels.append(cells[self.label])
+        if len(self.block) >= _BLOCK_ROWS:
+            self._flush()
+
+    def _flush(self) -> None:
+        if not self.block:
+            return
+        self.blocks.append(self._parse(self.block))
+        self.block = []
+        used = 8 * self.n_rows * len(self.features) + 64 * len(self.labels)
+        if 2 * used > self.budget:  # the blocks, and their concatenation at the end
+            raise ValueError(
+                f"{self.path} is too large to read in the memory available: its first "
+                f"{self.n_rows} rows already take {used / 2**20:.0f} MiB, and sparsify may use "
+                f"{self.budget / 2**20:.0f} MiB for a data file (half the memory available, "
+                "counting cgroup and ulimit -v limits). Use a subsample of the rows.")
+
+    def _parse(self, block: list[tuple[int, list[str]]]) -> Array:
+        text = "\n".join(",".join(cells[j] for j in self.features) for _, cells in block)
+        try:
+            data = np.loadtxt(io.StringIO(text), delimiter=",", dtype=float, ndmin=2,
+                              comments=None)
+        except ValueError:
+            data = None
+        if data is not None and data.shape == (len(block), len(self.features)) \
+                and not np.isnan(data).any():
+            return data
+        for no, cells in block:  # name the first bad cell
+            for j in (*self.features, *(() if self.label is None else (self.label,))):
+                kind = _kind(cells[j])
+                if kind == "missing":
+                    self._missing(no, j, cells[j])
+                if kind == "text" and j != self.label:
+                    raise ValueError(f"{self.path}, line {no}, column {j + 1}: could not "
+                                     f"convert {cells[j]!r} to a number; feature columns must "
+                                     "be numeric.")
+        raise ValueError(f"{self.path}: could not read lines {block[0][0]} to {block[-1][0]} "
+                         "as numbers.")  # numpy refused what the scan accepts: not expected
+
+    def _missing(self, no: int, j: int, cell: str) -> None:
+        raise ValueError(f"{self.path}, line {no}, column {j + 1}: missing value {cell!r}; "
+                         "sparsify takes no missing values (no NaN, NA or empty cells): fill it "
+                         "in or remove the row.")
+
+    def last_values(self) -> list[float | None]:
+        """The last column of every row (labels or the last feature), as numbers."""
+        if self.label == self.n_cols - 1:
+            return [_number(c) for c in self.labels]
+        self._flush()
+        last = self.features.index(self.n_cols - 1) if self.n_cols - 1 in self.features else -1
+        return [float(v) for block in self.blocks for v in block[:, last]]
+
+    def result(self) -> tuple[Array, NDArray[Any] | None]:
+        self._flush()
+        X = np.concatenate(self.blocks) if len(self.blocks) > 1 else self.blocks[0]
+        if self.label is None:
+            return X, None
+        values = [_number(c) for c in self.labels]
+        if all(v is not None for v in values):
+            return X, np.array(values, dtype=float)
+        return X, np.array(self.labels)  # class names
 
 
 # --------------------------------------------------------------------------- LIBSVM
@@ -481,6 +649,8 @@ def _read_libsvm(path: Path, zero_based: bool | None, labels: bool | None,
                  n_features: int | None) -> DataFile:
     from sklearn.datasets import load_svmlight_file
 
+    # a value takes at least 4 bytes of text ("1:1 ") and 16 bytes parsed
+    _check_size(path, 4 * path.stat().st_size, "its values, parsed,")
     try:
         # Read the indices as written (column j = index j); the base is decided below.
         X_sparse, y = load_svmlight_file(str(path), zero_based=True)

@@ -11,8 +11,10 @@ docs/model-format.md.
 
 Modules: `sparsify.io.model_file` (the container, reading and writing),
 `sparsify.io.kernel_spec` (kernels as data), `sparsify.io.saveable`
-(which estimators, which decision rules), `sparsify.io.machine` (the loaded
-predictor).
+(which estimators, which decision rules), `sparsify.io.contents` (what a
+file holds, and its predictions with numpy alone: `read_model`, what the
+command line uses) and `sparsify.io.machine` (the loaded predictor as a
+scikit-learn estimator).
 
 Examples
 --------
@@ -33,6 +35,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from sparsify.io.contents import ModelContents
 from sparsify.io.model_file import (
     FORMAT,
     FORMAT_VERSION,
@@ -40,17 +43,20 @@ from sparsify.io.model_file import (
     dumps_model,
     load_model,
     loads_model,
+    read_model,
     save_model,
 )
 
 __all__ = [
     "FORMAT",
     "FORMAT_VERSION",
+    "ModelContents",
     "ModelFileError",
     "SavedKernelMachine",
     "dumps_model",
     "load_model",
     "loads_model",
+    "read_model",
     "save_model",
 ]
 

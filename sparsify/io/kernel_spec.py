@@ -46,10 +46,12 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from sparsify.kernels import RBF, Kernel, Linear, Polynomial, SumKernel
+from sparsify.kernels import RBF, Kernel, Linear, Polynomial, SumKernel, gaussian_dictionary
+from sparsify.kernels.taylor_rbf import TaylorRBF
 
 __all__ = [
     "KERNEL_NAMES",
+    "MAX_TAYLOR_ORDER",
     "KernelSpecError",
     "build_kernel",
     "check_kernel_arrays",
@@ -67,6 +69,11 @@ KERNEL_NAMES = ("rbf", "poly", "linear", "taylor_rbf", "sum", "manifold", "gauss
 
 #: Deepest nesting of ``sum`` and ``manifold`` a file may hold (a bound on the recursion).
 MAX_DEPTH = 16
+
+#: Highest Taylor order a file may hold: each kernel value costs one term per order, and
+#: beyond a few dozen terms the series is exp itself to float64 precision wherever the
+#: kernel does not overflow.
+MAX_TAYLOR_ORDER = 1000
 
 # the keys each kernel object has, besides "name"
 _KEYS: dict[str, set[str]] = {
@@ -147,7 +154,6 @@ def describe_kernel(
     ({'name': 'poly', 'gamma': 0.5, 'degree': 2, 'coef0': 1.0}, {})
     """
     from sparsify.kernels.manifold import ManifoldKernel
-    from sparsify.kernels.taylor import TaylorRBF
 
     if depth > MAX_DEPTH:
         raise KernelSpecError(f"the kernel nests sums and manifold kernels more than {MAX_DEPTH} "
@@ -163,8 +169,11 @@ def describe_kernel(
     if kind is Linear:
         return {"name": "linear"}, {}
     if kind is TaylorRBF:
-        return {"name": "taylor_rbf", "gamma": _number(kernel.gamma),
-                "order": _integer(kernel.order)}, {}
+        order = _integer(kernel.order)
+        if not 0 <= order <= MAX_TAYLOR_ORDER:
+            raise KernelSpecError(f"the TaylorRBF order is {order}; a model file holds orders "
+                                  f"0 to {MAX_TAYLOR_ORDER}.")
+        return {"name": "taylor_rbf", "gamma": _number(kernel.gamma), "order": order}, {}
     if kind is SumKernel:
         parts, arrays = [], {}
         for m, part in enumerate(kernel.kernels):
@@ -244,8 +253,10 @@ def validate_kernel_spec(spec: Any, *, where: str = "kernel", depth: int = 0) ->
         _check_real(spec["coef0"], f"{where}.coef0")
     if name == "taylor_rbf":
         order = spec["order"]
-        if isinstance(order, bool) or not isinstance(order, int) or order < 0:
-            raise KernelSpecError(f"{where}.order must be an integer >= 0; got {order!r}.")
+        if (isinstance(order, bool) or not isinstance(order, int)
+                or not 0 <= order <= MAX_TAYLOR_ORDER):
+            raise KernelSpecError(f"{where}.order must be an integer from 0 to "
+                                  f"{MAX_TAYLOR_ORDER}; got {order!r}.")
     if name == "sum":
         parts, weights = spec["parts"], spec["weights"]
         if not isinstance(parts, list) or not parts:
@@ -337,8 +348,6 @@ def build_kernel(spec: Mapping[str, Any]) -> Kernel | None:
     ...               "parts": [{"name": "rbf", "gamma": 1.0}, {"name": "linear"}]})
     SumKernel(kernels=(RBF(gamma=1.0), Linear()), weights=(0.5, 2.0))
     """
-    from sparsify.kernels.taylor import TaylorRBF
-
     name = spec["name"]
     if not _free(spec):
         return None
@@ -385,8 +394,6 @@ def kernel_features(
     """
     name = spec["name"]
     if name == "gaussian_widths":
-        from sparsify.baselines.kmra import gaussian_dictionary
-
         return gaussian_dictionary(X, Z, arrays[spec["widths"]])
     if name == "manifold":
         base = build_kernel(spec["base"])

@@ -18,6 +18,7 @@ from sklearn.base import BaseEstimator
 from sklearn.utils.metaestimators import available_if
 
 from sparsify.core.estimator import KernelMachineMixin
+from sparsify.io.contents import check_finite_decision
 from sparsify.io.kernel_spec import feature_width, kernel_features
 
 __all__ = ["SavedKernelMachine"]
@@ -104,6 +105,12 @@ class SavedKernelMachine(KernelMachineMixin, BaseEstimator):
         The model format version of the file.
     metadata : dict
         The JSON metadata saved with the model (data source, test error, ...).
+    source_ : str
+        Where it was read from (a path, or ``loads_model``'s ``source``).
+
+    Decision values that are not finite (a file whose numbers overflow on X)
+    raise `sparsify.io.contents.NonFiniteDecisionError`, a `ValueError`,
+    rather than become a class.
 
     Examples
     --------
@@ -146,6 +153,12 @@ class SavedKernelMachine(KernelMachineMixin, BaseEstimator):
         width = feature_width(self.kernel_spec_, self.kernel_arrays_,
                               len(self.expansion_vectors_))
         return max(1, 2**22 // max(1, width))
+
+    def _machine(self, X: ArrayLike) -> Array:
+        with np.errstate(over="ignore", invalid="ignore"):  # overflow is refused below
+            out = super()._machine(X)
+        check_finite_decision(out, getattr(self, "source_", "in memory"), "X")
+        return out
 
     @available_if(_has_decision_function)
     def decision_function(self, X: ArrayLike) -> Array:

@@ -45,11 +45,12 @@ import zipfile
 import zlib
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import numpy as np
 from numpy.typing import NDArray
 
+from sparsify.io.contents import ModelContents, NonFiniteDecisionError
 from sparsify.io.kernel_spec import (
     KernelSpecError,
     build_kernel,
@@ -72,11 +73,14 @@ __all__ = [
     "FORMAT",
     "FORMAT_VERSION",
     "HEADER_MEMBER",
+    "MAX_FILE_BYTES",
     "ModelFileError",
     "checksum",
     "dumps_model",
     "load_model",
     "loads_model",
+    "read_model",
+    "read_model_bytes",
     "save_model",
 ]
 
@@ -89,6 +93,12 @@ HEADER_MEMBER = "header.json"
 CHECKSUM_MEMBER = "checksum.sha256"
 #: The most array data a model file may hold; writing one takes about three times this memory.
 MAX_ARRAY_BYTES = 2**30
+#: The largest file `read_model` reads: the arrays and room for the header and zip records.
+MAX_FILE_BYTES = MAX_ARRAY_BYTES + 2**26
+# String labels may take this many bytes of memory per byte of header.json (at least the slack):
+# a file declares the width of its labels, and '<U999999' × 500 would be 2 GB from 10 KB.
+_CLASSES_PER_HEADER_BYTE = 64
+_CLASSES_SLACK = 2**20
 
 # a fixed timestamp: the same model gives the same bytes (and the same checksum)
 _DATE = (1980, 1, 1, 0, 0, 0)
@@ -271,11 +281,21 @@ def dumps_model(estimator: Any, metadata: Mapping[str, Any] | None = None) -> by
 
 
 def _write_atomically(path: Path, data: bytes) -> None:
-    """Write ``data`` to a new file beside ``path``, then rename it over ``path``."""
+    """Write ``data`` to a new file beside ``path``, then rename it over ``path``.
+
+    A symbolic link is written through (its target is replaced); a target that
+    is not a regular file or is read-only is refused (`sparsify.io.targets`).
+    """
+    from sparsify.io.targets import output_target
+
+    try:
+        path = output_target(path, "the model file")
+    except ValueError as exc:
+        if path.is_dir():
+            raise IsADirectoryError(f"Cannot write the model file '{path}': it is a directory; "
+                                    "give a file name.") from exc
+        raise
     parent = path.parent
-    if path.is_dir():
-        raise IsADirectoryError(f"Cannot write the model file '{path}': it is a directory; give "
-                                "a file name.")
     if not parent.is_dir():
         raise FileNotFoundError(f"Cannot write the model file '{path}': the directory "
                                 f"'{parent}' does not exist; create it first.")
@@ -313,7 +333,9 @@ def save_model(
     estimator : estimator
         A fitted estimator (see `dumps_model` for which ones).
     path : str or path-like
-        The model file; an existing file is replaced.
+        The model file; an existing regular, writable file is replaced, a
+        symbolic link is written through to its target, and a directory, FIFO,
+        device node or read-only file is refused.
     metadata : dict or None, default=None
         JSON values to keep with the model.
 
@@ -325,7 +347,8 @@ def save_model(
     Raises
     ------
     ValueError
-        If the estimator cannot be saved (see `dumps_model`); nothing is written.
+        If the estimator cannot be saved (see `dumps_model`), or ``path`` is
+        not a file it may replace; nothing is written.
     OSError
         If the file cannot be written; the message names it.
 
@@ -374,18 +397,26 @@ def _parse_json(data: bytes) -> Any:
                       parse_constant=_no_constant)
 
 
-def _read_members(data: bytes, source: str) -> dict[str, bytes]:
-    """Every member of the zip archive, checked for what the format allows."""
-    if not data.startswith(b"PK\x03\x04"):
-        pickled = data[:1] == b"\x80"  # the PROTO opcode every pickle since protocol 2 starts with
-        what = ("empty" if not data else "a pickle (it starts with a pickle protocol header)"
-                if pickled else "not a zip archive")
-        hint = f" {_PICKLE_HINT}" if pickled else (
-            " Write model files with sparsify.io.save_model or 'sparsify fit --out'.")
-        raise _fail(source, f"it is {what}, not a sparsify model file (a zip archive with "
-                            f"{HEADER_MEMBER}).{hint}")
+def _refuse_non_zip(head: bytes, source: str) -> ModelFileError:
+    """The error for a file that is not a zip archive, judged from its first bytes."""
+    pickled = head[:1] == b"\x80"  # the PROTO opcode every pickle since protocol 2 starts with
+    what = ("empty" if not head else "a pickle (it starts with a pickle protocol header)"
+            if pickled else "not a zip archive")
+    hint = f" {_PICKLE_HINT}" if pickled else (
+        " Write model files with sparsify.io.save_model or 'sparsify fit --out'.")
+    return _fail(source, f"it is {what}, not a sparsify model file (a zip archive with "
+                         f"{HEADER_MEMBER}).{hint}")
+
+
+def _read_members(fh: BinaryIO, size: int, source: str) -> dict[str, bytes]:
+    """Every member of the zip archive in ``fh`` (``size`` bytes), checked for what the format
+    allows before any member is read."""
+    head = fh.read(4)
+    fh.seek(0)
+    if head != b"PK\x03\x04":
+        raise _refuse_non_zip(head, source)
     try:
-        with zipfile.ZipFile(io.BytesIO(data)) as zf:
+        with zipfile.ZipFile(fh) as zf:
             infos = zf.infolist()
             names = [info.filename for info in infos]
             if len(set(names)) != len(names):
@@ -402,7 +433,7 @@ def _read_members(data: bytes, source: str) -> dict[str, bytes]:
                     raise _fail(source, f"member {info.filename!r} is compressed; model files "
                                         f"store their members uncompressed. {_INVALID_HINT}")
                 total += info.file_size
-            if total > len(data):  # sizes come from the file: no member is read beyond it
+            if total > size:  # sizes come from the file: no member is read beyond it
                 raise _fail(source, f"its zip directory is damaged (members larger than the "
                                     f"file). {_CORRUPT_HINT}")
             return {info.filename: zf.read(info) for info in infos}
@@ -610,7 +641,7 @@ def _read_array(raw: bytes, name: str, shape: tuple[int, ...], source: str) -> N
     return out.astype(np.float64, copy=True)  # native byte order, writable, owns its memory
 
 
-def _read_classes(spec: Any, source: str) -> NDArray[Any]:
+def _read_classes(spec: Any, source: str, header_bytes: int) -> NDArray[Any]:
     _expect(isinstance(spec, dict) and set(spec) == {"dtype", "values"}, source,
             "classes must be null or an object with the keys dtype and values")
     dtype, values = spec["dtype"], spec["values"]
@@ -619,6 +650,12 @@ def _read_classes(spec: Any, source: str) -> NDArray[Any]:
             "string dtypes ('<i8', '<f8', '|b1', '<U5', ...) or 'object' (strings)")
     _expect(isinstance(values, list), source, "classes.values is not a list")
     kind = "O" if dtype == "object" else np.dtype(dtype).kind
+    if kind == "U":  # the width is declared by the file: bound what it makes numpy allocate
+        need = len(values) * np.dtype(dtype).itemsize
+        _expect(need <= max(_CLASSES_SLACK, _CLASSES_PER_HEADER_BYTE * header_bytes), source,
+                f"classes declares the dtype {dtype!r} for {len(values)} labels, "
+                f"{need / 2**20:.0f} MiB of labels from a header of {header_bytes} bytes; a "
+                "label's width must fit its values")
     ok = {"i": _is_int, "u": _is_int, "f": _is_real, "b": lambda v: isinstance(v, bool),
           "U": lambda v: isinstance(v, str), "O": lambda v: isinstance(v, str)}[kind]
     _expect(all(ok(v) for v in values), source,
@@ -671,10 +708,27 @@ def loads_model(data: bytes, source: str) -> Any:
     ...
     sparsify.io.model_file.ModelFileError: Cannot load the model file 'model.pkl': it is a ...
     """
+    return _machine(read_model_bytes(data, source))
+
+
+def read_model_bytes(data: bytes, source: str) -> ModelContents:
+    """`read_model` from bytes: the checked contents, which predict with numpy alone.
+
+    Examples
+    --------
+    >>> read_model_bytes(b"", source="empty.spm")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    sparsify.io.model_file.ModelFileError: Cannot load the model file 'empty.spm': it is empty, ...
+    """
     if not isinstance(data, bytes | bytearray | memoryview):
         raise TypeError(f"loads_model needs the file's bytes; got {type(data).__name__}.")
-    source = str(source)
-    members = _read_members(bytes(data), source)
+    return _contents(io.BytesIO(bytes(data)), len(data), str(source))
+
+
+def _contents(fh: BinaryIO, size: int, source: str) -> ModelContents:
+    """Read and check every member and field of a model file; nothing is built from it yet."""
+    members = _read_members(fh, size, source)
     _check_version(members, source)
     _check_checksum(members, source)
     try:
@@ -693,24 +747,37 @@ def loads_model(data: bytes, source: str) -> Any:
         check_kernel_arrays(header["kernel"], arrays)
     except KernelSpecError as exc:
         raise _invalid(source, f"its kernel is invalid: {exc}") from exc
-    return _machine(header, arrays, source)
+    classes = (None if header["classes"] is None
+               else _read_classes(header["classes"], source, len(members[HEADER_MEMBER])))
+    other = {name: arrays.pop(name) for name in ("prob_a", "prob_b") if name in arrays}
+    contents = ModelContents(
+        source=source, header=header, expansion_vectors=arrays.pop("expansion_vectors"),
+        expansion_coef=arrays.pop("expansion_coef"), intercept=arrays.pop("intercept"),
+        kernel_arrays=arrays, other_arrays=other, classes=classes)
+    try:
+        contents.check_finite()
+    except NonFiniteDecisionError as exc:
+        raise _invalid(source, f"its decision values are not finite ({exc})") from exc
+    return contents
 
 
-def _machine(header: dict[str, Any], arrays: dict[str, NDArray[Any]], source: str) -> Any:
+def _machine(contents: ModelContents) -> Any:
+    """The `SavedKernelMachine` (a scikit-learn estimator) of checked contents."""
     from sparsify.io.machine import SavedKernelMachine
 
+    header = contents.header
     machine = SavedKernelMachine()
-    machine.expansion_vectors_ = arrays.pop("expansion_vectors")
-    machine.expansion_coef_ = arrays.pop("expansion_coef")
-    machine.intercept_ = arrays.pop("intercept")
+    machine.expansion_vectors_ = contents.expansion_vectors
+    machine.expansion_coef_ = contents.expansion_coef
+    machine.intercept_ = contents.intercept
     if header["probability"] == "platt":
-        machine.prob_a_ = arrays.pop("prob_a")
-        machine.prob_b_ = arrays.pop("prob_b")
+        machine.prob_a_ = contents.other_arrays["prob_a"]
+        machine.prob_b_ = contents.other_arrays["prob_b"]
     machine.kernel_spec_ = header["kernel"]
-    machine.kernel_arrays_ = arrays  # what is left: the kernel's own arrays
+    machine.kernel_arrays_ = contents.kernel_arrays
     machine.kernel_ = build_kernel(header["kernel"])
-    if header["classes"] is not None:
-        machine.classes_ = _read_classes(header["classes"], source)
+    if contents.classes is not None:
+        machine.classes_ = contents.classes
     machine.n_features_in_ = header["n_features_in"]
     if header["feature_names_in"] is not None:
         machine.feature_names_in_ = np.asarray(header["feature_names_in"], dtype=object)
@@ -724,6 +791,7 @@ def _machine(header: dict[str, Any], arrays: dict[str, NDArray[Any]], source: st
     machine.sparsify_version_ = header["sparsify_version"]
     machine.format_version_ = header["format_version"]
     machine.metadata = header["metadata"]
+    machine.source_ = contents.source
     return machine
 
 
@@ -755,14 +823,69 @@ def load_model(path: str | os.PathLike[str]) -> Any:
     ...
     FileNotFoundError: No model file at 'no/such/model.spm'; check the path.
     """
+    return _machine(read_model(path))
+
+
+def read_model(path: str | os.PathLike[str]) -> ModelContents:
+    """Read and check a model file; return its contents, which predict with numpy alone.
+
+    What `load_model` reads, before any scikit-learn estimator is made of it:
+    the command line predicts with it (`ModelContents.predict`) without
+    importing scikit-learn. The file's size is checked before it is read: a
+    file larger than any model file (`MAX_FILE_BYTES`) or than the memory
+    available is refused unread; a file that is not a zip archive is refused
+    from its first bytes.
+
+    Parameters
+    ----------
+    path : str or path-like
+
+    Returns
+    -------
+    ModelContents
+
+    Raises
+    ------
+    FileNotFoundError, ModelFileError
+        As `load_model`.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> from sklearn.datasets import make_moons
+    >>> from sparsify import SparseSVC
+    >>> X, y = make_moons(60, noise=0.1, random_state=0)
+    >>> clf = SparseSVC(n_expansion=4, gamma=2.0, max_iter=10, random_state=0).fit(X, y)
+    >>> with tempfile.TemporaryDirectory() as tmp:
+    ...     contents = read_model(save_model(clf, pathlib.Path(tmp) / "moons.spm"))
+    >>> contents.decision_rule, bool((contents.predict(X) == clf.predict(X)).all())
+    ('binary_sign', True)
+    """
     path = Path(path)
     if not path.is_file():
         if path.is_dir():
             raise IsADirectoryError(f"The model file '{path}' is a directory; give the file.")
+        if path.exists():
+            raise _fail(str(path), "it is not a regular file (a device, a pipe or a socket); "
+                                   "give the model file itself.")
         raise FileNotFoundError(f"No model file at '{path}'; check the path.")
     with path.open("rb") as fh:
+        size = os.fstat(fh.fileno()).st_size
         head = fh.read(4)
-        if head != b"PK\x03\x04":  # not a zip: refuse without reading a large file whole
-            return loads_model(head, str(path))
-        data = head + fh.read()
-    return loads_model(data, str(path))
+        if head != b"PK\x03\x04":  # not a zip: refused from its first bytes, unread
+            raise _refuse_non_zip(head, str(path))
+        if size > MAX_FILE_BYTES:
+            raise _fail(str(path), f"it is {size / 2**30:.2f} GiB, larger than any model file "
+                                   f"(at most {MAX_ARRAY_BYTES / 2**30:.0f} GiB of arrays and a "
+                                   "header); it was not read. Give the model file sparsify "
+                                   "wrote.")
+        from sparsify.core.memory import available_memory
+
+        available = available_memory()
+        if 2 * size > available:  # its members, then its arrays
+            raise _fail(str(path), f"reading it ({size / 2**20:.0f} MiB) would need about "
+                                   f"{2 * size / 2**20:.0f} MiB, and {available / 2**20:.0f} "
+                                   "MiB are available (counting cgroup and ulimit -v "
+                                   "limits); it was not read.")
+        fh.seek(0)
+        return _contents(fh, size, str(path))

@@ -31,6 +31,7 @@ __all__ = [
     "Polynomial",
     "SumKernel",
     "check_kernel_vjp",
+    "gaussian_dictionary",
     "make_kernel",
 ]
 
@@ -212,6 +213,24 @@ class SumKernel(Kernel):
 
     def with_params(self, **params: float) -> Kernel:
         return SumKernel(tuple(k.with_params(**params) for k in self.kernels), self.weights)
+
+
+def gaussian_dictionary(X: ArrayLike, centres: ArrayLike, widths: ArrayLike) -> Array:
+    """Dictionary features z_i(x) = exp(−‖x − c_i‖² / (2σ_i²)), shape (n_samples, m).
+
+    One Gaussian per centre with a width of its own: the features of
+    `sparsify.KernelMatchingReduction`, and of a model file's kernel
+    ``gaussian_widths``.
+
+    Examples
+    --------
+    >>> gaussian_dictionary([[0.0, 0.0]], [[0.0, 0.0], [1.0, 1.0]], [1.0, 1.0])
+    array([[1.        , 0.36787944]])
+    """
+    X = np.asarray(X, dtype=float)
+    C = np.asarray(centres, dtype=float)
+    s = np.asarray(widths, dtype=float)
+    return np.exp(-_sqdist(X, C) / (2.0 * s * s))
 
 
 def resolve_gamma(gamma: float | str, X: Array) -> float:

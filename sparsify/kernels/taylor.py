@@ -11,14 +11,15 @@ feature map is finite (eq. 7): for every multi-index α with |α| = k ≤ m,
 exp(−γ‖x‖²) √((2γ)^k C_α^k / k!) x^α, with C_α^k = k! / Π_j α_j!. So a linear
 SVM on these features (LIBLINEAR, `sklearn.svm.LinearSVC`) trains the
 approximate Gaussian SVM. `TaylorRBF` is the same kernel for the direct
-sparse method; `TaylorGaussianFeatures` is the feature map, and it keeps
-sparse input sparse (Liu, Jiang & Liao, §3.3).
+sparse method (defined in `sparsify.kernels.taylor_rbf`, which needs numpy
+only, so a model file that uses it predicts without scikit-learn);
+`TaylorGaussianFeatures` is the feature map, and it keeps sparse input
+sparse (Liu, Jiang & Liao, §3.3).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 from numbers import Integral, Real
 from typing import Any, ClassVar
 
@@ -34,61 +35,11 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from sparsify.core.hookspecs import hookimpl
 from sparsify.io.persistence import VersionedPickleMixin
 from sparsify.kernels import Kernel
+from sparsify.kernels.taylor_rbf import TaylorRBF
 
 __all__ = ["TaylorGaussianFeatures", "TaylorRBF"]
 
 Array = NDArray[np.float64]
-
-
-def _partial_exp(t: Array, order: int) -> Array:
-    """Σ_{k=0..order} t^k / k! (0 for order < 0)."""
-    total, term = np.zeros_like(t), np.ones_like(t)
-    for k in range(order + 1):
-        total += term
-        term = term * t / (k + 1)
-    return total
-
-
-@dataclass(frozen=True)
-class TaylorRBF(Kernel):
-    """Approximate Gaussian kernel of order m (Liu, Jiang & Liao, eq. 1 and 13).
-
-    Parameters
-    ----------
-    gamma : float, default=1.0
-        Width, as in the Gaussian kernel exp(−γ‖x − y‖²).
-    order : int, default=2
-        Order m of the Taylor truncation (Liu, Jiang & Liao's GAUSS-2 is m = 2).
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> from sparsify import RBF
-    >>> a, b = np.array([[0.3, -0.2]]), np.array([[0.1, 0.4]])
-    >>> round(float(TaylorRBF(0.5, order=2)(a, b)[0, 0]), 5), round(float(RBF(0.5)(a, b)[0, 0]), 5)
-    (0.81875, 0.81873)
-    """
-
-    gamma: float = 1.0
-    order: int = 2
-    name = "taylor_rbf"
-
-    def __call__(self, A: Array, B: Array) -> Array:
-        ea = np.exp(-self.gamma * (A * A).sum(1))
-        eb = np.exp(-self.gamma * (B * B).sum(1))
-        return ea[:, None] * eb[None, :] * _partial_exp(2 * self.gamma * (A @ B.T), self.order)
-
-    def diag(self, A: Array) -> Array:
-        sq = (A * A).sum(1)
-        return np.exp(-2 * self.gamma * sq) * _partial_exp(2 * self.gamma * sq, self.order)
-
-    def vjp_z(self, X: Array, Z: Array, G: Array, K: Array | None = None) -> Array:
-        K = self(X, Z) if K is None else K
-        ex = np.exp(-self.gamma * (X * X).sum(1))
-        ez = np.exp(-self.gamma * (Z * Z).sum(1))
-        # ∂K/∂z = −2γ z K + e_x e_z 2γ S_{m−1}(2γ⟨x, z⟩) x, since S_m' = S_{m−1}.
-        D = ex[:, None] * ez[None, :] * _partial_exp(2 * self.gamma * (X @ Z.T), self.order - 1)
-        return 2 * self.gamma * ((G * D).T @ X - (G * K).sum(0)[:, None] * Z)
 
 
 class TaylorGaussianFeatures(VersionedPickleMixin, TransformerMixin, BaseEstimator):

@@ -26,6 +26,7 @@ class SVDD(Formulation):
     """ν-SVDD: the smallest sphere in feature space holding all but a fraction ν of the data."""
 
     name, task = "svdd", "outlier_detector"
+    supported_kernels = ("rbf",)  # ‖φ(x) − a‖² needs a constant diagonal k(x, x)
 
     def __init__(self, nu=0.5):
         if not 0.0 < nu <= 1.0:

@@ -348,9 +348,9 @@ class KKTStructure:
         for which, (q, rows) in zip(self.cones.group_cones, self.cones.groups, strict=True):
             keep = ~is_exp[which]
             qrows = q_of_row[self.zero + rows[keep]]
-            r, c = np.repeat(qrows, q, axis=1).ravel(), np.tile(qrows, (1, q)).ravel()
-            sel = np.flatnonzero(self._pos[r] >= self._pos[c])
-            self._small.append((keep, sel, self._dest(r[sel], c[sel])))
+            one, other = np.repeat(qrows, q, axis=1).ravel(), np.tile(qrows, (1, q)).ravel()
+            sel = np.flatnonzero(self._pos[one] >= self._pos[other])
+            self._small.append((keep, sel, self._dest(one[sel], other[sel])))
         # couplings of the blocks (rows: local columns, then block rows) to f, u and the
         # Schur unknowns [glob, Schur rows, p and q of each expanded cone]
         F, U, glob = self.F, self.U, self.glob
@@ -475,8 +475,9 @@ class KKTStructure:
         block's lower triangle.
         """
         hi = np.maximum(self._pos[rows], self._pos[cols])
-        return self._base[rows] + hi * (hi + 1) // 2 + np.minimum(self._pos[rows],
-                                                                  self._pos[cols])
+        dest: NDArray[np.int64] = (self._base[rows] + hi * (hi + 1) // 2
+                                   + np.minimum(self._pos[rows], self._pos[cols]))
+        return dest
 
     # -- factorisation ----------------------------------------------------------------------
 
