@@ -145,7 +145,8 @@ def _evaluate(name: str, n: int, nz: int, solver: str, seed: int, moved: int = 2
             solves.append(marginal.last_solve_seconds)
     return {"formulation": name, "backend": solver, "N": n, "Nz": nz, "compile_s": compile_s,
             "first_eval_s": first, "eval_s": float(np.median(times)) if times else np.nan,
-            "evals_s": times, "solve_s": float(np.median(solves)) if solves else np.nan,
+            "eval_min_s": min(times) if times else np.nan, "evals_s": times,
+            "solve_s": float(np.median(solves)) if solves else np.nan,
             "peak_mb": (_peak_rss() - base) / 1024, "W": ev.value, "grad": ev.grad,
             "answered": ev.solver}
 
@@ -280,7 +281,7 @@ def run(args: argparse.Namespace) -> list[dict[str, Any]]:
         for name in ("laprls", "svr"):
             for n in ns:
                 rows.append(_point("cliff", args.timeout, name, n, 5 if q else 50, "structured",
-                                   seed, moved=3))
+                                   seed, moved=5))
     if "warm" in parts:
         for name in ("svr", "huber_svm"):
             for warm in (False, True):
@@ -401,13 +402,18 @@ def report(rows: list[dict[str, Any]], command: str, wall: float,
         lines.append("")
     cliff = part("cliff")
     if cliff:
+        # the fastest of 5 evaluations: a shared machine's noise only ever adds time, and
+        # LapRLS's one Newton step (tens of ms) is within that noise
         lines += ["## No cliff: time per evaluation against N (structured)", "",
-                  "| formulation | N | eval s | peak MB | note |", "|---" * 5 + "|"]
+                  "The fastest of 5 evaluations at moved XVs (the median beside it).", "",
+                  "| formulation | N | fastest eval s | median eval s | peak MB | note |",
+                  "|---" * 6 + "|"]
         for r in cliff:
-            lines.append(f"| {r['formulation']} | {r['N']} | {_fmt(r.get('eval_s'))} | "
-                         f"{_fmt(r.get('peak_mb'))} | {r.get('note', '')} |")
+            lines.append(f"| {r['formulation']} | {r['N']} | {_fmt(r.get('eval_min_s'))} | "
+                         f"{_fmt(r.get('eval_s'))} | {_fmt(r.get('peak_mb'))} | "
+                         f"{r.get('note', '')} |")
         for name in sorted({r["formulation"] for r in cliff}):
-            t = [r["eval_s"] for r in cliff if r["formulation"] == name and "note" not in r]
+            t = [r["eval_min_s"] for r in cliff if r["formulation"] == name and "note" not in r]
             if len(t) > 1:
                 ratios = np.array(t[1:]) / np.array(t[:-1])
                 met = ratios.min() >= 0.5 and ratios.max() <= 2

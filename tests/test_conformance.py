@@ -36,12 +36,12 @@ def _three_classes(n: int = 30) -> tuple[np.ndarray, np.ndarray]:
 # them again here would add about 40 s to the test suite for the same checks.
 _SAME_SKLEARN_CHECKS = {
     "kfd": "SparseKFD passes parametrize_with_checks in tests/test_kfd.py (method='convex' "
-    "shares every line of it but the formulation's name)",
+           "shares every line of it but the formulation's name)",
     "skfd": "SparseKFD(method='rayleigh') passes parametrize_with_checks in tests/test_kfd.py",
     "oneclass": "SparseOneClassSVM passes parametrize_with_checks in tests/test_oneclass.py",
     "klr": "SparseKernelLogisticRegression passes parametrize_with_checks in tests/test_klr.py",
     "kernel_ridge": "SparseKernelRidge passes parametrize_with_checks in "
-    "tests/test_kernel_ridge.py",
+                    "tests/test_kernel_ridge.py",
     "svr": "SparseSVR passes parametrize_with_checks in tests/test_svr.py",
 }
 
@@ -49,66 +49,25 @@ _X3, _Y3 = _three_classes()
 
 #: (id, formulation, keyword arguments of formulation_checks)
 BUILTINS: list[tuple[str, str, dict[str, Any]]] = [
-    (
-        "kfd",
-        "kfd",
-        {
-            "kernels": ("rbf", "rbf+linear"),
-            "solvers": ("clarabel", "osqp"),
-            "skip": {"estimator": _SAME_SKLEARN_CHECKS["kfd"]},
-        },
-    ),
-    (
-        "kernel_ridge",
-        "kernel_ridge",
-        {
-            "kernels": ("rbf", "poly"),
-            "solvers": ("clarabel",),
-            "skip": {"estimator": _SAME_SKLEARN_CHECKS["kernel_ridge"]},
-        },
-    ),
-    (
-        "svr",
-        "svr",
-        {
-            "kernels": ("rbf", "poly"),
-            "solvers": ("clarabel",),
-            "skip": {"estimator": _SAME_SKLEARN_CHECKS["svr"]},
-        },
-    ),
-    (
-        "oneclass",
-        "oneclass",
-        {"solvers": ("clarabel", "ecos"), "skip": {"estimator": _SAME_SKLEARN_CHECKS["oneclass"]}},
-    ),
+    ("kfd", "kfd", {"kernels": ("rbf", "rbf+linear"), "solvers": ("clarabel", "osqp"),
+                    "skip": {"estimator": _SAME_SKLEARN_CHECKS["kfd"]}}),
+    ("kernel_ridge", "kernel_ridge", {"kernels": ("rbf", "poly"), "solvers": ("clarabel",),
+                                      "skip": {"estimator": _SAME_SKLEARN_CHECKS["kernel_ridge"]}}),
+    ("svr", "svr", {"kernels": ("rbf", "poly"), "solvers": ("clarabel",),
+                    "skip": {"estimator": _SAME_SKLEARN_CHECKS["svr"]}}),
+    ("oneclass", "oneclass", {"solvers": ("clarabel", "ecos"),
+                              "skip": {"estimator": _SAME_SKLEARN_CHECKS["oneclass"]}}),
     # Clarabel's exponential-cone duals are good to 1e-6 to 3e-6 relative (tests/test_klr.py),
     # just above the suite's tol; ECOS's to 1e-8 to 3e-7.
-    (
-        "klr-binary",
-        "klr",
-        {"solvers": ("ecos",), "skip": {"estimator": _SAME_SKLEARN_CHECKS["klr"]}},
-    ),
-    (
-        "klr-multiclass",
-        "klr",
-        {
-            "X": _X3,
-            "y": _Y3,
-            "solvers": ("ecos",),
-            "skip": {"estimator": _SAME_SKLEARN_CHECKS["klr"]},
-        },
-    ),
-    (
-        "skfd",
-        "skfd",
-        {
-            "skip": {
-                "own_value": "skfd's own W is the Rayleigh quotient's, −4 / W of the convex KFD it "
-                "declares, not the same value (the relation is tested in tests/test_kfd.py)",
-                "estimator": _SAME_SKLEARN_CHECKS["skfd"],
-            }
-        },
-    ),
+    ("klr-binary", "klr", {"solvers": ("ecos",),
+                           "skip": {"estimator": _SAME_SKLEARN_CHECKS["klr"]}}),
+    ("klr-multiclass", "klr", {"X": _X3, "y": _Y3, "solvers": ("ecos",),
+                               "skip": {"estimator": _SAME_SKLEARN_CHECKS["klr"]}}),
+    ("skfd", "skfd", {"skip": {
+        "own_value": "skfd's own W is the Rayleigh quotient's, −4 / W of the convex KFD it "
+                     "declares, not the same value (the relation is tested in tests/test_kfd.py)",
+        "estimator": _SAME_SKLEARN_CHECKS["skfd"],
+    }}),
 ]
 
 
@@ -123,11 +82,8 @@ def _params() -> list[Any]:
 
 
 @parametrize_formulation_checks(
-    "svm",
-    kernels=("rbf", "poly"),
-    solvers=("clarabel", "osqp"),
-    skip={"estimator": "run by test_svm_estimator_passes_the_suite, marked slow"},
-)
+    "svm", kernels=("rbf", "poly"), solvers=("clarabel", "osqp"),
+    skip={"estimator": "run by test_svm_estimator_passes_the_suite, marked slow"})
 def test_svm_passes_the_suite(check: FormulationCheck) -> None:
     check()
 
@@ -154,12 +110,8 @@ def test_s3vm_passes_the_suite_when_registered() -> None:
         if "'declaration'" in str(exc):
             pytest.skip(f"the 's3vm' formulation does not declare a problem yet: {exc}")
         raise
-    report = check_formulation(
-        "s3vm",
-        skip={
-            "estimator": "SemiSupervisedSVC passes parametrize_with_checks in tests/test_s3vm.py"
-        },
-    )
+    report = check_formulation("s3vm", skip={
+        "estimator": "SemiSupervisedSVC passes parametrize_with_checks in tests/test_s3vm.py"})
     assert report.passed
     assert report.result("gradient[rbf-clarabel]").status == "passed"
 
@@ -170,26 +122,17 @@ def test_report_lists_every_check_with_its_figures() -> None:
     report = check_formulation("svm", estimator=False, solvers=("clarabel", "osqp"))
     assert isinstance(report, ConformanceReport) and report.passed
     names = [r.name for r in report.results]
-    assert names == [
-        "declaration",
-        "full_problem[rbf-clarabel]",
-        "gradient[rbf-clarabel]",
-        "full_problem[rbf-osqp]",
-        "gradient[rbf-osqp]",
-        "own_value[rbf]",
-        "own_gradient[rbf]",
-        "estimator",
-    ]
+    assert names == ["declaration", "full_problem[rbf-clarabel]", "gradient[rbf-clarabel]",
+                     "full_problem[rbf-osqp]", "gradient[rbf-osqp]", "own_value[rbf]",
+                     "own_gradient[rbf]", "estimator"]
     gradient = report.result("gradient[rbf-osqp]")
     assert gradient.status == "passed" and gradient.figures["rel_error"] < 1e-6
     assert gradient.figures["grad_norm"] > 0
     full = report.result("full_problem[rbf-clarabel]").figures
     assert full["value_z_eq_x"] == pytest.approx(full["value_direct"], rel=1e-6)
     assert report.result("own_value[rbf]").status == "passed"  # the exact fast path
-    assert (
-        check_formulation("oneclass", estimator=False).result("own_value[rbf]").status
-        == "not applicable"
-    )
+    assert (check_formulation("oneclass", estimator=False).result("own_value[rbf]").status
+            == "not applicable")
     assert report.result("estimator").message == "estimator=False"
     assert "gradient[rbf-osqp]" in str(report)
     assert report.as_dict()["passed"] is True
@@ -231,11 +174,8 @@ def test_a_reference_that_cannot_be_solved_fails_the_report(unsolvable_reference
 
 
 def test_a_declared_reason_turns_it_into_a_skip_with_the_reason(unsolvable_reference) -> None:
-    report = check_formulation(
-        "oneclass",
-        estimator=False,
-        expected_skips={"full_problem": "no backend solves the dense problem at this size"},
-    )
+    report = check_formulation("oneclass", estimator=False, expected_skips={
+        "full_problem": "no backend solves the dense problem at this size"})
     assert report.passed and not report.stale
     skipped = report.result("full_problem[rbf-clarabel]")
     assert skipped.status == "skipped"
@@ -243,30 +183,23 @@ def test_a_declared_reason_turns_it_into_a_skip_with_the_reason(unsolvable_refer
 
 
 def test_a_declaration_that_did_not_happen_is_reported_as_stale() -> None:
-    report = check_formulation(
-        "oneclass", estimator=False, expected_skips={"full_problem[rbf-clarabel]": "slow solver"}
-    )
+    report = check_formulation("oneclass", estimator=False,
+                               expected_skips={"full_problem[rbf-clarabel]": "slow solver"})
     assert report.passed
     assert [r.name for r in report.stale] == ["full_problem[rbf-clarabel]"]
     assert report.as_dict()["stale"] == ["full_problem[rbf-clarabel]"]
     assert report.result("full_problem[rbf-clarabel]").status == "passed"
-    assert (
-        "warning: full_problem[rbf-clarabel] was declared in expected_skips ('slow solver') "
-        "but ran and passed; remove the declaration."
-    ) in str(report)
+    assert ("warning: full_problem[rbf-clarabel] was declared in expected_skips ('slow solver') "
+            "but ran and passed; remove the declaration.") in str(report)
 
 
 def test_under_pytest_undeclared_fails_declared_skips_stale_warns(unsolvable_reference) -> None:
     def only(name: str, **kwargs: Any) -> FormulationCheck:
-        return next(
-            c for c in formulation_checks("oneclass", estimator=False, **kwargs) if c.name == name
-        )
+        return next(c for c in formulation_checks("oneclass", estimator=False, **kwargs)
+                    if c.name == name)
 
-    with pytest.raises(
-        AssertionError,
-        match=r"full_problem\[rbf-clarabel\] of the 'oneclass' "
-        r"formulation could not run: the direct full",
-    ):
+    with pytest.raises(AssertionError, match=r"full_problem\[rbf-clarabel\] of the 'oneclass' "
+                                             r"formulation could not run: the direct full"):
         only("full_problem[rbf-clarabel]")()
     with pytest.raises(unittest.SkipTest, match=r"skipped: .*\(declared: known\)"):
         only("full_problem[rbf-clarabel]", expected_skips={"full_problem": "known"})()
@@ -278,27 +211,18 @@ def test_under_pytest_undeclared_fails_declared_skips_stale_warns(unsolvable_ref
 
 def test_unknown_check_names_are_refused() -> None:
     # refused when the checks are made, not when the first one runs
-    with pytest.raises(
-        ValueError,
-        match=r"The 'expected_skips' parameter of the conformance "
-        r"suite names checks that do not exist here: "
-        r"\['ful_problem'\]\. The checks are \['declaration', ",
-    ):
+    with pytest.raises(ValueError, match=r"The 'expected_skips' parameter of the conformance "
+                                         r"suite names checks that do not exist here: "
+                                         r"\['ful_problem'\]\. The checks are \['declaration', "):
         formulation_checks("oneclass", expected_skips={"ful_problem": "typo"})
 
 
 def test_a_full_name_wins_over_a_family_and_a_family_over_a_pattern() -> None:
     checks = formulation_checks(
-        "oneclass",
-        kernels=("rbf", "poly"),
-        solvers=("clarabel", "osqp"),
+        "oneclass", kernels=("rbf", "poly"), solvers=("clarabel", "osqp"),
         skip={"own_*": "measured elsewhere"},
-        expected_skips={
-            "full_problem[poly-osqp]": "name",
-            "full_problem": "family",
-            "*[*-osqp]": "pattern",
-        },
-    )
+        expected_skips={"full_problem[poly-osqp]": "name", "full_problem": "family",
+                        "*[*-osqp]": "pattern"})
     declared = {c.name: (c.skip_reason, c.expected_skip) for c in checks}
     assert declared == {
         "declaration": (None, None),
@@ -321,43 +245,28 @@ def test_a_full_name_wins_over_a_family_and_a_family_over_a_pattern() -> None:
 @pytest.mark.parametrize(
     ("kwargs", "message"),
     [
-        (
-            {"expected_skips": ["full_problem"]},
-            r"The 'expected_skips' parameter of the conformance suite must be a mapping of check "
-            r"names to reasons, such as \{'full_problem\[rbf-clarabel\]': 'why'\}\. Got list "
-            r"instead\.",
-        ),
-        (
-            {"expected_skips": {"full_problem": ""}},
-            r"must map each check name to its reason, a non-empty str, .* Got 'full_problem': '' "
-            r"instead\.",
-        ),
-        ({"skip": {"estimator": None}}, r"The 'skip' parameter .* Got 'estimator': None instead\."),
-        (
-            {"expected_skips": {"gradient[*-scs]": "no SCS here"}},
-            r"names checks that do not exist here: \['gradient\[\*-scs\]'\]",
-        ),
-        (
-            {"skip": {"gradient": "a"}, "expected_skips": {"gradient[rbf-clarabel]": "b"}},
-            r"The check 'gradient\[rbf-clarabel\]' is in both skip= \('a'\) and expected_skips= "
-            r"\('b'\): .* Keep one\.",
-        ),
+        ({"expected_skips": ["full_problem"]},
+         r"The 'expected_skips' parameter of the conformance suite must be a mapping of check "
+         r"names to reasons, such as \{'full_problem\[rbf-clarabel\]': 'why'\}\. Got list "
+         r"instead\."),
+        ({"expected_skips": {"full_problem": ""}},
+         r"must map each check name to its reason, a non-empty str, .* Got 'full_problem': '' "
+         r"instead\."),
+        ({"skip": {"estimator": None}},
+         r"The 'skip' parameter .* Got 'estimator': None instead\."),
+        ({"expected_skips": {"gradient[*-scs]": "no SCS here"}},
+         r"names checks that do not exist here: \['gradient\[\*-scs\]'\]"),
+        ({"skip": {"gradient": "a"}, "expected_skips": {"gradient[rbf-clarabel]": "b"}},
+         r"The check 'gradient\[rbf-clarabel\]' is in both skip= \('a'\) and expected_skips= "
+         r"\('b'\): .* Keep one\."),
         ({"solvers": ("mosek",)}, r"Unknown solver 'mosek'\. Use one of \["),
         ({"kernels": ("rbff",)}, r"Unknown kernel 'rbff'\. Use one of \["),
     ],
-    ids=[
-        "not-a-mapping",
-        "empty-reason",
-        "reason-not-str",
-        "pattern-matches-nothing",
-        "skip-and-expected",
-        "unknown-solver",
-        "unknown-kernel",
-    ],
+    ids=["not-a-mapping", "empty-reason", "reason-not-str", "pattern-matches-nothing",
+         "skip-and-expected", "unknown-solver", "unknown-kernel"],
 )
-def test_bad_arguments_are_refused_before_any_check_runs(
-    kwargs: dict[str, Any], message: str
-) -> None:
+def test_bad_arguments_are_refused_before_any_check_runs(kwargs: dict[str, Any],
+                                                         message: str) -> None:
     for run in (formulation_checks, check_formulation):
         with pytest.raises(ValueError, match=message):
             run("oneclass", estimator=False, **kwargs)
@@ -379,12 +288,10 @@ def test_a_check_too_large_for_memory_could_not_run(monkeypatch) -> None:
     assert unrun.message.startswith(
         "it would not fit in memory, so it was refused before anything was built (pass a "
         "smaller X: the conformance suite needs no more than a few dozen points): The generic "
-        "path for the 'oneclass' formulation with N=30, Nz=30 would need about"
-    )
+        "path for the 'oneclass' formulation with N=30, Nz=30 would need about")
     assert report.result("gradient[rbf-clarabel]").status == "passed"
-    declared = check_formulation(
-        "oneclass", estimator=False, expected_skips={"full_problem": "a small test machine"}
-    )
+    declared = check_formulation("oneclass", estimator=False,
+                                 expected_skips={"full_problem": "a small test machine"})
     assert declared.passed
     assert declared.result("full_problem[rbf-clarabel]").status == "skipped"
 
@@ -422,16 +329,13 @@ def test_finite_differences_too_noisy_to_judge_could_not_run(monkeypatch) -> Non
         return dataclasses.replace(real(*args, **kwargs), fd_error=1e-3, noise=1e-4)
 
     monkeypatch.setattr(testing, "check_gradient", noisy)
-    report = check_formulation(
-        "oneclass", estimator=False, expected_skips={"gradient": "W is noisy at this data"}
-    )
+    report = check_formulation("oneclass", estimator=False,
+                               expected_skips={"gradient": "W is noisy at this data"})
     skipped = report.result("gradient[rbf-clarabel]")
     assert report.passed and skipped.status == "skipped"
-    assert skipped.message.startswith(
-        "the finite differences of W are not accurate enough to "
-        "judge ∇W(Z) to 1e-06: their own error is estimated "
-        "at 1.00e-03"
-    )
+    assert skipped.message.startswith("the finite differences of W are not accurate enough to "
+                                      "judge ∇W(Z) to 1e-06: their own error is estimated "
+                                      "at 1.00e-03")
     assert skipped.message.endswith("(declared: W is noisy at this data)")
 
 
@@ -439,7 +343,8 @@ def test_a_solver_that_is_not_installed_could_not_run(monkeypatch) -> None:
     from sparsify.core.solvers import SolverBackend
 
     real = SolverBackend.available
-    monkeypatch.setattr(SolverBackend, "available", lambda self: self.name != "ecos" and real(self))
+    monkeypatch.setattr(SolverBackend, "available",
+                        lambda self: self.name != "ecos" and real(self))
     with pytest.raises(ConformanceError, match=r"could not run 2 of 6") as raised:
         check_formulation("oneclass", solvers=("ecos",), estimator=False)
     for name in ("full_problem[rbf-ecos]", "gradient[rbf-ecos]"):
@@ -450,26 +355,21 @@ def test_a_solver_that_is_not_installed_could_not_run(monkeypatch) -> None:
 
 def test_a_declared_check_that_fails_says_so() -> None:
     with pytest.raises(ConformanceError) as raised:
-        check_formulation(
-            WrongValue(), estimator=False, expected_skips={"own_value": "the reference is slow"}
-        )
+        check_formulation(WrongValue(), estimator=False,
+                          expected_skips={"own_value": "the reference is slow"})
     failed = raised.value.report.result("own_value[rbf]")
     assert failed.status == "failed"
-    assert failed.message.endswith(
-        "(expected_skips declared that it would not run, 'the "
-        "reference is slow', but it ran and failed.)"
-    )
+    assert failed.message.endswith("(expected_skips declared that it would not run, 'the "
+                                   "reference is slow', but it ran and failed.)")
 
 
 def test_a_check_run_alone_after_a_broken_declaration_fails() -> None:
     checks = {c.name: c for c in formulation_checks(NotDCP(), estimator=False)}
     result = checks["gradient[rbf-clarabel]"].run()  # run() returns, it does not raise
     assert result.status == "failed"
-    assert result.message.startswith(
-        "Conformance check 'gradient[rbf-clarabel]' of the "
-        "'broken_not_dcp' formulation failed: its problem cannot "
-        "be built: The 'broken_not_dcp' formulation is not DCP"
-    )
+    assert result.message.startswith("Conformance check 'gradient[rbf-clarabel]' of the "
+                                     "'broken_not_dcp' formulation failed: its problem cannot "
+                                     "be built: The 'broken_not_dcp' formulation is not DCP")
     with pytest.raises(AssertionError, match=r"To fix: see the 'declaration' check\.$"):
         checks["full_problem[rbf-clarabel]"]()
 
@@ -501,28 +401,19 @@ def test_under_pytest_itself(tmp_path) -> None:
 
     (tmp_path / "test_plugin.py").write_text(_PLUGIN_TESTS)
     run = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-rfsw", "-p", "no:cacheprovider", "test_plugin.py"],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+        [sys.executable, "-m", "pytest", "-q", "-rfsw", "-p", "no:cacheprovider",
+         "test_plugin.py"], cwd=tmp_path, capture_output=True, text=True, timeout=300)
     out = run.stdout
     assert run.returncode == 1, out
     # undeclared: a failure; declared: skipped with the reason; not applicable: skipped (the
     # four own_* checks and the estimator); a stale declaration: passed, with a warning
     assert "FAILED test_plugin.py::test_conformance[full_problem[rbf-clarabel]]" in out
-    assert re.search(
-        r"SKIPPED \[1\] .*skipped: the direct full problem could not be solved "
-        r".*\(declared: known\)",
-        out,
-    ), out
+    assert re.search(r"SKIPPED \[1\] .*skipped: the direct full problem could not be solved "
+                     r".*\(declared: known\)", out), out
     assert re.search(r"SKIPPED \[4\] .*not applicable: the formulation supplies no W", out), out
     assert re.search(r"SKIPPED \[1\] .*not applicable: estimator=False", out), out
-    assert (
-        "gradient[poly-clarabel] of the 'oneclass' formulation was declared in "
-        "expected_skips ('stale') but ran and passed; remove the declaration." in out
-    )
+    assert "gradient[poly-clarabel] of the 'oneclass' formulation was declared in " \
+           "expected_skips ('stale') but ran and passed; remove the declaration." in out
     assert "1 failed, 3 passed, 6 skipped, 1 warning" in out, out
 
 
@@ -611,34 +502,18 @@ class WrongValue(SVM):
         (NotDPP(), "declaration", r"creates cvxpy Parameters of its own"),
         (ForeignParameter(), "declaration", r"creates cvxpy Parameters of its own"),
         (IgnoresF(), "declaration", r"ignores the outputs f"),
-        (
-            Stateful(),
-            "full_problem[rbf-clarabel]",
-            r"with Z = X \(Nz = N = 30\) W\(Z\) = .* but the direct solve .* gives .* To fix: "
-            r"declare\(\) must be a pure function",
-        ),
-        (
-            WrongGradient(),
-            "own_gradient[rbf]",
-            r"its own \(Formulation\.marginal\) ∇W\(Z\) differs from central finite differences "
-            r"of W by a relative 2\.00e\+00 > 1e-06 .* To fix: the evaluate\(\) of the "
-            r"Marginal",
-        ),
-        (
-            WrongValue(),
-            "own_value[rbf]",
-            r"its own W\(Z\) = .* but the generic cvxpy path, its reference, gives",
-        ),
+        (Stateful(), "full_problem[rbf-clarabel]",
+         r"with Z = X \(Nz = N = 30\) W\(Z\) = .* but the direct solve .* gives .* To fix: "
+         r"declare\(\) must be a pure function"),
+        (WrongGradient(), "own_gradient[rbf]",
+         r"its own \(Formulation\.marginal\) ∇W\(Z\) differs from central finite differences "
+         r"of W by a relative 2\.00e\+00 > 1e-06 .* To fix: the evaluate\(\) of the "
+         r"Marginal"),
+        (WrongValue(), "own_value[rbf]",
+         r"its own W\(Z\) = .* but the generic cvxpy path, its reference, gives"),
     ],
-    ids=[
-        "not-dcp",
-        "not-dpp",
-        "foreign-parameter",
-        "ignores-f",
-        "stateful",
-        "wrong-gradient",
-        "wrong-value",
-    ],
+    ids=["not-dcp", "not-dpp", "foreign-parameter", "ignores-f", "stateful", "wrong-gradient",
+         "wrong-value"],
 )
 def test_broken_formulations_fail_with_the_check_and_the_fix(
     formulation: Formulation, check: str, message: str
@@ -664,10 +539,8 @@ def test_wrong_value_keeps_a_right_gradient() -> None:
 
 
 def test_checks_skip_through_unittest_and_take_reasons() -> None:
-    checks = {
-        c.name: c
-        for c in formulation_checks("kfd", estimator=False, skip={"gradient": "measured elsewhere"})
-    }
+    checks = {c.name: c for c in formulation_checks(
+        "kfd", estimator=False, skip={"gradient": "measured elsewhere"})}
     with pytest.raises(unittest.SkipTest, match="estimator=False"):
         checks["estimator"]()
     with pytest.raises(unittest.SkipTest, match="measured elsewhere"):
