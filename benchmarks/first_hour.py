@@ -44,7 +44,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from performance import _write_atomic, cpu_name, write_csv
+from performance import _write_atomic, cpu_name, result_page, write_csv
 
 REPO = Path(__file__).resolve().parents[1]
 PARTS = ("startup", "blas", "suite")
@@ -193,9 +193,7 @@ def report(rows: list[dict[str, Any]], args: argparse.Namespace, cores: int,
            load_start: str, wall: float) -> str:
     settings = list(_settings(cores))
     one = settings[1]
-    lines = [
-        "# A user's first hour: threads, start-up, tests",
-        "",
+    shows = (
         "What a new user meets first, timed on this page's machine, each table's rows side by "
         "side in one run. With a CPU hog (a busy loop) on every core, a fit with sparsify's "
         "BLAS thread sizing "
@@ -211,17 +209,15 @@ def report(rows: list[dict[str, Any]], args: argparse.Namespace, cores: int,
         "1 s for 50 rows, and a first line at once. The README's test command (every test but "
         "those marked slow) is timed once, on the machine as idle as it could be had, with its "
         "load before and after; the goal is 5 minutes on 2 idle cores. Other times are medians "
-        f"over {args.repeats} runs; the settings alternate, so the load is shared alike.",
-        "",
-        "Commands: " + "; ".join(f"`{c}`" for c in dict.fromkeys(
-            r.get("command", args.command) for r in rows)) + " (a run of some `--parts` keeps "
-        "the others' rows).",
-        "",
+        f"over {args.repeats} runs; the settings alternate, so the load is shared alike.")
+    # a run of some --parts keeps the others' rows, so every command that made them is shown
+    commands = "\n".join(dict.fromkeys(r.get("command", args.command) for r in rows))
+    provenance = [
         f"Machine: {cores} CPUs ({cpu_name()}, {platform.machine()}, {platform.platform()}), "
         f"Python {platform.python_version()}; load average at the start {load_start} (other "
         f"jobs share the machine); total {wall / 60:.1f} min; peak memory of a child process "
-        f"{resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024:.0f} MiB.",
-        "",
+        f"{resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024:.0f} MiB."]
+    lines = [
         f"## BLAS threads, with a CPU hog on each of the {cores} cores",
         "",
         "The ratio is the median over the rounds of each round's fit time against the same "
@@ -261,7 +257,8 @@ def report(rows: list[dict[str, Any]], args: argparse.Namespace, cores: int,
                   "|---|---|---|---|---|",
                   f"| `{s['job']}` | {s['wall']:.0f} ({s['wall'] / 60:.1f} min) | "
                   f"{s['load_before']} | {s['load_after']} | {s['summary']} |"]
-    return "\n".join(lines) + "\n"
+    return result_page("A user's first hour: threads, start-up, tests", shows, commands, lines,
+                       provenance)
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:

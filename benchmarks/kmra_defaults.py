@@ -37,7 +37,14 @@ from unittest.mock import patch
 
 import numpy as np
 from kmra import DEFAULT_DATASETS, label, load, partition
-from performance import _write_atomic, benchmark_parser, check_datasets, cpu_name, write_csv
+from performance import (
+    _write_atomic,
+    benchmark_parser,
+    check_datasets,
+    cpu_name,
+    result_page,
+    write_csv,
+)
 from sklearn.preprocessing import MinMaxScaler
 from sklearn.svm import SVC
 from threadpoolctl import threadpool_limits
@@ -89,9 +96,7 @@ def ms(values: list[float], digits: int = 2) -> str:
 def report(rows: list[dict[str, Any]], args: argparse.Namespace, wall: float) -> str:
     load_avg = " / ".join(f"{x:.1f}" for x in os.getloadavg())
     names = list(dict.fromkeys(r["dataset"] for r in rows))
-    lines = [
-        "# KMRA: the defaults against Li & Deng's literal loop",
-        "",
+    shows = (
         "KMRA (`sparsify.baselines.kmra.KernelMatchingReduction`) as Li & Deng write it "
         "deletes one Gaussian per round and chooses the SVM's C by 5-fold cross-validation at "
         "every round: N rounds of 26 SVM fits, about 190 s of CPU per fit on Statlog "
@@ -103,15 +108,13 @@ def report(rows: list[dict[str, Any]], args: argparse.Namespace, wall: float) ->
         "of Li & Deng's sets that the shared data holds (Statlog Australian is not among "
         "them; Pima, with 512 training points, is the largest), with δ = \"auto\": CPU "
         "seconds per fit, test accuracy, and the paired difference of accuracy "
-        "(defaults − literal; its spread over partitions is the yardstick).",
-        "",
-        f"Command: `{args.command}`",
-        "",
+        "(defaults − literal; its spread over partitions is the yardstick).")
+    provenance = [
         f"Machine: {os.cpu_count()} CPUs ({cpu_name()}, {platform.machine()}), Python "
         f"{platform.python_version()}, one BLAS thread; load average at the end {load_avg} "
         f"(the machine is shared); total {wall / 60:.1f} min; peak memory "
-        f"{resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MiB.",
-        "",
+        f"{resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MiB."]
+    lines = [
         "| data | N train | setting | CPU s per fit | max CPU s | test accuracy (%) | "
         "kernel functions (median) | rounds |",
         "|---|---|---|---|---|---|---|---|",
@@ -138,7 +141,8 @@ def report(rows: list[dict[str, Any]], args: argparse.Namespace, wall: float) ->
         speed = (np.mean([a[p]["cpu_seconds"] for p in parts])
                  / np.mean([b[p]["cpu_seconds"] for p in parts]))
         lines.append(f"| {label(name)} | {len(parts)} | {ms(diff)} | {speed:.0f}× |")
-    return "\n".join(lines) + "\n"
+    return result_page("KMRA: the defaults against Li & Deng's literal loop", shows,
+                       args.command, lines, provenance)
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
