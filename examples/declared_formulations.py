@@ -54,7 +54,7 @@ class EpsilonSVR(Formulation):
     ValueError: The 'epsilon' parameter of EpsilonSVR must be a float in the range [0.0, inf)...
     """
 
-    name = "svr"
+    name = "eps_svr"  # "svr" is the built-in formulation's name
 
     def __init__(self, C: float = 1.0, epsilon: float = 0.1) -> None:
         check_params("EpsilonSVR", {"C": [_POSITIVE], "epsilon": [_NONNEGATIVE]},
@@ -492,7 +492,7 @@ def main() -> None:
     import sparsify
     from sparsify.core.gradcheck import check_gradient
 
-    if "svr" not in sparsify.core.registry.get_registry().names("formulation"):
+    if "eps_svr" not in sparsify.core.registry.get_registry().names("formulation"):
         sparsify.register_plugin(sys.modules[__name__], name="declared_formulations")
     for cls in FORMULATIONS:
         X, y = example_data(cls())

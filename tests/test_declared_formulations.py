@@ -205,7 +205,7 @@ def test_the_conformance_suite_runs_a_backend_as_check_gradient_does() -> None:
     relative error, held to the backend's stated accuracy (ECOS: 3e-6)."""
     from sparsify.testing import formulation_checks
 
-    form = FORMULATIONS["svr"]()
+    form = FORMULATIONS["eps_svr"]()
     X, y = declared.example_data(form, n_samples=30)
     (check,) = [c for c in formulation_checks(form, X, y, solvers=("ecos",), estimator=False)
                 if str(c) == "gradient[rbf-ecos]"]

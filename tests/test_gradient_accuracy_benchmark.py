@@ -45,13 +45,13 @@ def test_declared_formulations_join_the_table(tmp_path: Path, monkeypatch) -> No
     bench = load_benchmark("gradient_accuracy")
     out = tmp_path / "out"
     declared = Path(__file__).resolve().parents[1] / "examples" / "declared_formulations.py"
-    assert bench.main(["--out", str(out), "--declared", str(declared), "--formulations", "svr",
+    assert bench.main(["--out", str(out), "--declared", str(declared), "--formulations", "eps_svr",
                        "mpm", "--solvers", "auto", "osqp", "--seeds", "1"]) == 0
     rows = list(csv.DictReader((out / "gradient_accuracy.csv").open()))
     refused = {(r["formulation"], r["solver"]): r["status"] for r in rows if r["status"] != "ok"}
-    assert all("polishing failed" in s for (f, _), s in refused.items() if f == "svr")
+    assert all("polishing failed" in s for (f, _), s in refused.items() if f == "eps_svr")
     assert all("quadratic programs only" in s for (f, _), s in refused.items() if f == "mpm")
-    assert {("svr", "auto"), ("mpm", "auto")} <= {(r["formulation"], r["solver"])
+    assert {("eps_svr", "auto"), ("mpm", "auto")} <= {(r["formulation"], r["solver"])
                                                   for r in rows if r["status"] == "ok"}
     assert "| stated accuracy | met |" in (out / "gradient_accuracy.md").read_text()
     registry.manager.unregister(name="declared_formulations")  # pluggy's side of the registry

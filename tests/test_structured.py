@@ -21,9 +21,9 @@ from sparsify.core.structured.ipm import IPMSettings, solve
 from sparsify.core.structured.kkt import KKTStructure, StructureError
 from tests.test_declared_formulations import FORMULATIONS, declared
 
-REGRESSION = {"svr", "kridge", "quantile", "kernel_ridge"}
+REGRESSION = {"svr", "eps_svr", "kridge", "quantile", "kernel_ridge"}
 #: every built-in and declared formulation whose cones the structured backend takes
-NAMES = ["svm", "kfd", "oneclass", "s3vm", "kernel_ridge", "svr", "huber_svm", "kridge",
+NAMES = ["svm", "kfd", "oneclass", "s3vm", "kernel_ridge", "svr", "eps_svr", "huber_svm", "kridge",
          "quantile", "nu_svm", "mpm", "ls_svm", "laprls", "crammer_singer"]
 
 
@@ -211,7 +211,7 @@ def test_a_smooth_formulation_is_one_newton_step() -> None:
 
 
 def test_a_point_separable_loss_splits_into_one_block_per_point() -> None:
-    _, problem, _, _ = _linked("svr", N=200)
+    _, problem, _, _ = _linked("eps_svr", N=200)
     own = problem.own
     structure = KKTStructure(own.P, own.A, own.cones.zero,
                              Cones(own.cones.nonneg, own.cones.soc), problem.layout)
