@@ -73,9 +73,9 @@ class StructuredBackend(SolverBackend):
     def memory(self, problem: LinkedProblem) -> int:
         """Bytes beyond the evaluation's own: the blocks, their inverses, the sparse pieces.
 
-        The blocks' flat buffer and its inverse, Q⁻¹ as a sparse matrix (a value
-        and an index per entry) and its products with the couplings: about five
-        times the blocks' entries at 8 bytes; the formulation's data in the
+        The blocks' packed lower triangles, in the factorisation's buffer, in their
+        inverse and in its products with the couplings: about five copies of the
+        packed entries at 8 bytes; the formulation's data in the
         stacked and transposed copies the solves use, about twelve times its
         nonzeros at 12 bytes; and Φᵀ H Φ's scaled copy of Φ, per output.
         """
