@@ -11,6 +11,7 @@ from numpy.typing import ArrayLike, NDArray
 from sklearn.utils._param_validation import Interval
 from sklearn.utils.validation import check_array, check_is_fitted
 
+from sparsify.algorithms.kernel_pca.formulation import KernelPCA
 from sparsify.algorithms.kernel_pca.preimage import rbf_pre_image
 from sparsify.core.marginal import diagonal_scale, whitening
 from sparsify.core.transformer import SparseKernelTransformer
@@ -115,7 +116,7 @@ class SparseKernelPCA(SparseKernelTransformer):
     (4, 2)
     """
 
-    formulation_name = "kernel_pca"
+    formulation_class = KernelPCA
 
     _parameter_constraints: ClassVar[dict[str, Any]] = {
         **SparseKernelTransformer._parameter_constraints,

@@ -9,6 +9,7 @@ from typing import Any, ClassVar
 import numpy as np
 from sklearn.utils._param_validation import Interval
 
+from sparsify.algorithms.kernel_ridge.formulation import KernelRidge
 from sparsify.core.estimator import N_ITER_NO_CHANGE_CONSTRAINT
 from sparsify.core.regressor import SparseKernelRegressor
 from sparsify.kernels import Kernel
@@ -97,7 +98,7 @@ class SparseKernelRidge(SparseKernelRegressor):
     ((6, 1), True)
     """
 
-    formulation_name = "kernel_ridge"
+    formulation_class = KernelRidge
 
     _parameter_constraints: ClassVar[dict[str, Any]] = {
         **SparseKernelRegressor._parameter_constraints,

@@ -21,6 +21,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import validate_data
 
+from sparsify.core.formulation import Formulation
 from sparsify.core.classifier import SparseKernelClassifier
 from sparsify.core.expansion import expansion_coefficients
 from sparsify.core.solvers import SolverError
@@ -264,10 +265,17 @@ class SparseKFD(SparseKernelClassifier):
         self.verbose = verbose
         self.callback = callback
 
-    @property  # type: ignore[override]
+    def _formulation_type(self) -> type[Formulation]:
+        """The formulation ``method`` selects: `SKFD` (Rayleigh quotient) or `KFD` (convex)."""
+        # the formulations build on this module's scatter helpers, so they are imported here
+        from sparsify.algorithms.kfd.formulation import KFD, SKFD
+
+        return SKFD if METHODS.get(self.method, "skfd") == "skfd" else KFD
+
+    @property
     def formulation_name(self) -> str:
-        """The registered formulation ``method`` selects ("skfd" or "kfd")."""
-        return METHODS.get(self.method, "skfd")
+        """The formulation's registered name ("skfd" or "kfd"), as model files record it."""
+        return self._formulation_type().name
 
     def _formulation_params(self) -> dict[str, Any]:
         return {"mu": self.mu}

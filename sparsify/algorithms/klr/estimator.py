@@ -16,6 +16,7 @@ from scipy.special import expit, log_expit, log_softmax
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_array
 
+from sparsify.algorithms.klr.formulation import KLR
 from sparsify.core.classifier import SparseKernelClassifier, validate_classification
 from sparsify.core.estimator import (
     N_ITER_NO_CHANGE_CONSTRAINT,
@@ -143,7 +144,7 @@ class SparseKernelLogisticRegression(LogisticMixin, SparseKernelClassifier):
     True
     """
 
-    formulation_name = "klr"
+    formulation_class = KLR
 
     _parameter_constraints: ClassVar[dict[str, list[Any]]] = {
         **SparseKernelClassifier._parameter_constraints,

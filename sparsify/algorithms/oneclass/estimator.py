@@ -22,6 +22,7 @@ from numpy.typing import NDArray
 from sklearn.svm import OneClassSVM
 from sklearn.utils._param_validation import Interval
 
+from sparsify.algorithms.oneclass.formulation import OneClass
 from sparsify.core.outlier import SparseOutlierDetector
 from sparsify.kernels import RBF, Kernel, Linear, Polynomial
 
@@ -29,8 +30,6 @@ __all__ = ["SparseOneClassSVM", "full_oneclass_svm"]
 
 Array = NDArray[np.float64]
 
-#: Registered name of the formulation the estimator solves (the core never imports plugins).
-FORMULATION = "oneclass"
 
 
 def full_oneclass_svm(kernel: Kernel, nu: float) -> OneClassSVM:
@@ -143,7 +142,7 @@ class SparseOneClassSVM(SparseOutlierDetector):
     True
     """
 
-    formulation_name = FORMULATION
+    formulation_class = OneClass
 
     _parameter_constraints: ClassVar[dict[str, list[Any]]] = {
         **SparseOutlierDetector._parameter_constraints,

@@ -26,6 +26,7 @@ from sklearn.utils.validation import validate_data
 
 from sparsify.algorithms.s3vm.annealing import search_labels
 from sparsify.algorithms.s3vm.engines import _Dense, _Progress, _Sparse
+from sparsify.algorithms.s3vm.formulation import S3VM
 from sparsify.algorithms.s3vm.kernel_spec import default_mkl_kernels, resolve_kernels
 from sparsify.algorithms.s3vm.labels import split_labels, switch_labels, warn_if_one_sided
 from sparsify.algorithms.s3vm.mkl import combined_kernel
@@ -269,7 +270,7 @@ class SemiSupervisedSVC(ClassifierMixin, SparseKernelEstimator):
     ((3,), array([1.]))
     """
 
-    formulation_name: ClassVar[str] = "s3vm"
+    formulation_class = S3VM
 
     _parameter_constraints: ClassVar[dict[str, Any]] = {
         **{name: SparseKernelEstimator._parameter_constraints[name] for name in _SHARED},
@@ -353,8 +354,7 @@ class SemiSupervisedSVC(ClassifierMixin, SparseKernelEstimator):
 
     def _formulation(self, c_star: float, labeled: NDArray[np.bool_]) -> Formulation:
         """The convex stage at cost C* on the unlabeled points (the registered "s3vm")."""
-        return make_formulation(self.formulation_name, C=float(self.C), C_star=float(c_star),
-                                labeled=labeled)
+        return S3VM(C=float(self.C), C_star=float(c_star), labeled=labeled)
 
     def _resolve_n_expansion(self, X: Array, target: NDArray[Any] | None, kernel: Kernel | None,
                              weights: Array | None) -> tuple[int, int | None]:

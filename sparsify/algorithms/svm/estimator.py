@@ -12,19 +12,14 @@ from sklearn.exceptions import NotFittedError
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.metaestimators import available_if
 
+from sparsify.algorithms.svm.formulation import SVM
 from sparsify.core.classifier import SparseKernelClassifier
 from sparsify.core.estimator import N_ITER_NO_CHANGE_CONSTRAINT
-from sparsify.core.formulation import make_formulation
 from sparsify.kernels import Kernel
 
 __all__ = ["SparseSVC"]
 
 Array = NDArray[np.float64]
-
-
-def _is_dask_collection(data: Any) -> bool:
-    """Whether ``data`` is a dask collection (array, DataFrame, Series), without importing dask."""
-    return type(data).__module__.split(".")[0] in ("dask", "dask_expr")
 
 
 class SparseSVC(SparseKernelClassifier):
@@ -160,7 +155,7 @@ class SparseSVC(SparseKernelClassifier):
     ((3, 2), True)
     """
 
-    formulation_name = "svm"
+    formulation_class = SVM
 
     _parameter_constraints: ClassVar[dict[str, list[Any]]] = {
         **SparseKernelClassifier._parameter_constraints,
@@ -245,17 +240,8 @@ class SparseSVC(SparseKernelClassifier):
         -----
         With X and y dask arrays (or a dask DataFrame and Series) and a
         ``dask.distributed`` Client, the rows stay on the workers and each
-        evaluation of W(Z) is a map over their row blocks (the formulation's
-        `Formulation.fit_distributed`; docs/scale-out.md).
+        evaluation of W(Z) is a map over their row blocks (docs/scale-out.md).
         """
-        if _is_dask_collection(X) or _is_dask_collection(y):
-            self._validate_params()
-            cls = type(make_formulation(self.formulation_name))
-            if cls.fit_distributed is None:
-                raise TypeError(f"{type(self).__name__} cannot fit on dask collections: the "
-                                f"{self.formulation_name!r} formulation has no distributed "
-                                "solver. Pass numpy arrays (X.compute()).")
-            return cls.fit_distributed(self, X, y, sample_weight)  # type: ignore[no-any-return]
         return self._fit(X, y, sample_weight)  # type: ignore[return-value]
 
     def _check_proba(self) -> bool:

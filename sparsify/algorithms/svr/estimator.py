@@ -11,7 +11,8 @@ from numpy.typing import ArrayLike, NDArray
 from sklearn.utils._param_validation import Interval
 from sklearn.utils.validation import _check_sample_weight
 
-from sparsify.core.classifier import _weighted_scale_gamma, require_a_positive_weight
+from sparsify.algorithms.svr.formulation import SVR
+from sparsify.core.classifier import require_a_positive_weight
 from sparsify.core.estimator import N_ITER_NO_CHANGE_CONSTRAINT
 from sparsify.core.regressor import SparseKernelRegressor
 from sparsify.kernels import Kernel
@@ -108,7 +109,7 @@ class SparseSVR(SparseKernelRegressor):
     ((6, 1), True)
     """
 
-    formulation_name = "svr"
+    formulation_class = SVR
 
     _parameter_constraints: ClassVar[dict[str, Any]] = {
         **SparseKernelRegressor._parameter_constraints,
@@ -193,7 +194,5 @@ class SparseSVR(SparseKernelRegressor):
         # gamma="scale", the distinct points), as if it had not been passed
         keep = weights > 0
         X_valid, y_kept, weights = X_valid[keep], targets[0][keep], weights[keep]
-        gamma = (_weighted_scale_gamma(X_valid, weights)
-                 if isinstance(self.gamma, str) and self.gamma == "scale" else None)
-        self._fit_problems(X_valid, [y_kept], weights, gamma=gamma)
+        self._fit_problems(X_valid, [y_kept], weights, scale_weights=weights)
         return self
