@@ -190,6 +190,7 @@ class RowBlocks(DataSource):
     def classes(self) -> tuple[NDArray[Any], NDArray[np.intp]]:
         import dask.array as da
 
+        assert self.y is not None
         labels, counts = da.compute(*da.unique(self.y, return_counts=True))
         return np.asarray(labels), np.asarray(counts)
 
@@ -200,6 +201,7 @@ class RowBlocks(DataSource):
 
     def labels(self) -> NDArray[Any]:
         """y on the driver: one number per row (what splits the rows into folds needs)."""
+        assert self.y is not None
         return np.asarray(self.y.compute())
 
     def collect(self, why: str) -> InMemoryRows:

@@ -21,9 +21,9 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import validate_data
 
-from sparsify.core.formulation import Formulation
 from sparsify.core.classifier import SparseKernelClassifier
 from sparsify.core.expansion import expansion_coefficients
+from sparsify.core.formulation import Formulation
 from sparsify.core.solvers import SolverError
 from sparsify.kernels import Kernel
 

@@ -32,7 +32,7 @@ from sparsify.algorithms.s3vm.labels import split_labels, switch_labels, warn_if
 from sparsify.algorithms.s3vm.mkl import combined_kernel
 from sparsify.algorithms.s3vm.smooth import s3vm_objective
 from sparsify.core.estimator import SparseKernelEstimator, _check_solver
-from sparsify.core.formulation import Formulation, make_formulation
+from sparsify.core.formulation import Formulation
 from sparsify.core.optimize import warn_if_not_converged
 from sparsify.kernels import Kernel
 

@@ -161,7 +161,8 @@ def _working(rows: _Rows, u: Array, b: float, band: float) -> tuple[Any, ...]:
     slack = rows.B @ u + rows.y * b - 1.0
     upper = rows.alpha >= rows.C
     free = (rows.alpha > 0.0) & ~upper
-    work = free | (np.abs(slack) <= band)
+    # a row of cost 0 (left out of this problem) has the box [0, 0]: never in the working set
+    work = free | ((np.abs(slack) <= band) & (rows.C > 0))
     held = upper & ~work
     return (*_pack(rows, np.flatnonzero(work)), rows.C[held] @ rows.B[held],
             float(rows.C[held] @ rows.y[held]))
@@ -177,6 +178,7 @@ def _violators(rows: _Rows, u: Array, b: float, tol: float, limit: int,
     upper = rows.alpha >= rows.C
     violation = np.where(upper, slack, -slack)
     violation[work] = 0.0
+    violation[rows.C <= 0] = 0.0  # the box [0, 0] holds whatever the slack
     index = np.flatnonzero(violation > tol)
     if len(index) > limit:
         index = np.sort(index[np.argpartition(-violation[index], limit - 1)[:limit]])
