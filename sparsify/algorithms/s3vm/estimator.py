@@ -25,7 +25,7 @@ from sklearn.utils._param_validation import Interval, Options, StrOptions
 from sklearn.utils.validation import validate_data
 
 from sparsify.algorithms.s3vm.annealing import search_labels
-from sparsify.algorithms.s3vm.engines import _Dense, _Progress, _Sparse
+from sparsify.algorithms.s3vm.engines import StageSettings, _Dense, _Progress, _Sparse
 from sparsify.algorithms.s3vm.formulation import S3VM
 from sparsify.algorithms.s3vm.kernel_spec import default_mkl_kernels, resolve_kernels
 from sparsify.algorithms.s3vm.labels import split_labels, switch_labels, warn_if_one_sided
@@ -402,12 +402,14 @@ class SemiSupervisedSVC(ClassifierMixin, SparseKernelEstimator):
         if smooth and self.n_expansion is not None:
             raise ValueError("optimizer='smooth-qn' is implemented for the dense model only; "
                              "set n_expansion=None or use optimizer='switching'.")
+        settings = StageSettings(self._formulation, self.solver, self.solver_tol, self.init,
+                                 self.xv, self.max_iter, self.tol, self.verbose)
         if self.n_expansion is None:
-            engine: _Dense | _Sparse = _Dense(self, X_fit, kernels, labeled)
+            engine: _Dense | _Sparse = _Dense(settings, X_fit, kernels, labeled)
         else:
             nz, _ = self._resolve_n_expansion(X_fit, None, None, None)
             seed = check_random_state(self.random_state).randint(np.iinfo(np.int32).max)
-            engine = _Sparse(self, X_fit, kernels, labeled, nz, int(seed))
+            engine = _Sparse(settings, X_fit, kernels, labeled, nz, int(seed))
 
         progress = _Progress(self.verbose)
         found = search_labels(self, engine, kernels, X_fit, labeled, y_lab, r, c_final, smooth,
