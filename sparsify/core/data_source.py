@@ -2,9 +2,10 @@
 
 The fit driver (`sparsify.core.estimator.SparseKernelEstimator`) asks its data
 source four things: its size, the classes of y and their counts, the variance of
-X (for ``gamma="scale"``) and initial rows (for ``init``). `InMemoryRows` answers
-from numpy arrays; `RowBlocks` from Dask collections whose rows stay on the
-workers, with only numbers and the drawn rows coming back. Each binary problem
+X (for ``gamma="scale"``) and initial rows (for ``init``: `InMemoryRows.initial_rows`,
+or over row blocks `BlockProblem.initial_rows`). `InMemoryRows` answers from numpy
+arrays; `RowBlocks` from Dask collections whose rows stay on the workers, with only
+numbers and the drawn rows coming back. Each binary problem
 (or the one regression problem) over row blocks is a `RowTarget`; a formulation
 whose marginal accepts row blocks turns it into a `BlockProblem`
 (`sparsify.core.formulation.Formulation.row_blocks`).

@@ -7,7 +7,9 @@ every task: the parameters (``n_expansion``, the kernel, the initial XVs,
 start, the convergence warning and progress lines, and uniform fitted
 attributes. The task mixins say what the problems are: `sparsify.core.classifier`
 (binary or one-vs-rest, weights, Platt scaling), `sparsify.core.regressor`,
-`sparsify.core.outlier` and `sparsify.core.transformer`. A subclass that names
+`sparsify.core.outlier` and `sparsify.core.transformer`. The rows come from a data
+source (`sparsify.core.data_source`): numpy arrays, or the row blocks of Dask
+collections where the formulation's marginal takes them. A subclass that names
 its `formulation_class` and writes no ``__init__`` gets one made from the shared
 parameters and the formulation's own, so an algorithm's estimator is a few lines.
 """
@@ -316,8 +318,7 @@ _SHARED_DOC = """
 class SparseKernelEstimator(KernelMachineMixin, BaseEstimator):
     """The fit driver of every sparse kernel estimator; use a task mixin's subclass.
 
-    A subclass names its algorithm with `formulation_class` (or a registered
-    `formulation_name`) and inherits a task: `sparsify.core.classifier.SparseKernelClassifier`,
+    A subclass names its algorithm with `formulation_class` and inherits a task: `sparsify.core.classifier.SparseKernelClassifier`,
     `sparsify.core.regressor.SparseKernelRegressor`,
     `sparsify.core.outlier.SparseOutlierDetector` or
     `sparsify.core.transformer.SparseKernelTransformer`. Without an ``__init__`` of its
