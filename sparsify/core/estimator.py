@@ -318,7 +318,8 @@ _SHARED_DOC = """
 class SparseKernelEstimator(KernelMachineMixin, BaseEstimator):
     """The fit driver of every sparse kernel estimator; use a task mixin's subclass.
 
-    A subclass names its algorithm with `formulation_class` and inherits a task: `sparsify.core.classifier.SparseKernelClassifier`,
+    A subclass names its algorithm with `formulation_class` and inherits a task:
+    `sparsify.core.classifier.SparseKernelClassifier`,
     `sparsify.core.regressor.SparseKernelRegressor`,
     `sparsify.core.outlier.SparseOutlierDetector` or
     `sparsify.core.transformer.SparseKernelTransformer`. Without an ``__init__`` of its
