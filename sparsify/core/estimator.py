@@ -372,6 +372,10 @@ class SparseKernelEstimator(KernelMachineMixin, BaseEstimator):
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
+        if isinstance(cls.__dict__.get("formulation_name"), str):
+            raise TypeError(f"{cls.__name__} names its formulation by a string "
+                            "(formulation_name); set formulation_class to the Formulation "
+                            "subclass instead.")
         if "__init__" not in cls.__dict__ and cls.__dict__.get("formulation_class") is not None:
             _generate_init(cls)
 

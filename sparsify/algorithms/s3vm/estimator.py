@@ -356,6 +356,11 @@ class SemiSupervisedSVC(ClassifierMixin, SparseKernelEstimator):
         """The convex stage at cost C* on the unlabeled points (the registered "s3vm")."""
         return S3VM(C=float(self.C), C_star=float(c_star), labeled=labeled)
 
+    def _stage_settings(self) -> StageSettings:
+        """What the solver engines need of this estimator."""
+        return StageSettings(self._formulation, self.solver, self.solver_tol, self.init,
+                             self.xv, self.max_iter, self.tol, self.verbose)
+
     def _resolve_n_expansion(self, X: Array, target: NDArray[Any] | None, kernel: Kernel | None,
                              weights: Array | None) -> tuple[int, int | None]:
         """Nz of the sparse model: a count, or a ratio of all training points (labeled or not).
@@ -402,8 +407,7 @@ class SemiSupervisedSVC(ClassifierMixin, SparseKernelEstimator):
         if smooth and self.n_expansion is not None:
             raise ValueError("optimizer='smooth-qn' is implemented for the dense model only; "
                              "set n_expansion=None or use optimizer='switching'.")
-        settings = StageSettings(self._formulation, self.solver, self.solver_tol, self.init,
-                                 self.xv, self.max_iter, self.tol, self.verbose)
+        settings = self._stage_settings()
         if self.n_expansion is None:
             engine: _Dense | _Sparse = _Dense(settings, X_fit, kernels, labeled)
         else:
