@@ -285,8 +285,8 @@ class SparseKernelClassifier(ClassifierMixin, SparseKernelEstimator):
     n_probability_folds: ClassVar[int] = 5
 
     default_params: ClassVar[dict[str, Any]] = {"init": "auto"}
-    ratio_meaning: ClassVar[str] = ("of the full SVM's number of support vectors (the paper's "
-                                    "Nz/NSV), per binary problem")
+    ratio_meaning: ClassVar[str] = ("a ratio of the full SVM's number of support vectors "
+                                    "(the paper's Nz/NSV), per binary problem")
 
     _parameter_constraints: ClassVar[dict[str, list[Any]]] = {
         **SparseKernelEstimator._parameter_constraints,

@@ -46,11 +46,12 @@ from sparsify.core.optimize import (
     warn_if_not_converged,
 )
 from sparsify.core.registry import get_registry
+from sparsify.core.shared_params import SHARED, SHARED_PARAMS, parameter_docs
 from sparsify.core.threads import limit_blas_threads
 from sparsify.io.persistence import VersionedPickleMixin
 from sparsify.kernels import Kernel, make_kernel, scale_gamma
 
-__all__ = ["KernelMachineMixin", "SparseKernelEstimator", "estimator_for"]
+__all__ = ["SHARED_PARAMS", "KernelMachineMixin", "SparseKernelEstimator", "estimator_for"]
 
 Array = NDArray[np.float64]
 
@@ -251,69 +252,10 @@ class KernelMachineMixin(VersionedPickleMixin):
         return tags
 
 
-#: The parameters every sparse kernel estimator shares, with their defaults.
-SHARED_PARAMS: dict[str, Any] = {
-    "n_expansion": 10,
-    "kernel": "rbf",
-    "gamma": "scale",
-    "degree": 3,
-    "coef0": 0.0,
-    "init": "random",
-    "n_init": 1,
-    "solver": "auto",
-    "max_iter": 200,
-    "tol": 1e-6,
-    "solver_tol": 1e-8,
-    "random_state": None,
-    "n_jobs": None,
-    "verbose": 0,
-    "callback": None,
-}
-
 #: The constraint on ``n_iter_no_change``, offered by the estimators with an exact fast path
 #: (their fits reach large N; `SparseKernelEstimator._plateau` reads it).
 N_ITER_NO_CHANGE_CONSTRAINT: list[Any] = [Interval(Integral, 1, None, closed="left"),
                                           StrOptions({"auto"}), None]
-
-_SHARED_DOC = """
-    n_expansion : int or float, default={n_expansion!r}
-        Number of expansion vectors Nz: an int is a count; a float in (0, 1] is
-        a ratio, {ratio}.
-    kernel : str or Kernel, default="rbf"
-        "rbf", "poly", "linear", a plugin's kernel, names joined by "+" for a
-        sum, or a `sparsify.Kernel` instance.
-    gamma : {{"scale", "auto"}} or float, default="scale"
-        Kernel coefficient for "rbf" and "poly".
-    degree : int, default=3
-        Degree of "poly".
-    coef0 : float, default=0.0
-        Constant of "poly".
-    init : {{"random", "kmeans"}}, default="random"
-        Initial XVs: a random subset of the distinct training points, or
-        k-means centres.
-    n_init : int, default=1
-        Starts (different initial XVs), in parallel with ``n_jobs``; the one
-        with the lowest W(Z) is kept.
-    solver : str, default="auto"
-        "auto": the formulation's own solver if it has one, else the default
-        backend; or a backend name ("clarabel", "ecos", "osqp", "scs").
-    max_iter : int, default=200
-        Maximum L-BFGS iterations (0 keeps the initial XVs).
-    tol : float, default=1e-6
-        Stop when an iteration lowers W by less than this relative amount.
-    solver_tol : float, default=1e-8
-        Accuracy of each convex solve.
-    random_state : int, RandomState instance or None, default=None
-        Seed of the initial XVs.
-    n_jobs : int or None, default=None
-        Parallel jobs over problems and starts (joblib).
-    verbose : int, default=0
-        1: one line per finished problem; 2: also one line per L-BFGS iteration.
-    callback : callable or None, default=None
-        Called with a `sparsify.core.optimize.IterationInfo` after each
-        iteration; returning True stops that problem's optimisation.
-"""
-
 
 class SparseKernelEstimator(KernelMachineMixin, BaseEstimator):
     """The fit driver of every sparse kernel estimator; use a task mixin's subclass.
@@ -345,7 +287,7 @@ class SparseKernelEstimator(KernelMachineMixin, BaseEstimator):
     default_params: ClassVar[dict[str, Any]] = {}
 
     #: What a ratio ``n_expansion`` is a ratio of, for the generated docstring.
-    ratio_meaning: ClassVar[str] = "of the distinct training points"
+    ratio_meaning: ClassVar[str] = "a ratio of the distinct training points"
 
     #: scikit-learn's parameter validation: a list of constraints per parameter, or
     #: "no_validation" (a formulation's own parameters in a generated ``__init__``).
@@ -678,8 +620,7 @@ def _generate_init(cls: type[SparseKernelEstimator]) -> None:
         cls.__doc__ = (f"The sparse {form.__name__}: the direct sparse method on the "
                        f"{form.name!r} formulation, with Nz optimised XVs.\n\n"
                        "    Parameters\n    ----------\n"
-                       + _SHARED_DOC.format(n_expansion=shared["n_expansion"],
-                                            ratio=cls.ratio_meaning).strip("\n")
+                       + "\n".join(parameter_docs(shared, cls.ratio_meaning, {}, list(SHARED)))
                        + f"\n\n    The {form.__name__} formulation's own parameters: "
                        + ", ".join(f"``{p.name}``" for p in own) + ".\n")
 
