@@ -138,7 +138,7 @@ def parameter_docs(defaults: dict[str, Any], ratio: str, docs: dict[str, tuple[s
 
 def _class_params(cls: type) -> tuple[list[inspect.Parameter], list[str]]:
     """The estimator's own constructor parameters and the shared ones it has, in order."""
-    params = [p for n, p in inspect.signature(cls.__init__).parameters.items() if n != "self"]
+    params = list(inspect.signature(cls).parameters.values())
     own = [p for p in params if p.name not in SHARED]
     shared = [p.name for p in params if p.name in SHARED]
     return own, shared
