@@ -495,7 +495,6 @@ class SparseKernelClassifier(ClassifierMixin, SparseKernelEstimator):
         """The fold models, keyed by (fold, problem); none where a fold's training part has
         one class of the problem."""
         jobs, slots = [], []
-        blocks = isinstance(source, RowBlocks)
         runs: dict[tuple[int, int], Any] = {}
         for i, (train, _) in enumerate(folds):
             formulation = self._make_formulation(None if weights is None else weights[train])
@@ -516,7 +515,7 @@ class SparseKernelClassifier(ClassifierMixin, SparseKernelEstimator):
                             nz, init, int(seeds[i, k]), t[train])
                     runs[i, k] = self._run_on_blocks(
                         source, fold, formulation, kernel, nz, Z0, seeds[i, k:k + 1], [""],
-                        self._plateau(len(train)))[0]
+                        self._plateau(len(train)), report=False)[0]
                     continue
                 assert isinstance(source, InMemoryRows)
                 jobs.append(delayed(_fit_start)(
@@ -524,7 +523,7 @@ class SparseKernelClassifier(ClassifierMixin, SparseKernelEstimator):
                     self.solver_tol, self.max_iter, self.tol, int(seeds[i, k]), None, 0, "",
                     self._plateau(len(train))))
                 slots.append((i, k))
-        if not blocks:
+        if jobs:
             n_jobs = self.n_jobs if len(jobs) > 1 else None
             runs = dict(zip(slots, Parallel(n_jobs=n_jobs)(jobs), strict=True))
         return runs

@@ -128,8 +128,8 @@ class BlockProblem(ABC):
 
     @abstractmethod
     def initial_rows(self, n: int, balanced: bool, seed: int) -> Array:
-        """``n`` rows drawn at random (evenly from the two classes of a classification
-        problem with ``balanced``); rows of weight 0 are never drawn."""
+        """``n`` rows drawn at random (with ``balanced``, evenly from the classes of a
+        classification problem); rows of weight 0 are never drawn."""
 
     @abstractmethod
     def close(self) -> None:

@@ -439,12 +439,16 @@ class SparseKernelEstimator(KernelMachineMixin, BaseEstimator):
     def _run_on_blocks(self, source: RowBlocks, target: RowTarget, formulation: Formulation,
                        kernel: Kernel, n_expansion: int, init: str | Array,
                        seeds: NDArray[np.int_], names: list[str],
-                       plateau: tuple[int, float] | None) -> list[dict[str, Any]]:
+                       plateau: tuple[int, float] | None, report: bool = True
+                       ) -> list[dict[str, Any]]:
         """The starts of one problem over row blocks; its blocks are built once for them.
 
         Initial rows are drawn on the blocks, or, where the rows were collected
-        to the driver (`RowBlocks.collect`), from them as in memory.
+        to the driver (`RowBlocks.collect`), from them as in memory. Without
+        ``report`` (Platt scaling's fold models) neither ``callback`` nor
+        ``verbose`` hear of it, as in memory.
         """
+        callback, verbose = (self.callback, self.verbose) if report else (None, 0)
         problem = formulation.row_blocks(source, target, kernel, n_expansion, self.solver_tol)
         if problem is None:
             raise TypeError(self._no_row_blocks(formulation))
@@ -459,7 +463,7 @@ class SparseKernelEstimator(KernelMachineMixin, BaseEstimator):
                 else:
                     Z0 = problem.initial_rows(n_expansion, init == "balanced", int(seed))
                 runs.append(_optimise(problem.marginal(), Z0, self.max_iter, self.tol,
-                                      self.callback, self.verbose, name, plateau))
+                                      callback, verbose, name, plateau))
         finally:
             problem.close()
         return runs

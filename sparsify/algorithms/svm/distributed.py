@@ -204,10 +204,10 @@ def _free_rows(rows: _Rows) -> int:
     return int(np.sum((rows.alpha > 0.0) & (rows.alpha < rows.C)))
 
 
-def _sample(rows: _Rows, sign: float | None, n: int, seed: int) -> tuple[Array, int]:
-    """Up to ``n`` random rows of the block (of class ``sign``, ±1, None for any) and their
-    count; rows of cost 0 (left out of the problem) are not drawn."""
-    index = np.flatnonzero(rows.C > 0 if sign is None else (rows.y == sign) & (rows.C > 0))
+def _sample(rows: _Rows, label: Any, n: int, seed: int) -> tuple[Array, int]:
+    """Up to ``n`` random rows of the block (of class ``label``, None for any) and their count;
+    rows of cost 0 (left out of the problem) are not drawn."""
+    index = np.flatnonzero(rows.C > 0 if label is None else (rows.labels == label) & (rows.C > 0))
     pick = np.random.default_rng(seed).choice(len(index), min(n, len(index)), replace=False)
     return rows.X[index[np.sort(pick)]], len(index)
 
@@ -611,7 +611,7 @@ class SVMBlocks(BlockProblem):
     def __init__(self, source: RowBlocks, target: RowTarget, C: float,
                  marginal_class: type[DistributedSVMMarginal], kernel: Kernel,
                  n_expansion: int, tol: float) -> None:
-        self.client, self.kernel = source.client, kernel
+        self.source, self.client, self.kernel = source, source.client, kernel
         self.n_expansion, self.tol, self.marginal_class = n_expansion, tol, marginal_class
         self.blocks = make_blocks(self.client, source.X, source.y, target.positive, C,
                                   target.label_weights, target.row_weight)
@@ -624,7 +624,9 @@ class SVMBlocks(BlockProblem):
                                    self.tol, diagonal=self.diagonal)
 
     def initial_rows(self, n: int, balanced: bool, seed: int) -> Array:
-        return initial_rows(self.client, self.blocks, n, [-1.0, 1.0] if balanced else None, seed)
+        # balanced over the labels of y: one-vs-rest's rest is dealt evenly over its classes
+        return initial_rows(self.client, self.blocks, n,
+                            list(self.source.classes()[0]) if balanced else None, seed)
 
     def close(self) -> None:
         self.client.cancel(self.blocks)
