@@ -92,3 +92,16 @@ def test_built_in_estimators_fit_with_no_entry_points_visible(
     finally:
         monkeypatch.undo()
         registry.get_registry.cache_clear()
+
+
+def test_kernel_ridge_over_blocks_refuses_what_a_worker_cannot_hold(client: Any) -> None:
+    from sparsify.core.errors import MemoryEstimateError
+
+    X = np.random.default_rng(0).normal(size=(400, 2))
+    limits = {w: info["memory_limit"] for w, info in client.scheduler_info()["workers"].items()}
+    if not all(limits.values()):
+        pytest.skip("the test cluster's workers have no memory limit")
+    nz = 1 + max(limits.values()) // (8 * 200 * 2)  # K_XZ and F of 200 rows beyond any limit
+    with pytest.raises(MemoryEstimateError, match="Kernel ridge's blocks on worker"):
+        SparseKernelRidge(n_expansion=int(nz), max_iter=1).fit(
+            da.from_array(X, chunks=200), da.from_array(X[:, 0], chunks=200))

@@ -18,6 +18,7 @@ import scipy.linalg
 from numpy.typing import NDArray
 
 from sparsify.core.data_source import BlockProblem, RowBlocks, RowTarget
+from sparsify.core.memory import check_memory
 from sparsify.core.marginal import (
     BLOCK_ROWS,
     Evaluation,
@@ -137,10 +138,28 @@ class RidgeBlocks(BlockProblem):
                                                        source.y.to_delayed().ravel(),
                                                        strict=True)])
         wait(self.blocks)
+        self._check_memory(source)
         diagonal = sum(self.client.gather([self.client.submit(_diagonal_sum, b, kernel)
                                            for b in self.blocks])) / source.n_samples
         # the same relative jitter as in memory, so both solve the same problem
         self.jitter = 1e-10 * max(diagonal, 1e-300)
+
+    def _check_memory(self, source: RowBlocks) -> None:
+        """Refuse, before any kernel block, where a worker's blocks would exceed its memory
+        limit: each block holds its K_XZ and F (n × Nz each) beside its rows."""
+        who = self.client.who_has(self.blocks)
+        need: dict[str, int] = {}
+        for block, n in zip(self.blocks, source.X.chunks[0], strict=True):
+            for address in list(who.get(block.key, ()))[:1]:
+                need[address] = need.get(address, 0) + 8 * int(n) * (
+                    2 * self.n_expansion + self.n_features + 2)
+        workers = self.client.scheduler_info().get("workers", {})
+        for address, bytes_ in need.items():
+            limit = int(workers.get(address, {}).get("memory_limit") or 0)
+            if limit:
+                check_memory(bytes_, f"Kernel ridge's blocks on worker {address} "
+                             f"(Nz={self.n_expansion})", "Use more workers, more memory per "
+                             "worker, or fewer XVs.", limit=limit)
 
     def marginal(self) -> RowBlockRidgeMarginal:
         return RowBlockRidgeMarginal(self.client, self.blocks, self.alpha, self.kernel,
