@@ -18,7 +18,6 @@ import scipy.linalg
 from numpy.typing import NDArray
 
 from sparsify.core.data_source import BlockProblem, RowBlocks, RowTarget
-from sparsify.core.memory import check_memory
 from sparsify.core.marginal import (
     BLOCK_ROWS,
     Evaluation,
@@ -27,6 +26,7 @@ from sparsify.core.marginal import (
     diagonal_scale,
     whitening,
 )
+from sparsify.core.memory import check_memory
 from sparsify.kernels import Kernel
 
 __all__ = ["RidgeBlocks", "RowBlockRidgeMarginal"]
