@@ -51,7 +51,8 @@ from sparsify.core.threads import limit_blas_threads
 from sparsify.io.persistence import VersionedPickleMixin
 from sparsify.kernels import Kernel, make_kernel, scale_gamma
 
-__all__ = ["SHARED_PARAMS", "KernelMachineMixin", "SparseKernelEstimator", "estimator_for"]
+__all__ = ["SHARED_PARAMS", "KernelMachineMixin", "SparseKernelEstimator", "estimator_for",
+           "optimise_start"]
 
 Array = NDArray[np.float64]
 
@@ -91,13 +92,33 @@ def _fit_start(
         Z0 = (np.array(init, dtype=np.float64) if not isinstance(init, str)
               else initial_expansion_vectors(X, n_expansion, init, seed, y=y))
         marginal = make_marginal(formulation, X, y, kernel, n_expansion, solver, solver_tol)
-        return _optimise(marginal, Z0, max_iter, tol, callback, verbose, problem, plateau)
+        return optimise_start(marginal, Z0, max_iter, tol, callback, verbose, problem, plateau)
 
 
-def _optimise(marginal: Marginal, Z0: Array, max_iter: int, tol: float,
+def optimise_start(marginal: Marginal, Z0: Array, max_iter: int, tol: float,
               callback: Callable[..., Any] | None, verbose: int, problem: str,
               plateau: tuple[int, float] | None) -> dict[str, Any]:
-    """L-BFGS over the XVs from ``Z0``, its progress line, and the start's result."""
+    """L-BFGS over the XVs from ``Z0``, its progress line, and the start's result.
+
+    The one L-BFGS run of every fit: each start of each problem, in memory or over
+    row blocks, and each convex stage of the semi-supervised SVM.
+
+    Returns
+    -------
+    dict
+        Z, value, coef, intercept, n_iter, history, problem and the
+        `sparsify.core.optimize.OptimizeResult` (key ``result``).
+
+    Examples
+    --------
+    >>> from sparsify import RBF
+    >>> from sparsify.algorithms.kernel_ridge.closed_form import RidgeMarginal
+    >>> X = np.linspace(-2, 2, 30)[:, None]
+    >>> marginal = RidgeMarginal(1e-3, X, np.sin(X[:, 0]), RBF(1.0), 3)
+    >>> run = optimise_start(marginal, X[::10], 5, 1e-6, None, 0, "", None)
+    >>> run["Z"].shape, run["n_iter"] <= 5
+    ((3, 1), True)
+    """
     res = minimize_marginal(marginal, Z0, max_iter=max_iter, tol=tol, callback=callback,
                             verbose=verbose >= 2, problem=problem, plateau=plateau)
     if verbose:
@@ -462,7 +483,7 @@ class SparseKernelEstimator(KernelMachineMixin, BaseEstimator):
                     Z0 = initial_expansion_vectors(rows.X, n_expansion, init, int(seed), y=y)
                 else:
                     Z0 = problem.initial_rows(n_expansion, init == "balanced", int(seed))
-                runs.append(_optimise(problem.marginal(), Z0, self.max_iter, self.tol,
+                runs.append(optimise_start(problem.marginal(), Z0, self.max_iter, self.tol,
                                       callback, verbose, name, plateau))
         finally:
             problem.close()

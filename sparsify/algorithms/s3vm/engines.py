@@ -24,7 +24,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from sparsify.algorithms.s3vm.mkl import block_norms2, combined_kernel
-from sparsify.core.estimator import _optimise
+from sparsify.core.estimator import optimise_start
 from sparsify.core.formulation import Formulation
 from sparsify.core.marginal import CvxpyMarginal, diagonal_scale, make_marginal
 from sparsify.core.optimize import OptimizeResult, initial_expansion_vectors
@@ -167,7 +167,7 @@ class _Sparse:
                                  est.solver_tol)
         if moving:
             stage = f"stage {len(self.runs) + 1} (C* = {c_star:.3g})"
-            res: OptimizeResult = _optimise(marginal, self.Z, est.max_iter, est.tol, None,
+            res: OptimizeResult = optimise_start(marginal, self.Z, est.max_iter, est.tol, None,
                                             est.verbose, stage, None)["result"]
             self.runs.append((stage, res))
             self.Z, ev = res.Z, res.evaluation
