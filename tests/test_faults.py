@@ -65,7 +65,7 @@ class Unbounded(Formulation):
 class PluginSVC(SparseSVC):
     """SparseSVC's machinery on another registered formulation (the estimator route)."""
 
-    formulation_name = "faults_infeasible"
+    formulation_class = Infeasible
 
     def _formulation_params(self):
         return {}

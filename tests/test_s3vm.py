@@ -232,8 +232,8 @@ def test_it_is_on_the_fit_driver_with_its_fitted_attribute_shapes(params: dict) 
     from sparsify.core.estimator import SparseKernelEstimator
 
     assert issubclass(SemiSupervisedSVC, SparseKernelEstimator)
-    assert SemiSupervisedSVC.formulation_name == "s3vm"
-    assert SemiSupervisedSVC._formulation_type() is S3VM
+    assert SemiSupervisedSVC.formulation_class is S3VM
+    assert SemiSupervisedSVC()._formulation_type() is S3VM
     # the moved names are still importable from the estimator module
     assert estimator.switch_labels is switch_labels and estimator.s3vm_objective is s3vm_objective
     X, y, _ = _moons(seed=1, n=80)
@@ -337,7 +337,7 @@ def test_fixed_xv_resolve_by_libsvm_agrees_with_the_generic_path(kernel) -> None
     """The re-solves after label switching (XVs fixed) use libsvm on K_XZ K_ZZ⁻¹ K_ZX."""
     X, y, form = _stage(60, seed=4)
     est = SemiSupervisedSVC(C=form.C, n_expansion=7, solver_tol=1e-10)
-    engine = _Sparse(est, X, [kernel], form.labeled, 7, seed=0)
+    engine = _Sparse(est._stage_settings(), X, [kernel], form.labeled, 7, seed=0)
     state = engine.solve(np.ones(1), y.astype(float), form.C_star, move=False)
     ref = CvxpyMarginal(form, X, y, kernel, 7, solver="clarabel",
                         tol=1e-10).evaluate(engine.Z, grad=False)

@@ -259,15 +259,16 @@ def test_a_squared_hinge_fit_on_dask_arrays_runs_its_newton_method_on_the_worker
 
 
 @pytest.mark.parametrize("params, fit_kw, match", [
-    ({"n_expansion": 0.1}, {}, "a ratio n_expansion"),
-    ({"solver": "ecos"}, {}, "solver='ecos'"),
-    ({"probability": True}, {}, "probability=True"),
+    ({"solver": "ecos"}, {}, r"solver='ecos' \(the generic cvxpy path needs the rows in memory"),
+    ({"init": "kmeans"}, {}, r"init='kmeans' \(k-means needs every row in one place"),
     ({}, {"sample_weight": np.ones(40)}, "sample_weight"),
     ({"class_weight": {1: 0.0}}, {}, "class 1 has none"),
     ({"class_weight": {-1: 0.0}, "loss": "squared_hinge"}, {}, "class -1 has none"),
 ])
 def test_refuses_what_the_distributed_path_lacks(client: Any, params: dict[str, Any],
                                                  fit_kw: dict[str, Any], match: str) -> None:
+    """What a fit over row blocks still refuses, each with its reason; a ratio n_expansion,
+    probabilities, class weights and n_init fit (tests/test_dask_driver.py)."""
     X, y = make_ringnorm(40, random_state=0)
     with pytest.raises(ValueError, match=match):
         SparseSVC(**{"n_expansion": 4, **params}).fit(da.from_array(X, chunks=20),
@@ -361,9 +362,15 @@ def test_a_block_without_its_b_mid_evaluation_costs_a_restart_not_an_error() -> 
 
 
 def test_an_estimator_whose_formulation_has_no_distributed_solver_refuses(client: Any) -> None:
+    from sparsify.algorithms.klr.formulation import KLR
+
     class OtherSVC(SparseSVC):
-        formulation_name = "kfd"
+        formulation_class = KLR
+
+        def _formulation_params(self, weights: Any = None) -> dict[str, Any]:
+            return {}
 
     X, y = make_ringnorm(40, random_state=0)
-    with pytest.raises(TypeError, match="the 'kfd' formulation has no distributed solver"):
+    with pytest.raises(TypeError, match="the 'klr' formulation's marginal does not take row "
+                                        "blocks"):
         OtherSVC(n_expansion=4).fit(da.from_array(X, chunks=20), da.from_array(y, chunks=20))

@@ -32,6 +32,7 @@ from sklearn.utils.validation import (
 )
 
 from sparsify.core.calibration import fit_platt, platt_proba
+from sparsify.core.data_source import InMemoryRows, RowBlocks, RowTarget, is_dask_collection
 from sparsify.core.estimator import SparseKernelEstimator, _fit_start, _problem_name
 from sparsify.core.optimize import CLASSIFIER_INIT_METHODS
 from sparsify.kernels import RBF, Kernel, Linear, Polynomial
@@ -204,8 +205,28 @@ def _point_weights(
                     f"The weight of class {label!r} in the 'class_weight' parameter of {name} "
                     f"must be a finite float >= 0. Got {weight!r} instead."
                 )
-    cw = compute_class_weight(class_weight, classes=classes, y=classes[codes])
+    cw = class_weights(class_weight, classes, codes)
     return cw[codes] * sw, sw, cw
+
+
+def class_weights(class_weight: dict[Any, float] | str | None, classes: NDArray[Any],
+                  codes: NDArray[np.intp] | None = None,
+                  counts: NDArray[np.intp] | None = None) -> Array:
+    """The weight of each class, from the class codes of y or their counts.
+
+    scikit-learn's SVC semantics (`sklearn.utils.class_weight.compute_class_weight`):
+    "balanced" gives class c the weight N / (n_classes · N_c).
+
+    Examples
+    --------
+    >>> class_weights("balanced", np.array([0, 1]), counts=np.array([3, 1])).tolist()
+    [0.6666666666666666, 2.0]
+    """
+    if class_weight == "balanced" and codes is None:
+        assert counts is not None
+        return np.asarray(counts.sum() / (len(classes) * counts.astype(np.float64)))
+    y = classes if codes is None else classes[codes]
+    return np.asarray(compute_class_weight(class_weight, classes=classes, y=y))
 
 
 def require_a_positive_weight(weights: Array) -> None:
@@ -224,25 +245,6 @@ def require_a_positive_weight(weights: Array) -> None:
     """
     if not (weights > 0).any():
         raise ValueError("Sample weights must contain at least one non-zero number.")
-
-
-def _weighted_scale_gamma(X: Array, sample_weight: Array) -> float:
-    """gamma="scale" with a weighted variance: 1 / (d · Var_w(X)), a weight counting as repeats.
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> from sparsify.kernels import resolve_gamma
-    >>> X = np.array([[0.0], [1.0], [3.0]])
-    >>> repeated = np.array([[0.0], [0.0], [1.0], [3.0]])
-    >>> bool(np.isclose(_weighted_scale_gamma(X, np.array([2.0, 1.0, 1.0])),
-    ...                 resolve_gamma("scale", repeated)))
-    True
-    """
-    w = sample_weight / sample_weight.sum()
-    mean = float(w @ X.mean(axis=1))
-    var = float(w @ ((X - mean) ** 2).mean(axis=1))
-    return 1.0 / (X.shape[1] * var) if var > 0 else 1.0
 
 
 class SparseKernelClassifier(ClassifierMixin, SparseKernelEstimator):
@@ -283,8 +285,8 @@ class SparseKernelClassifier(ClassifierMixin, SparseKernelEstimator):
     n_probability_folds: ClassVar[int] = 5
 
     default_params: ClassVar[dict[str, Any]] = {"init": "auto"}
-    ratio_meaning: ClassVar[str] = ("of the full SVM's number of support vectors (the paper's "
-                                    "Nz/NSV), per binary problem")
+    ratio_meaning: ClassVar[str] = ("a ratio of the full SVM's number of support vectors "
+                                    "(the paper's Nz/NSV), per binary problem")
 
     _parameter_constraints: ClassVar[dict[str, list[Any]]] = {
         **SparseKernelEstimator._parameter_constraints,
@@ -325,9 +327,12 @@ class SparseKernelClassifier(ClassifierMixin, SparseKernelEstimator):
 
         A point of weight 0 is left out before anything else (the initial XVs,
         gamma="scale", the number of distinct points), so it is the same as
-        not passing it; every other weight multiplies the point's cost.
+        not passing it; every other weight multiplies the point's cost. Dask
+        collections fit over their row blocks (`_fit_blocks`).
         """
         self._validate_params()
+        if is_dask_collection(X) or is_dask_collection(y):
+            return self._fit_blocks(RowBlocks(X, y, type(self).__name__), sample_weight)
         X, codes = validate_classification(self, X, y,
                                            unlabelled=self._takes_unlabelled())
         self._refuse_with_unlabelled(codes, sample_weight)
@@ -340,29 +345,68 @@ class SparseKernelClassifier(ClassifierMixin, SparseKernelEstimator):
             keep = weights > 0
             self._check_weighted_classes(codes[keep])
             X, codes, weights, sw = X[keep], codes[keep], weights[keep], sw[keep]
-        gamma = self.gamma
-        if sample_weight is not None and isinstance(gamma, str) and gamma == "scale":
-            # a weight counts as repeats of the point, for the kernel's scale too
-            assert sw is not None  # set above: a sample_weight makes weighted not None
-            gamma = _weighted_scale_gamma(X, sw)
         targets = [unlabelled_targets(codes, t) for t in (
             [np.where(codes == 1, 1, -1)]
             if len(self.classes_) == 2
             else [np.where(codes == k, 1, -1) for k in range(len(self.classes_))]
         )]
-        # one-vs-rest: the one class is about 1/K of the points, too few for a random start
-        init = self.init if self.init != "auto" else "balanced" if len(targets) > 1 else "random"
+        init = self._init(len(targets))
         rng = check_random_state(self.random_state)
         names = [_problem_name(self.classes_, k, len(targets), 0, 1) for k in range(len(targets))]
-        kernel = self._fit_problems(X, targets, weights, gamma=gamma, init=init, names=names,
-                                    rng=rng)
+        # a weight counts as repeats of the point, for the kernel's scale too
+        kernel = self._fit_problems(X, targets, weights,
+                                    scale_weights=None if sample_weight is None else sw,
+                                    init=init, names=names, rng=rng)
         for attr in ("probA_", "probB_"):  # a refit without probability drops the old ones
             self.__dict__.pop(attr, None)
         if getattr(self, "probability", False):
             # drawn after the main fit's seeds, so that fit is the same with or without it
             cv_seed = int(rng.randint(np.iinfo(np.int32).max))
             self.probA_, self.probB_ = self._platt_scaling(
-                X, codes, targets, kernel, weights, sw, init, cv_seed)
+                InMemoryRows(X), codes, targets, kernel, weights, sw, init, cv_seed)
+        return self
+
+    def _init(self, n_problems: int) -> str:
+        """The initial-XV method: "auto" is "balanced" for one-vs-rest, whose one class is
+        about 1/K of the points (too few for a random start), else "random"."""
+        return self.init if self.init != "auto" else "balanced" if n_problems > 1 else "random"
+
+    def _fit_blocks(self, source: RowBlocks, sample_weight: Any) -> SparseKernelClassifier:
+        """`fit` over the row blocks of dask collections: the rows stay on the workers.
+
+        The same rules as in memory: class weights from the class counts,
+        one-vs-rest, the initial-XV method, seeds and starts; a ratio
+        ``n_expansion`` fits its full SVM on the rows collected to the driver,
+        and Platt scaling fits its fold models over the blocks.
+        """
+        formulation = self._make_formulation()
+        self._refuse_on_blocks(source, formulation, {
+            "sample_weight (fit without it, or on numpy arrays)": sample_weight is not None})
+        self.classes_, counts = source.classes()
+        if len(self.classes_) < 2:
+            raise ValueError(f"{type(self).__name__} needs samples of at least 2 classes in the "
+                             f"data; got {len(self.classes_)} class.")
+        self.n_features_in_ = source.n_features
+        weights: dict[Any, float] = {}
+        if hasattr(self, "class_weight"):
+            _point_weights(self, np.arange(len(self.classes_)), None, self.class_weight)
+            self.class_weight_ = class_weights(self.class_weight, self.classes_, counts=counts)
+            self._check_weighted_classes(np.flatnonzero(self.class_weight_ > 0))
+            weights = dict(zip(self.classes_.tolist(), self.class_weight_.tolist(), strict=True))
+        positives = ([self.classes_[1]] if len(self.classes_) == 2 else list(self.classes_))
+        targets = [RowTarget(positive, weights) for positive in positives]
+        init = self._init(len(targets))
+        rng = check_random_state(self.random_state)
+        names = [_problem_name(self.classes_, k, len(targets), 0, 1)
+                 for k in range(len(targets))]
+        kernel = self._fit_problems(source, targets, init=init, names=names, rng=rng)
+        for attr in ("probA_", "probB_"):
+            self.__dict__.pop(attr, None)
+        if getattr(self, "probability", False):
+            cv_seed = int(rng.randint(np.iinfo(np.int32).max))
+            codes = np.searchsorted(self.classes_, source.labels())
+            self.probA_, self.probB_ = self._platt_scaling(
+                source, codes, targets, kernel, None, None, init, cv_seed)
         return self
 
     def _refuse_with_unlabelled(self, codes: NDArray[np.intp],
@@ -393,9 +437,9 @@ class SparseKernelClassifier(ClassifierMixin, SparseKernelEstimator):
 
     def _platt_scaling(
         self,
-        X: Array,
+        source: InMemoryRows | RowBlocks,
         codes: NDArray[np.intp],
-        targets: list[NDArray[np.int_]],
+        targets: list[Any],
         kernel: Kernel,
         weights: Array | None,
         sample_weight: Array | None,
@@ -408,7 +452,9 @@ class SparseKernelClassifier(ClassifierMixin, SparseKernelEstimator):
         costs, Nz, L-BFGS settings; one start) on the other folds' points; its
         decision values on the held-out fold are what the sigmoid is fitted to.
         A fold whose training part has one class of a binary problem gives
-        that class's sign as decision value, as libsvm does.
+        that class's sign as decision value, as libsvm does. Over row blocks
+        the fold models are fitted over the blocks (the held-out rows weigh 0)
+        and their decision values computed there.
         """
         n_folds = self.n_probability_folds
         largest = int(np.bincount(codes).max())
@@ -419,34 +465,89 @@ class SparseKernelClassifier(ClassifierMixin, SparseKernelEstimator):
                 f"positive weight in its largest class; got {largest}. Add samples or set "
                 "probability=False."
             )
-        folds = list(StratifiedKFold(n_folds, shuffle=True, random_state=seed).split(X, codes))
+        n = len(codes)
+        folds = list(StratifiedKFold(n_folds, shuffle=True, random_state=seed).split(
+            np.empty((n, 0)), codes))
         rng = np.random.RandomState(seed)
         seeds = rng.randint(np.iinfo(np.int32).max, size=(len(folds), len(targets)))
+        signs = [t if isinstance(t, np.ndarray) else np.where(codes == np.searchsorted(
+            self.classes_, t.positive), 1, -1) for t in targets]
+        fold_of = np.empty(n, dtype=np.intp)
+        for i, (_, test) in enumerate(folds):
+            fold_of[test] = i
+        runs = self._fold_models(source, folds, fold_of, targets, signs, kernel, weights, init,
+                                 seeds)
+        decision = np.empty((n, len(targets)))
+        for i, (train, test) in enumerate(folds):
+            for k, t in enumerate(signs):
+                if (i, k) not in runs:
+                    decision[test, k] = float(t[train][0])
+        for (i, k), values in self._fold_decisions(source, runs, kernel, fold_of).items():
+            decision[folds[i][1], k] = values
+        ab = [fit_platt(decision[:, k], t > 0, sample_weight) for k, t in enumerate(signs)]
+        return np.array([a for a, _ in ab]), np.array([b for _, b in ab])
+
+    def _fold_models(self, source: InMemoryRows | RowBlocks,
+                     folds: list[tuple[NDArray[np.intp], NDArray[np.intp]]],
+                     fold_of: NDArray[np.intp], targets: list[Any],
+                     signs: list[NDArray[np.int_]], kernel: Kernel, weights: Array | None,
+                     init: str, seeds: NDArray[np.int_]) -> dict[tuple[int, int], Any]:
+        """The fold models, keyed by (fold, problem); none where a fold's training part has
+        one class of the problem."""
         jobs, slots = [], []
+        runs: dict[tuple[int, int], Any] = {}
         for i, (train, _) in enumerate(folds):
             formulation = self._make_formulation(None if weights is None else weights[train])
-            n_distinct = len(np.unique(X[train], axis=0))
-            for k, t in enumerate(targets):
+            rows = source.rows if isinstance(source, RowBlocks) else source
+            n_distinct = None if rows is None else len(np.unique(rows.X[train], axis=0))
+            for k, t in enumerate(signs):
                 if len(np.unique(t[train])) < 2:
-                    continue  # filled with the one class's sign below
-                nz = min(int(self.n_expansion_[k]), n_distinct)
+                    continue  # filled with the one class's sign
+                nz = int(self.n_expansion_[k]) if n_distinct is None else min(
+                    int(self.n_expansion_[k]), n_distinct)
+                if isinstance(source, RowBlocks):
+                    target = targets[k]
+                    held = source.row_weight(fold_of != i)
+                    fold = RowTarget(target.positive, target.label_weights, held)
+                    Z0: str | Array = init
+                    if source.rows is not None:  # the draw of the in-memory fit
+                        Z0 = InMemoryRows(source.rows.X[train]).initial_rows(
+                            nz, init, int(seeds[i, k]), t[train])
+                    runs[i, k] = self._run_on_blocks(
+                        source, fold, formulation, kernel, nz, Z0, seeds[i, k:k + 1], [""],
+                        self._plateau(len(train)), report=False)[0]
+                    continue
+                assert isinstance(source, InMemoryRows)
                 jobs.append(delayed(_fit_start)(
-                    X[train], t[train], formulation, kernel, nz, init, self.solver,
+                    source.X[train], t[train], formulation, kernel, nz, init, self.solver,
                     self.solver_tol, self.max_iter, self.tol, int(seeds[i, k]), None, 0, "",
                     self._plateau(len(train))))
                 slots.append((i, k))
-        n_jobs = self.n_jobs if len(jobs) > 1 else None
-        runs = dict(zip(slots, Parallel(n_jobs=n_jobs)(jobs), strict=True))
-        decision = np.empty((len(X), len(targets)))
-        for i, (train, test) in enumerate(folds):
-            for k, t in enumerate(targets):
-                run = runs.get((i, k))
-                if run is None:
-                    decision[test, k] = float(t[train][0])
-                else:
-                    decision[test, k] = kernel(X[test], run["Z"]) @ run["coef"] + run["intercept"]
-        ab = [fit_platt(decision[:, k], t > 0, sample_weight) for k, t in enumerate(targets)]
-        return np.array([a for a, _ in ab]), np.array([b for _, b in ab])
+        if jobs:
+            n_jobs = self.n_jobs if len(jobs) > 1 else None
+            runs = dict(zip(slots, Parallel(n_jobs=n_jobs)(jobs), strict=True))
+        return runs
+
+    @staticmethod
+    def _fold_decisions(source: InMemoryRows | RowBlocks, runs: dict[tuple[int, int], Any],
+                        kernel: Kernel, fold_of: NDArray[np.intp]
+                        ) -> dict[tuple[int, int], Array]:
+        """Each fold model's decision values on its held-out rows (over row blocks: computed
+        on the workers, the held-out fold's values gathered)."""
+        if isinstance(source, InMemoryRows):
+            return {(i, k): kernel(source.X[fold_of == i], run["Z"]) @ run["coef"]
+                    + run["intercept"] for (i, k), run in runs.items()}
+        import dask.array as da
+
+        def values(X: Array, Z: Array, coef: Array, b: float) -> Array:
+            return np.asarray(kernel(X, Z) @ coef + b)
+
+        lazy = {key: source.X.map_blocks(values, run["Z"], run["coef"], float(run["intercept"]),
+                                         drop_axis=1, dtype=float)
+                for key, run in runs.items()}
+        computed = da.compute(*lazy.values())
+        return {key: np.asarray(v)[fold_of == key[0]]
+                for key, v in zip(lazy, computed, strict=True)}
 
     def _proba_from_decision(self, decision: Array) -> Array:
         """Class probabilities from decision values: Platt's sigmoid per problem, normalised."""

@@ -7,7 +7,9 @@ every task: the parameters (``n_expansion``, the kernel, the initial XVs,
 start, the convergence warning and progress lines, and uniform fitted
 attributes. The task mixins say what the problems are: `sparsify.core.classifier`
 (binary or one-vs-rest, weights, Platt scaling), `sparsify.core.regressor`,
-`sparsify.core.outlier` and `sparsify.core.transformer`. A subclass that names
+`sparsify.core.outlier` and `sparsify.core.transformer`. The rows come from a data
+source (`sparsify.core.data_source`): numpy arrays, or the row blocks of Dask
+collections where the formulation's marginal takes them. A subclass that names
 its `formulation_class` and writes no ``__init__`` gets one made from the shared
 parameters and the formulation's own, so an algorithm's estimator is a few lines.
 """
@@ -27,8 +29,14 @@ from sklearn.utils import Tags, TransformerTags, check_random_state, gen_batches
 from sklearn.utils._param_validation import Interval, RealNotInt, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from sparsify.core.formulation import Formulation, make_formulation
-from sparsify.core.marginal import make_marginal
+from sparsify.core.data_source import (
+    DataSource,
+    InMemoryRows,
+    RowBlocks,
+    RowTarget,
+)
+from sparsify.core.formulation import Formulation
+from sparsify.core.marginal import Marginal, make_marginal
 from sparsify.core.optimize import (
     INIT_METHODS,
     initial_expansion_vectors,
@@ -38,11 +46,13 @@ from sparsify.core.optimize import (
     warn_if_not_converged,
 )
 from sparsify.core.registry import get_registry
+from sparsify.core.shared_params import SHARED, SHARED_PARAMS, parameter_docs
 from sparsify.core.threads import limit_blas_threads
 from sparsify.io.persistence import VersionedPickleMixin
-from sparsify.kernels import Kernel, make_kernel
+from sparsify.kernels import Kernel, make_kernel, scale_gamma
 
-__all__ = ["KernelMachineMixin", "SparseKernelEstimator", "estimator_for"]
+__all__ = ["SHARED_PARAMS", "KernelMachineMixin", "SparseKernelEstimator", "estimator_for",
+           "optimise_start"]
 
 Array = NDArray[np.float64]
 
@@ -70,7 +80,7 @@ def _fit_start(
     problem: str = "",
     plateau: tuple[int, float] | None = None,
 ) -> dict[str, Any]:
-    """One start of one binary problem; module level so joblib can ship it.
+    """One start of one problem on rows in memory; module level so joblib can ship it.
 
     ``problem`` names it in the ``verbose=2`` lines, in `IterationInfo` and in
     the convergence warning; ``verbose=1`` prints one line when it is done.
@@ -82,8 +92,35 @@ def _fit_start(
         Z0 = (np.array(init, dtype=np.float64) if not isinstance(init, str)
               else initial_expansion_vectors(X, n_expansion, init, seed, y=y))
         marginal = make_marginal(formulation, X, y, kernel, n_expansion, solver, solver_tol)
-        res = minimize_marginal(marginal, Z0, max_iter=max_iter, tol=tol, callback=callback,
-                                verbose=verbose >= 2, problem=problem, plateau=plateau)
+        return optimise_start(marginal, Z0, max_iter, tol, callback, verbose, problem, plateau)
+
+
+def optimise_start(marginal: Marginal, Z0: Array, max_iter: int, tol: float,
+              callback: Callable[..., Any] | None, verbose: int, problem: str,
+              plateau: tuple[int, float] | None) -> dict[str, Any]:
+    """L-BFGS over the XVs from ``Z0``, its progress line, and the start's result.
+
+    The one L-BFGS run of every fit: each start of each problem, in memory or over
+    row blocks, and each convex stage of the semi-supervised SVM.
+
+    Returns
+    -------
+    dict
+        Z, value, coef, intercept, n_iter, history, problem and the
+        `sparsify.core.optimize.OptimizeResult` (key ``result``).
+
+    Examples
+    --------
+    >>> from sparsify import RBF
+    >>> from sparsify.algorithms.kernel_ridge.closed_form import RidgeMarginal
+    >>> X = np.linspace(-2, 2, 30)[:, None]
+    >>> marginal = RidgeMarginal(1e-3, X, np.sin(X[:, 0]), RBF(1.0), 3)
+    >>> run = optimise_start(marginal, X[::10], 5, 1e-6, None, 0, "", None)
+    >>> run["Z"].shape, run["n_iter"] <= 5
+    ((3, 1), True)
+    """
+    res = minimize_marginal(marginal, Z0, max_iter=max_iter, tol=tol, callback=callback,
+                            verbose=verbose >= 2, problem=problem, plateau=plateau)
     if verbose:
         print(problem_line(problem, res), flush=True)
     return {
@@ -236,75 +273,16 @@ class KernelMachineMixin(VersionedPickleMixin):
         return tags
 
 
-#: The parameters every sparse kernel estimator shares, with their defaults.
-SHARED_PARAMS: dict[str, Any] = {
-    "n_expansion": 10,
-    "kernel": "rbf",
-    "gamma": "scale",
-    "degree": 3,
-    "coef0": 0.0,
-    "init": "random",
-    "n_init": 1,
-    "solver": "auto",
-    "max_iter": 200,
-    "tol": 1e-6,
-    "solver_tol": 1e-8,
-    "random_state": None,
-    "n_jobs": None,
-    "verbose": 0,
-    "callback": None,
-}
-
 #: The constraint on ``n_iter_no_change``, offered by the estimators with an exact fast path
 #: (their fits reach large N; `SparseKernelEstimator._plateau` reads it).
 N_ITER_NO_CHANGE_CONSTRAINT: list[Any] = [Interval(Integral, 1, None, closed="left"),
                                           StrOptions({"auto"}), None]
 
-_SHARED_DOC = """
-    n_expansion : int or float, default={n_expansion!r}
-        Number of expansion vectors Nz: an int is a count; a float in (0, 1] is
-        a ratio, {ratio}.
-    kernel : str or Kernel, default="rbf"
-        "rbf", "poly", "linear", a plugin's kernel, names joined by "+" for a
-        sum, or a `sparsify.Kernel` instance.
-    gamma : {{"scale", "auto"}} or float, default="scale"
-        Kernel coefficient for "rbf" and "poly".
-    degree : int, default=3
-        Degree of "poly".
-    coef0 : float, default=0.0
-        Constant of "poly".
-    init : {{"random", "kmeans"}}, default="random"
-        Initial XVs: a random subset of the distinct training points, or
-        k-means centres.
-    n_init : int, default=1
-        Starts (different initial XVs), in parallel with ``n_jobs``; the one
-        with the lowest W(Z) is kept.
-    solver : str, default="auto"
-        "auto": the formulation's own solver if it has one, else the default
-        backend; or a backend name ("clarabel", "ecos", "osqp", "scs").
-    max_iter : int, default=200
-        Maximum L-BFGS iterations (0 keeps the initial XVs).
-    tol : float, default=1e-6
-        Stop when an iteration lowers W by less than this relative amount.
-    solver_tol : float, default=1e-8
-        Accuracy of each convex solve.
-    random_state : int, RandomState instance or None, default=None
-        Seed of the initial XVs.
-    n_jobs : int or None, default=None
-        Parallel jobs over problems and starts (joblib).
-    verbose : int, default=0
-        1: one line per finished problem; 2: also one line per L-BFGS iteration.
-    callback : callable or None, default=None
-        Called with a `sparsify.core.optimize.IterationInfo` after each
-        iteration; returning True stops that problem's optimisation.
-"""
-
-
 class SparseKernelEstimator(KernelMachineMixin, BaseEstimator):
     """The fit driver of every sparse kernel estimator; use a task mixin's subclass.
 
-    A subclass names its algorithm with `formulation_class` (or a registered
-    `formulation_name`) and inherits a task: `sparsify.core.classifier.SparseKernelClassifier`,
+    A subclass names its algorithm with `formulation_class` and inherits a task:
+    `sparsify.core.classifier.SparseKernelClassifier`,
     `sparsify.core.regressor.SparseKernelRegressor`,
     `sparsify.core.outlier.SparseOutlierDetector` or
     `sparsify.core.transformer.SparseKernelTransformer`. Without an ``__init__`` of its
@@ -323,17 +301,14 @@ class SparseKernelEstimator(KernelMachineMixin, BaseEstimator):
     """
 
     #: The algorithm: a `Formulation` subclass made with the estimator's parameters of the same
-    #: names. None: looked up by `formulation_name` in the registry.
+    #: names.
     formulation_class: ClassVar[type[Formulation] | None] = None
-
-    #: A registered formulation's name, used when `formulation_class` is None.
-    formulation_name: ClassVar[str] = ""
 
     #: The task's defaults of `SHARED_PARAMS` that differ.
     default_params: ClassVar[dict[str, Any]] = {}
 
     #: What a ratio ``n_expansion`` is a ratio of, for the generated docstring.
-    ratio_meaning: ClassVar[str] = "of the distinct training points"
+    ratio_meaning: ClassVar[str] = "a ratio of the distinct training points"
 
     #: scikit-learn's parameter validation: a list of constraints per parameter, or
     #: "no_validation" (a formulation's own parameters in a generated ``__init__``).
@@ -360,32 +335,31 @@ class SparseKernelEstimator(KernelMachineMixin, BaseEstimator):
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
+        if isinstance(cls.__dict__.get("formulation_name"), str):
+            raise TypeError(f"{cls.__name__} names its formulation by a string "
+                            "(formulation_name); set formulation_class to the Formulation "
+                            "subclass instead.")
         if "__init__" not in cls.__dict__ and cls.__dict__.get("formulation_class") is not None:
             _generate_init(cls)
 
     # ------------------------------------------------------------------ the formulation
 
-    @classmethod
-    def _formulation_type(cls) -> type[Formulation]:
-        if cls.formulation_class is not None:
-            return cls.formulation_class
-        registered: type[Formulation] = get_registry().get("formulation", cls.formulation_name)
-        return registered
+    def _formulation_type(self) -> type[Formulation]:
+        """The formulation class; an estimator may choose it per instance (SparseKFD's
+        ``method``)."""
+        if self.formulation_class is None:
+            raise TypeError(f"{type(self).__name__} names no formulation_class.")
+        return self.formulation_class
 
     def _takes_unlabelled(self) -> bool:
-        """Whether the formulation takes unlabelled points (`Formulation.unlabelled`).
-
-        Looked up on the instance: an estimator may name its formulation per instance
-        (SparseKFD's ``method``).
-        """
-        cls = (self.formulation_class if self.formulation_class is not None
-               else get_registry().get("formulation", self.formulation_name))
-        return bool(cls.unlabelled)
+        """Whether the formulation takes unlabelled points (`Formulation.unlabelled`)."""
+        return bool(self._formulation_type().unlabelled)
 
     @classmethod
     def _formulation_param_names(cls) -> list[str]:
         """The formulation constructor's parameters that this estimator also has."""
-        init = cls._formulation_type().__init__
+        assert cls.formulation_class is not None
+        init = cls.formulation_class.__init__
         names = [n for n, p in inspect.signature(init).parameters.items()
                  if n != "self" and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
         own = cls._get_param_names()
@@ -402,13 +376,12 @@ class SparseKernelEstimator(KernelMachineMixin, BaseEstimator):
     def _make_formulation(self, weights: Array | None = None) -> Formulation:
         params = (self._formulation_params() if weights is None
                   else self._formulation_params(weights))
-        if self.formulation_class is not None:
-            try:
-                return self.formulation_class(**params)
-            except TypeError as exc:
-                raise ValueError(f"The {self.formulation_class.__name__} formulation does not "
-                                 f"take the parameters {sorted(params)}: {exc}") from exc
-        return make_formulation(self.formulation_name, **params)
+        cls = self._formulation_type()
+        try:
+            return cls(**params)
+        except TypeError as exc:
+            raise ValueError(f"The {cls.__name__} formulation does not take the parameters "
+                             f"{sorted(params)}: {exc}") from exc
 
     # ------------------------------------------------------------------ the fit
 
@@ -438,58 +411,165 @@ class SparseKernelEstimator(KernelMachineMixin, BaseEstimator):
             return int(self.n_expansion), None
         return min(max(1, round(float(self.n_expansion) * n_distinct)), n_distinct), None
 
-    def _run_problems(self, X: Array, targets: Sequence[NDArray[Any] | None],
+    def _gamma(self, source: DataSource, weights: Array | None = None) -> float | str:
+        """The kernel's gamma: "scale" is 1 / (d · Var(X)) with Var weighted by ``weights``
+        (a weight counting as repeats of its row), "auto" 1 / d; a number as given."""
+        if not isinstance(self.kernel, str) or not isinstance(self.gamma, str):
+            return self.gamma  # type: ignore[no-any-return]
+        if self.gamma == "auto":
+            return 1.0 / source.n_features
+        return scale_gamma(source.variance(weights), source.n_features)
+
+    def _run_problems(self, source: DataSource, targets: Sequence[Any],
                       formulation: Formulation, kernel: Kernel, sizes: list[int],
                       init: str | Array,
                       names: list[str], rng: np.random.RandomState) -> list[dict[str, Any]]:
-        """Fit every (problem, start) pair, in parallel with ``n_jobs``; the best start of each.
+        """Fit every (problem, start) pair; the best start of each.
 
-        ``names`` name the problems in progress lines and warnings; the starts
-        are named after them. Warns once for the problems ``max_iter`` stopped.
+        In memory the pairs run in parallel with ``n_jobs``; over row blocks one
+        after the other, each evaluation a map over the blocks. ``names`` name the
+        problems in progress lines and warnings; the starts are named after them.
+        Warns once for the problems ``max_iter`` stopped.
         """
         n_init = self.n_init if isinstance(init, str) else 1  # given XVs: one start
         seeds = rng.randint(np.iinfo(np.int32).max, size=(len(targets), n_init))
-        n_runs = len(targets) * n_init
-        runs = Parallel(n_jobs=self.n_jobs if n_runs > 1 else None)(
-            delayed(_fit_start)(
-                X, targets[k], formulation, kernel, sizes[k], init, self.solver,
-                self.solver_tol, self.max_iter, self.tol, int(seeds[k, j]), self.callback,
-                self.verbose,
-                ", ".join(p for p in (names[k], f"start {j + 1}" if n_init > 1 else "") if p),
-                self._plateau(len(X)),
+        starts = [[", ".join(p for p in (names[k], f"start {j + 1}" if n_init > 1 else "") if p)
+                   for j in range(n_init)] for k in range(len(targets))]
+        plateau = self._plateau(source.n_samples)
+        if isinstance(source, RowBlocks):
+            runs = [run for k in range(len(targets)) for run in self._run_on_blocks(
+                source, targets[k], formulation, kernel, sizes[k], init, seeds[k], starts[k],
+                plateau)]
+        else:
+            assert isinstance(source, InMemoryRows)
+            n_runs = len(targets) * n_init
+            runs = Parallel(n_jobs=self.n_jobs if n_runs > 1 else None)(
+                delayed(_fit_start)(
+                    source.X, targets[k], formulation, kernel, sizes[k], init, self.solver,
+                    self.solver_tol, self.max_iter, self.tol, int(seeds[k, j]), self.callback,
+                    self.verbose, starts[k][j], plateau)
+                for k in range(len(targets))
+                for j in range(n_init)
             )
-            for k in range(len(targets))
-            for j in range(n_init)
-        )
         fits = [min(runs[k * n_init:(k + 1) * n_init], key=lambda run: run["value"])
                 for k in range(len(targets))]
         warn_if_not_converged(type(self).__name__, [(f["problem"], f["result"]) for f in fits],
                               self.max_iter)
         return fits
 
-    def _fit_problems(self, X: Array, targets: Sequence[NDArray[Any] | None],
-                      weights: Array | None = None, *, gamma: float | str | None = None,
+    def _run_on_blocks(self, source: RowBlocks, target: RowTarget, formulation: Formulation,
+                       kernel: Kernel, n_expansion: int, init: str | Array,
+                       seeds: NDArray[np.int_], names: list[str],
+                       plateau: tuple[int, float] | None, report: bool = True
+                       ) -> list[dict[str, Any]]:
+        """The starts of one problem over row blocks; its blocks are built once for them.
+
+        Initial rows are drawn on the blocks, or, where the rows were collected
+        to the driver (`RowBlocks.collect`), from them as in memory. Without
+        ``report`` (Platt scaling's fold models) neither ``callback`` nor
+        ``verbose`` hear of it, as in memory.
+        """
+        callback, verbose = (self.callback, self.verbose) if report else (None, 0)
+        problem = formulation.row_blocks(source, target, kernel, n_expansion, self.solver_tol)
+        if problem is None:
+            raise TypeError(self._no_row_blocks(formulation))
+        try:
+            runs = []
+            for seed, name in zip(seeds, names, strict=True):
+                if not isinstance(init, str):
+                    Z0 = np.array(init, dtype=np.float64)
+                elif source.rows is not None:
+                    rows, y, _ = self._collected(source, target)
+                    Z0 = initial_expansion_vectors(rows.X, n_expansion, init, int(seed), y=y)
+                else:
+                    Z0 = problem.initial_rows(n_expansion, init == "balanced", int(seed))
+                runs.append(optimise_start(problem.marginal(), Z0, self.max_iter, self.tol,
+                                      callback, verbose, name, plateau))
+        finally:
+            problem.close()
+        return runs
+
+    def _no_row_blocks(self, formulation: Formulation) -> str:
+        return (f"{type(self).__name__} cannot fit on dask collections: the "
+                f"{formulation.name!r} formulation's marginal does not take row blocks. Pass "
+                "numpy arrays (X.compute()).")
+
+    def _refuse_on_blocks(self, source: RowBlocks, formulation: Formulation,
+                          refused: dict[str, bool]) -> None:
+        """Refuse, before any work, what a fit over row blocks cannot do, saying why."""
+        if type(formulation).row_blocks is Formulation.row_blocks:
+            raise TypeError(self._no_row_blocks(formulation))
+        reasons = {
+            f"solver={self.solver!r} (the generic cvxpy path needs the rows in memory; "
+            "use solver='auto')": self.solver != "auto",
+            f"init={self.init!r} (k-means needs every row in one place; use init='random' or "
+            "'balanced')": self.init == "kmeans" and isinstance(self.n_expansion, Integral),
+            **refused,
+        }
+        used = [why for why, on in reasons.items() if on]
+        if used:
+            raise ValueError(f"{type(self).__name__}.fit on dask collections does not take "
+                             f"{'; '.join(used)}. Or fit on numpy arrays.")
+
+    @staticmethod
+    def _collected(source: RowBlocks, target: RowTarget
+                   ) -> tuple[InMemoryRows, NDArray[Any], Array | None]:
+        """The collected rows with the problem's targets and per-row weights, as in memory."""
+        rows = source.collect("a ratio n_expansion")
+        labels = np.asarray(rows.y)
+        y = (labels.astype(float) if target.positive is None
+             else np.where(labels == target.positive, 1, -1))
+        weights = None
+        if target.label_weights or target.row_weight is not None:
+            weights = np.array([target.label_weights.get(label, 1.0)
+                                for label in labels.tolist()], dtype=float)
+            if target.row_weight is not None:
+                weights *= np.asarray(target.row_weight.compute(), dtype=float)
+        return rows, y, weights
+
+    def _fit_problems(self, source: DataSource | Array, targets: Sequence[Any],
+                      weights: Array | None = None, *, scale_weights: Array | None = None,
                       init: str | Array | None = None, names: list[str] | None = None,
                       rng: np.random.RandomState | None = None) -> Kernel:
         """The driver: kernel, formulation, Nz per problem, the fits, the fitted attributes.
 
-        Returns the resolved kernel. ``gamma`` overrides ``self.gamma`` (a
-        weighted "scale"), ``init`` the initial-XV method, ``names`` the
-        problems' names; ``rng`` is drawn from for the starts' seeds.
+        ``source`` holds the rows (an array: rows in memory); ``targets`` are one
+        problem's targets each (arrays, or `RowTarget` over row blocks).
+        ``weights`` are per-point cost factors (in memory), ``scale_weights``
+        the row weights of gamma="scale"'s variance; ``init`` overrides the
+        initial-XV method, ``names`` the problems' names; ``rng`` is drawn from
+        for the starts' seeds. Returns the resolved kernel.
         """
-        kernel = make_kernel(self.kernel, X, self.gamma if gamma is None else gamma,
+        if not isinstance(source, DataSource):
+            source = InMemoryRows(source)
+        kernel = make_kernel(self.kernel, None, self._gamma(source, scale_weights),
                              self.degree, self.coef0)
         formulation = self._make_formulation(weights)
         _check_solver(self.solver)
-        resolved = Parallel(n_jobs=self.n_jobs if len(targets) > 1 else None)(
-            delayed(self._resolve_n_expansion)(X, t, kernel, weights) for t in targets)
+        if isinstance(source, RowBlocks):
+            resolved = [self._block_n_expansion(source, t, kernel) for t in targets]
+        else:
+            assert isinstance(source, InMemoryRows)
+            X = source.X
+            resolved = Parallel(n_jobs=self.n_jobs if len(targets) > 1 else None)(
+                delayed(self._resolve_n_expansion)(X, t, kernel, weights) for t in targets)
         rng = check_random_state(self.random_state) if rng is None else rng
-        fits = self._run_problems(X, targets, formulation, kernel, [nz for nz, _ in resolved],
+        fits = self._run_problems(source, targets, formulation, kernel,
+                                  [nz for nz, _ in resolved],
                                   self.init if init is None else init,
                                   names or [""] * len(targets), rng)
         nsv = [n for _, n in resolved]
         self._set_expansions(kernel, fits, None if nsv[0] is None else np.array(nsv))
         return kernel
+
+    def _block_n_expansion(self, source: RowBlocks, target: RowTarget,
+                           kernel: Kernel) -> tuple[int, int | None]:
+        """Nz over row blocks: a count as it is (the draw of the initial rows checks it), a
+        ratio as in memory, on the rows collected for it."""
+        if isinstance(self.n_expansion, Integral):
+            return int(self.n_expansion), None
+        rows, y, weights = self._collected(source, target)
+        return self._resolve_n_expansion(rows.X, y, kernel, weights)
 
     def _set_expansions(self, kernel: Kernel, fits: list[dict[str, Any]],
                         full_n_support: NDArray[np.intp] | None) -> None:
@@ -565,8 +645,7 @@ def _generate_init(cls: type[SparseKernelEstimator]) -> None:
         cls.__doc__ = (f"The sparse {form.__name__}: the direct sparse method on the "
                        f"{form.name!r} formulation, with Nz optimised XVs.\n\n"
                        "    Parameters\n    ----------\n"
-                       + _SHARED_DOC.format(n_expansion=shared["n_expansion"],
-                                            ratio=cls.ratio_meaning).strip("\n")
+                       + "\n".join(parameter_docs(shared, cls.ratio_meaning, {}, list(SHARED)))
                        + f"\n\n    The {form.__name__} formulation's own parameters: "
                        + ", ".join(f"``{p.name}``" for p in own) + ".\n")
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import inspect
 from abc import ABC, abstractmethod
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -20,6 +19,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 if TYPE_CHECKING:
+    from sparsify.core.data_source import BlockProblem, RowBlocks, RowTarget
     from sparsify.core.marginal import Marginal
     from sparsify.kernels import Kernel
 
@@ -212,11 +212,17 @@ class Formulation(ABC):
         """
         return None
 
-    #: Optional: ``fit_distributed(estimator, X, y, sample_weight)`` fits ``estimator``
-    #: (this formulation's estimator) on dask collections whose rows stay on the workers,
-    #: setting the fitted attributes of an in-memory fit. None: the estimator refuses dask
-    #: collections. The SVM's is `sparsify.algorithms.svm.distributed.fit_distributed`.
-    fit_distributed: ClassVar[Callable[..., Any] | None] = None
+    def row_blocks(self, source: RowBlocks, target: RowTarget, kernel: Kernel,
+                   n_expansion: int, tol: float) -> BlockProblem | None:
+        """Optional: this formulation's problem over row blocks on a Dask cluster, or None.
+
+        Override this for a formulation whose exact W(Z) and ∇W(Z) are a map over
+        row blocks (the SVM's, kernel ridge's); the fit driver then fits it on
+        dask collections (`sparsify.core.data_source.RowBlocks`), each
+        evaluation moving only Nz-sized objects. The default has none: its
+        estimator refuses dask collections.
+        """
+        return None
 
     def __repr__(self) -> str:
         # as scikit-learn prints estimators: a scalar left at its default is omitted

@@ -15,6 +15,7 @@ from sklearn.base import RegressorMixin
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_consistent_length, column_or_1d, validate_data
 
+from sparsify.core.data_source import RowBlocks, RowTarget, is_dask_collection
 from sparsify.core.estimator import SparseKernelEstimator
 
 __all__ = ["SparseKernelRegressor"]
@@ -74,6 +75,13 @@ class SparseKernelRegressor(RegressorMixin, SparseKernelEstimator):
         self
         """
         self._validate_params()
+        if is_dask_collection(X) or is_dask_collection(y):
+            # the rows stay on the workers: each evaluation of W(Z) is a map over their blocks
+            source = RowBlocks(X, y, type(self).__name__)
+            self._refuse_on_blocks(source, self._make_formulation(), {})
+            self.n_features_in_ = source.n_features
+            self._fit_problems(source, [RowTarget()])
+            return self
         self._fit_problems(*self._check_inputs(X, y))
         return self
 
@@ -144,8 +152,7 @@ class SparseKernelRegressor(RegressorMixin, SparseKernelEstimator):
                     "its predictions may not be the kernel machine τ(x) that the file "
                     "describes. Save it with pickle or joblib.dump instead, or define "
                     "_model_file_rule for it.")
-        name = (cls.formulation_class.name if cls.formulation_class is not None
-                else cls.formulation_name)
+        name = cls.formulation_class.name if cls.formulation_class is not None else ""
         return {"decision_rule": "identity", "formulation": name or None}
 
     # a regressor has no decision function (scikit-learn's convention): predict is τ(x)

@@ -133,8 +133,8 @@ def saveable_estimators() -> dict[type, _Entry]:
         return lambda est: value
 
     return {
-        sparsify.SparseSVC: _Entry(lambda est: est.formulation_name, probability=_platt),
-        sparsify.SparseKFD: _Entry(lambda est: est.formulation_name, probability=_platt),
+        sparsify.SparseSVC: _Entry(lambda est: est._formulation_type().name, probability=_platt),
+        sparsify.SparseKFD: _Entry(lambda est: est._formulation_type().name, probability=_platt),
         sparsify.SparseOneClassSVM: _Entry(name("oneclass"), outlier=True),
         sparsify.SparseKernelLogisticRegression: _Entry(
             name("klr"), multi_rule="softmax_argmax", probability=_logistic),

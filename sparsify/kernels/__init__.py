@@ -236,11 +236,21 @@ def gaussian_dictionary(X: ArrayLike, centres: ArrayLike, widths: ArrayLike) -> 
 def resolve_gamma(gamma: float | str, X: Array) -> float:
     """Resolve ``gamma``: "scale" is 1 / (d · Var(X)), "auto" is 1 / d, as in SVC."""
     if gamma == "scale":
-        var = float(np.var(X)) if np.size(X) else 0.0
-        return 1.0 / (X.shape[1] * var) if var > 0 else 1.0
+        return scale_gamma(float(np.var(X)) if np.size(X) else 0.0, X.shape[1])
     if gamma == "auto":
         return 1.0 / X.shape[1]
     return float(gamma)
+
+
+def scale_gamma(variance: float, n_features: int) -> float:
+    """gamma="scale" from the variance of the inputs: 1 / (d · Var(X)), 1 where Var(X) is 0.
+
+    Examples
+    --------
+    >>> scale_gamma(0.5, 4)
+    0.5
+    """
+    return 1.0 / (n_features * variance) if variance > 0 else 1.0
 
 
 def make_kernel(

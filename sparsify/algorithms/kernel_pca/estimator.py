@@ -11,6 +11,7 @@ from numpy.typing import ArrayLike, NDArray
 from sklearn.utils._param_validation import Interval
 from sklearn.utils.validation import check_array, check_is_fitted
 
+from sparsify.algorithms.kernel_pca.formulation import KernelPCA
 from sparsify.algorithms.kernel_pca.preimage import rbf_pre_image
 from sparsify.core.marginal import diagonal_scale, whitening
 from sparsify.core.transformer import SparseKernelTransformer
@@ -38,15 +39,17 @@ class SparseKernelPCA(SparseKernelTransformer):
     ----------
     n_expansion : int or float, default=10
         Number of expansion vectors Nz: an int is a count; a float in (0, 1] is
-        a fraction of the distinct training points.
+        a ratio of the distinct training points.
     n_components : int or None, default=None
         k, the number of principal components, at most Nz; None: all Nz (W is
         then minus the whole variance captured by span φ(Z)).
     kernel : str or Kernel, default="rbf"
-        "rbf", "poly", "linear", a plugin's kernel, names joined by "+", or a
-        `sparsify.Kernel` instance. `inverse_transform` needs "rbf".
+        "rbf", "poly", "linear", a plugin's kernel, names joined by "+" for a
+        sum, or a `sparsify.Kernel` instance.
     gamma : {"scale", "auto"} or float, default="scale"
-        Kernel coefficient for "rbf" and "poly".
+        Kernel coefficient for "rbf" and "poly": "scale" is 1 / (d · Var(X)),
+        with Var weighted by ``sample_weight`` where `fit` takes one; "auto" is
+        1 / d.
     degree : int, default=3
         Degree of "poly".
     coef0 : float, default=0.0
@@ -55,26 +58,30 @@ class SparseKernelPCA(SparseKernelTransformer):
         Initial XVs: a random subset of the distinct training points, or k-means
         centres.
     n_init : int, default=1
-        Starts with different initial XVs; the one capturing the most variance
-        (the lowest W(Z)) is kept.
+        Number of starts per problem (different initial XVs, in parallel with
+        ``n_jobs``); the one with the lowest W(Z), the training objective, is
+        kept. W is not convex in Z, so a few starts avoid poor local minima, as
+        in k-means.
     solver : str, default="auto"
         Checked, and otherwise unused: the eigenproblem has no cvxpy path, so
         every solver name gives the same exact W(Z).
     max_iter : int, default=200
-        Maximum L-BFGS iterations (0 keeps the initial XVs).
+        Maximum L-BFGS iterations per problem (0 keeps the initial XVs).
     tol : float, default=1e-6
         Stop when an iteration lowers W by less than this relative amount.
     solver_tol : float, default=1e-8
-        Unused (the eigendecomposition is exact); kept for the shared interface.
+        Accuracy of each convex solve.
     random_state : int, RandomState instance or None, default=None
         Seed of the initial XVs.
     n_jobs : int or None, default=None
-        Parallel jobs for the ``n_init`` starts (joblib).
+        Parallel jobs over the problems (one-vs-rest) and starts (joblib).
     verbose : int, default=0
-        1: one line when the fit is done; 2: one line per L-BFGS iteration.
+        1: one line per finished problem (its name, iterations, W, seconds); 2:
+        also one line per L-BFGS iteration, naming its problem. Problems that
+        ``max_iter`` stops give one `sklearn.exceptions.ConvergenceWarning`.
     callback : callable or None, default=None
         Called with a `sparsify.core.optimize.IterationInfo` after each
-        iteration; returning True stops the optimisation.
+        iteration; returning True stops that problem's optimisation.
 
     Attributes
     ----------
@@ -115,7 +122,7 @@ class SparseKernelPCA(SparseKernelTransformer):
     (4, 2)
     """
 
-    formulation_name = "kernel_pca"
+    formulation_class = KernelPCA
 
     _parameter_constraints: ClassVar[dict[str, Any]] = {
         **SparseKernelTransformer._parameter_constraints,

@@ -24,7 +24,6 @@ from sklearn.utils._param_validation import Interval
 
 from sparsify import Declaration, Formulation, Outputs, hookimpl
 from sparsify.algorithms.kernel_pca.eigen import VarianceMarginal
-from sparsify.algorithms.kernel_pca.estimator import SparseKernelPCA
 from sparsify.core.marginal import Marginal
 from sparsify.core.params import check_params
 from sparsify.kernels import Kernel
@@ -103,4 +102,8 @@ def register_formulations(register: Callable[[type[Formulation]], None]) -> None
 
 @hookimpl
 def register_estimators(register: Callable[..., None]) -> None:
+    from sparsify.algorithms.kernel_pca.estimator import (
+        SparseKernelPCA,  # the estimator names this class
+    )
+
     register(SparseKernelPCA, formulation="kernel_pca")

@@ -9,6 +9,7 @@ from typing import Any, ClassVar
 import numpy as np
 from sklearn.utils._param_validation import Interval
 
+from sparsify.algorithms.kernel_ridge.formulation import KernelRidge
 from sparsify.core.estimator import N_ITER_NO_CHANGE_CONSTRAINT
 from sparsify.core.regressor import SparseKernelRegressor
 from sparsify.kernels import Kernel
@@ -33,27 +34,6 @@ class SparseKernelRidge(SparseKernelRegressor):
         a fraction of the distinct training points.
     alpha : float, default=1.0
         Weight α > 0 of ‖w‖², as in `sklearn.kernel_ridge.KernelRidge`.
-    kernel : str or Kernel, default="rbf"
-        "rbf", "poly", "linear", a plugin's kernel, names joined by "+", or a
-        `sparsify.Kernel` instance.
-    gamma : {"scale", "auto"} or float, default="scale"
-        Kernel coefficient for "rbf" and "poly".
-    degree : int, default=3
-        Degree of "poly".
-    coef0 : float, default=0.0
-        Constant of "poly".
-    init : {"random", "kmeans"}, default="random"
-        Initial XVs: a random subset of the distinct training points, or k-means
-        centres.
-    n_init : int, default=1
-        Starts with different initial XVs; the lowest W(Z) is kept.
-    solver : str, default="auto"
-        "auto": the closed form; a cvxpy backend name ("clarabel", "ecos",
-        "osqp", "scs") solves the generic cvxpy declaration instead, its reference.
-    max_iter : int, default=200
-        Maximum L-BFGS iterations (0 keeps the initial XVs).
-    tol : float, default=1e-6
-        Stop when an iteration lowers W by less than this relative amount.
     n_iter_no_change : int, "auto" or None, default=None
         Also stop when the last ``n_iter_no_change`` iterations together
         lowered W by less than 1/√N of it, W's own sampling error
@@ -62,17 +42,45 @@ class SparseKernelRidge(SparseKernelRegressor):
         classifier's error, the test RMSE still improves past that plateau
         (protein, N = 41 157, Nz = 200: "auto" fits 2.4× faster with a
         1.2 % higher RMSE; docs/theory.md).
+    kernel : str or Kernel, default="rbf"
+        "rbf", "poly", "linear", a plugin's kernel, names joined by "+" for a
+        sum, or a `sparsify.Kernel` instance.
+    gamma : {"scale", "auto"} or float, default="scale"
+        Kernel coefficient for "rbf" and "poly": "scale" is 1 / (d · Var(X)),
+        with Var weighted by ``sample_weight`` where `fit` takes one; "auto" is
+        1 / d.
+    degree : int, default=3
+        Degree of "poly".
+    coef0 : float, default=0.0
+        Constant of "poly".
+    init : {"random", "kmeans"}, default="random"
+        Initial XVs: a random subset of the distinct training points, or k-means
+        centres.
+    n_init : int, default=1
+        Number of starts per problem (different initial XVs, in parallel with
+        ``n_jobs``); the one with the lowest W(Z), the training objective, is
+        kept. W is not convex in Z, so a few starts avoid poor local minima, as
+        in k-means.
+    solver : str, default="auto"
+        "auto": the closed form; a cvxpy backend name ("clarabel", "ecos",
+        "osqp", "scs") solves the generic cvxpy declaration instead, its reference.
+    max_iter : int, default=200
+        Maximum L-BFGS iterations per problem (0 keeps the initial XVs).
+    tol : float, default=1e-6
+        Stop when an iteration lowers W by less than this relative amount.
     solver_tol : float, default=1e-8
-        Accuracy of the generic path's solves (the closed form is exact).
+        Accuracy of each convex solve.
     random_state : int, RandomState instance or None, default=None
         Seed of the initial XVs.
     n_jobs : int or None, default=None
-        Parallel jobs for the ``n_init`` starts (joblib).
+        Parallel jobs over the problems (one-vs-rest) and starts (joblib).
     verbose : int, default=0
-        1: one line when the fit is done; 2: one line per L-BFGS iteration.
+        1: one line per finished problem (its name, iterations, W, seconds); 2:
+        also one line per L-BFGS iteration, naming its problem. Problems that
+        ``max_iter`` stops give one `sklearn.exceptions.ConvergenceWarning`.
     callback : callable or None, default=None
         Called with a `sparsify.core.optimize.IterationInfo` after each
-        iteration; returning True stops the optimisation.
+        iteration; returning True stops that problem's optimisation.
 
     Attributes
     ----------
@@ -97,7 +105,7 @@ class SparseKernelRidge(SparseKernelRegressor):
     ((6, 1), True)
     """
 
-    formulation_name = "kernel_ridge"
+    formulation_class = KernelRidge
 
     _parameter_constraints: ClassVar[dict[str, Any]] = {
         **SparseKernelRegressor._parameter_constraints,
@@ -110,6 +118,7 @@ class SparseKernelRidge(SparseKernelRegressor):
         n_expansion: int | float = 10,
         *,
         alpha: float = 1.0,
+        n_iter_no_change: int | str | None = None,
         kernel: str | Kernel = "rbf",
         gamma: float | str = "scale",
         degree: int = 3,
@@ -119,7 +128,6 @@ class SparseKernelRidge(SparseKernelRegressor):
         solver: str = "auto",
         max_iter: int = 200,
         tol: float = 1e-6,
-        n_iter_no_change: int | str | None = None,
         solver_tol: float = 1e-8,
         random_state: int | np.random.RandomState | None = None,
         n_jobs: int | None = None,
@@ -128,6 +136,7 @@ class SparseKernelRidge(SparseKernelRegressor):
     ) -> None:
         self.n_expansion = n_expansion
         self.alpha = alpha
+        self.n_iter_no_change = n_iter_no_change
         self.kernel = kernel
         self.gamma = gamma
         self.degree = degree
@@ -137,7 +146,6 @@ class SparseKernelRidge(SparseKernelRegressor):
         self.solver = solver
         self.max_iter = max_iter
         self.tol = tol
-        self.n_iter_no_change = n_iter_no_change
         self.solver_tol = solver_tol
         self.random_state = random_state
         self.n_jobs = n_jobs

@@ -19,8 +19,9 @@ from numpy.typing import NDArray
 from sklearn.utils._param_validation import Interval
 
 from sparsify import Declaration, Formulation, Outputs, hookimpl
+from sparsify.algorithms.kernel_ridge.blocks import RidgeBlocks
 from sparsify.algorithms.kernel_ridge.closed_form import RidgeMarginal
-from sparsify.algorithms.kernel_ridge.estimator import SparseKernelRidge
+from sparsify.core.data_source import RowBlocks, RowTarget
 from sparsify.core.marginal import Marginal
 from sparsify.core.params import check_params
 from sparsify.kernels import Kernel
@@ -70,6 +71,12 @@ class KernelRidge(Formulation):
         assert y is not None
         return RidgeMarginal(self.alpha, X, y, kernel, n_expansion)
 
+    def row_blocks(self, source: RowBlocks, target: RowTarget, kernel: Kernel,
+                   n_expansion: int, tol: float) -> RidgeBlocks:
+        """The closed form over row blocks: a sum over the blocks
+        (`sparsify.algorithms.kernel_ridge.blocks`)."""
+        return RidgeBlocks(source, target, self.alpha, kernel, n_expansion)
+
 
 @hookimpl
 def register_formulations(register: Callable[[type[Formulation]], None]) -> None:
@@ -78,4 +85,8 @@ def register_formulations(register: Callable[[type[Formulation]], None]) -> None
 
 @hookimpl
 def register_estimators(register: Callable[..., None]) -> None:
+    from sparsify.algorithms.kernel_ridge.estimator import (
+        SparseKernelRidge,  # the estimator names this class
+    )
+
     register(SparseKernelRidge, formulation="kernel_ridge")

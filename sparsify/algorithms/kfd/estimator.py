@@ -23,6 +23,7 @@ from sklearn.utils.validation import validate_data
 
 from sparsify.core.classifier import SparseKernelClassifier
 from sparsify.core.expansion import expansion_coefficients
+from sparsify.core.formulation import Formulation
 from sparsify.core.solvers import SolverError
 from sparsify.kernels import Kernel
 
@@ -138,8 +139,8 @@ class SparseKFD(SparseKernelClassifier):
     ----------
     n_expansion : int or float, default=0.1
         Number of expansion vectors Nz: an int is a count; a float in (0, 1] is
-        a ratio of the number of support vectors of the full SVM with this
-        ``C`` and kernel (the paper's Nz/NSV), per binary problem.
+        a ratio of the full SVM's number of support vectors (the paper's
+        Nz/NSV), per binary problem.
     mu : float, default=1.0
         Regulariser μ > 0 of the within-class scatter (B̂ = B + μI), in units
         of the scatter, which sums over the training points.
@@ -147,28 +148,33 @@ class SparseKFD(SparseKernelClassifier):
         C of the SVM step that gives β and b on the final XVs
         (``method="rayleigh"``) and of the full SVM a ratio ``n_expansion``
         refers to.
+    method : {"rayleigh", "convex"}, default="rayleigh"
+        The paper's Rayleigh-quotient SKFD, or the convex KFD.
     kernel : str or Kernel, default="rbf"
         "rbf", "poly", "linear", a plugin's kernel, names joined by "+" for a
         sum, or a `sparsify.Kernel` instance.
     gamma : {"scale", "auto"} or float, default="scale"
-        Kernel coefficient for "rbf" and "poly" ("scale" is 1 / (d · Var(X))).
+        Kernel coefficient for "rbf" and "poly": "scale" is 1 / (d · Var(X)),
+        with Var weighted by ``sample_weight`` where `fit` takes one; "auto" is
+        1 / d.
     degree : int, default=3
         Degree of "poly".
     coef0 : float, default=0.0
         Constant of "poly".
-    method : {"rayleigh", "convex"}, default="rayleigh"
-        The paper's Rayleigh-quotient SKFD, or the convex KFD.
     init : {"kmeans", "random", "balanced", "auto"}, default="kmeans"
         Initial XVs: k-means centres (the paper's Table 3), a random subset
         of the distinct training points, or the same drawn evenly from the
         two classes; "auto" is "random" (SKFD is binary).
     n_init : int, default=1
-        Starts per binary problem; the one with the lowest W(Z) is kept.
+        Number of starts per problem (different initial XVs, in parallel with
+        ``n_jobs``); the one with the lowest W(Z), the training objective, is
+        kept. W is not convex in Z, so a few starts avoid poor local minima, as
+        in k-means.
     solver : str, default="auto"
         Solver backend of the cvxpy solves (the SVM step; every W(Z) for
         ``method="convex"``).
     max_iter : int, default=200
-        Maximum L-BFGS iterations per binary problem (0 keeps the initial XVs).
+        Maximum L-BFGS iterations per problem (0 keeps the initial XVs).
     tol : float, default=1e-6
         Stop when an iteration lowers W by less than this relative amount.
     solver_tol : float, default=1e-8
@@ -176,10 +182,10 @@ class SparseKFD(SparseKernelClassifier):
     random_state : int, RandomState instance or None, default=None
         Seed of the initial XVs.
     n_jobs : int or None, default=None
-        Parallel jobs for one-vs-rest and starts (joblib).
+        Parallel jobs over the problems (one-vs-rest) and starts (joblib).
     verbose : int, default=0
-        1: one line per finished problem (its name, iterations, W, seconds);
-        2: also one line per L-BFGS iteration, naming its problem. Problems that
+        1: one line per finished problem (its name, iterations, W, seconds); 2:
+        also one line per L-BFGS iteration, naming its problem. Problems that
         ``max_iter`` stops give one `sklearn.exceptions.ConvergenceWarning`.
     callback : callable or None, default=None
         Called with a `sparsify.core.optimize.IterationInfo` after each
@@ -216,6 +222,8 @@ class SparseKFD(SparseKernelClassifier):
     True
     """
 
+    default_params: ClassVar[dict[str, Any]] = {"n_expansion": 0.1, "init": "kmeans"}
+
     _parameter_constraints: ClassVar[dict[str, list[Any]]] = {
         **SparseKernelClassifier._parameter_constraints,
         "mu": [Interval(Real, 0.0, None, closed="neither")],
@@ -229,11 +237,11 @@ class SparseKFD(SparseKernelClassifier):
         *,
         mu: float = 1.0,
         C: float = 1.0,
+        method: str = "rayleigh",
         kernel: str | Kernel = "rbf",
         gamma: float | str = "scale",
         degree: int = 3,
         coef0: float = 0.0,
-        method: str = "rayleigh",
         init: str = "kmeans",
         n_init: int = 1,
         solver: str = "auto",
@@ -248,11 +256,11 @@ class SparseKFD(SparseKernelClassifier):
         self.n_expansion = n_expansion
         self.mu = mu
         self.C = C
+        self.method = method
         self.kernel = kernel
         self.gamma = gamma
         self.degree = degree
         self.coef0 = coef0
-        self.method = method
         self.init = init
         self.n_init = n_init
         self.solver = solver
@@ -264,10 +272,17 @@ class SparseKFD(SparseKernelClassifier):
         self.verbose = verbose
         self.callback = callback
 
-    @property  # type: ignore[override]
+    def _formulation_type(self) -> type[Formulation]:
+        """The formulation ``method`` selects: `SKFD` (Rayleigh quotient) or `KFD` (convex)."""
+        # the formulations build on this module's scatter helpers, so they are imported here
+        from sparsify.algorithms.kfd.formulation import KFD, SKFD
+
+        return SKFD if METHODS.get(self.method, "skfd") == "skfd" else KFD
+
+    @property
     def formulation_name(self) -> str:
-        """The registered formulation ``method`` selects ("skfd" or "kfd")."""
-        return METHODS.get(self.method, "skfd")
+        """The formulation's registered name ("skfd" or "kfd"), as model files record it."""
+        return self._formulation_type().name
 
     def _formulation_params(self) -> dict[str, Any]:
         return {"mu": self.mu}

@@ -16,6 +16,7 @@ from scipy.special import expit, log_expit, log_softmax
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_array
 
+from sparsify.algorithms.klr.formulation import KLR
 from sparsify.core.classifier import SparseKernelClassifier, validate_classification
 from sparsify.core.estimator import (
     N_ITER_NO_CHANGE_CONSTRAINT,
@@ -62,15 +63,25 @@ class SparseKernelLogisticRegression(LogisticMixin, SparseKernelClassifier):
 
     Parameters
     ----------
-    n_expansion : int, default=10
-        Number of expansion vectors Nz (at most the number of distinct training points).
+    n_expansion : int or float, default=10
+        Number of expansion vectors Nz: an int is a count; a float in (0, 1] is
+        a ratio of the full SVM's number of support vectors (the paper's
+        Nz/NSV), per binary problem.
     lam : float, default=1e-3
         Regularisation λ > 0. With a linear kernel and Nz ≥ rank of X this is
         `sklearn.linear_model.LogisticRegression` with ``C = 1 / (λ N)``.
+    n_iter_no_change : int, "auto" or None, default="auto"
+        Also stop when the last ``n_iter_no_change`` iterations together
+        lowered W by less than 1/√N of it, W's own sampling error: W has
+        levelled off (`sparsify.core.optimize.sampling_plateau`). "auto" is 10 from
+        N = 10 000 points on and no such test below; None never.
     kernel : str or Kernel, default="rbf"
-        "rbf", "poly", "linear", names joined by "+", or a `sparsify.Kernel`.
+        "rbf", "poly", "linear", a plugin's kernel, names joined by "+" for a
+        sum, or a `sparsify.Kernel` instance.
     gamma : {"scale", "auto"} or float, default="scale"
-        Kernel coefficient for "rbf" and "poly".
+        Kernel coefficient for "rbf" and "poly": "scale" is 1 / (d · Var(X)),
+        with Var weighted by ``sample_weight`` where `fit` takes one; "auto" is
+        1 / d.
     degree : int, default=3
         Degree of "poly".
     coef0 : float, default=0.0
@@ -81,36 +92,32 @@ class SparseKernelLogisticRegression(LogisticMixin, SparseKernelClassifier):
         example an import vector machine's import vectors, to refine them;
         ``n_expansion`` is then ignored).
     n_init : int, default=1
-        Number of starts (ignored for an array ``init``); the lowest W(Z) wins.
+        Number of starts per problem (different initial XVs, in parallel with
+        ``n_jobs``); the one with the lowest W(Z), the training objective, is
+        kept. W is not convex in Z, so a few starts avoid poor local minima, as
+        in k-means.
     solver : str, default="auto"
         "auto" solves each fixed-Z problem by the formulation's exact fast path
         (damped Newton on the whitened coefficients, warm-started; no cvxpy);
         "clarabel" or "ecos" force the generic exponential-cone path through
         cvxpy (OSQP cannot solve it).
     max_iter : int, default=100
-        Maximum L-BFGS iterations (0 keeps the initial XVs).
+        Maximum L-BFGS iterations per problem (0 keeps the initial XVs).
     tol : float, default=1e-6
-        Relative decrease of W below which L-BFGS stops.
-    n_iter_no_change : int, "auto" or None, default="auto"
-        Also stop when the last ``n_iter_no_change`` iterations together
-        lowered W by less than 1/√N of it, W's own sampling error: W has
-        levelled off (`sparsify.core.optimize.sampling_plateau`). "auto" is 10 from
-        N = 10 000 points on and no such test below; None never.
+        Stop when an iteration lowers W by less than this relative amount.
     solver_tol : float, default=1e-8
-        Accuracy of each convex solve: the cvxpy backends' gap and feasibility;
-        for the Newton path, its squared Newton decrement must fall below
-        ``solver_tol² · max(1, W)`` (W to about ``solver_tol²`` relative).
+        Accuracy of each convex solve.
     random_state : int, RandomState instance or None, default=None
         Seed of the initial XVs.
     n_jobs : int or None, default=None
-        Parallel jobs for the ``n_init`` starts (joblib).
+        Parallel jobs over the problems (one-vs-rest) and starts (joblib).
     verbose : int, default=0
-        1: one line per finished start (iterations, W, seconds); 2: also one line
-        per L-BFGS iteration. A start that ``max_iter`` stops gives a
-        `sklearn.exceptions.ConvergenceWarning`.
+        1: one line per finished problem (its name, iterations, W, seconds); 2:
+        also one line per L-BFGS iteration, naming its problem. Problems that
+        ``max_iter`` stops give one `sklearn.exceptions.ConvergenceWarning`.
     callback : callable or None, default=None
         Called with a `sparsify.core.optimize.IterationInfo` after each
-        iteration; returning True stops the optimisation.
+        iteration; returning True stops that problem's optimisation.
 
     Attributes
     ----------
@@ -143,7 +150,9 @@ class SparseKernelLogisticRegression(LogisticMixin, SparseKernelClassifier):
     True
     """
 
-    formulation_name = "klr"
+    formulation_class = KLR
+
+    default_params: ClassVar[dict[str, Any]] = {"init": "random", "max_iter": 100}
 
     _parameter_constraints: ClassVar[dict[str, list[Any]]] = {
         **SparseKernelClassifier._parameter_constraints,
@@ -155,19 +164,19 @@ class SparseKernelLogisticRegression(LogisticMixin, SparseKernelClassifier):
 
     def __init__(
         self,
-        n_expansion: int = 10,
+        n_expansion: int | float = 10,
         *,
-        lam: float = 1e-3,
+        lam: float = 0.001,
+        n_iter_no_change: int | str | None = "auto",
         kernel: str | Kernel = "rbf",
         gamma: float | str = "scale",
         degree: int = 3,
         coef0: float = 0.0,
-        init: str | ArrayLike = "random",
+        init: str = "random",
         n_init: int = 1,
         solver: str = "auto",
         max_iter: int = 100,
         tol: float = 1e-6,
-        n_iter_no_change: int | str | None = "auto",
         solver_tol: float = 1e-8,
         random_state: int | np.random.RandomState | None = None,
         n_jobs: int | None = None,
@@ -176,6 +185,7 @@ class SparseKernelLogisticRegression(LogisticMixin, SparseKernelClassifier):
     ) -> None:
         self.n_expansion = n_expansion
         self.lam = lam
+        self.n_iter_no_change = n_iter_no_change
         self.kernel = kernel
         self.gamma = gamma
         self.degree = degree
@@ -185,7 +195,6 @@ class SparseKernelLogisticRegression(LogisticMixin, SparseKernelClassifier):
         self.solver = solver
         self.max_iter = max_iter
         self.tol = tol
-        self.n_iter_no_change = n_iter_no_change
         self.solver_tol = solver_tol
         self.random_state = random_state
         self.n_jobs = n_jobs

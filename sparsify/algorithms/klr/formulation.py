@@ -25,7 +25,6 @@ import numpy as np
 from numpy.typing import NDArray
 
 from sparsify import Declaration, Formulation, Outputs, hookimpl
-from sparsify.algorithms.klr.estimator import SparseKernelLogisticRegression
 from sparsify.algorithms.klr.newton import NewtonKLRMarginal
 from sparsify.core.marginal import Marginal
 from sparsify.kernels import Kernel
@@ -125,4 +124,8 @@ def register_formulations(register: Callable[[type[Formulation]], None]) -> None
 
 @hookimpl
 def register_estimators(register: Callable[..., None]) -> None:
+    from sparsify.algorithms.klr.estimator import (
+        SparseKernelLogisticRegression,  # the estimator names this class
+    )
+
     register(SparseKernelLogisticRegression, formulation="klr")

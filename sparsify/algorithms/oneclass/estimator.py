@@ -22,6 +22,7 @@ from numpy.typing import NDArray
 from sklearn.svm import OneClassSVM
 from sklearn.utils._param_validation import Interval
 
+from sparsify.algorithms.oneclass.formulation import OneClass
 from sparsify.core.outlier import SparseOutlierDetector
 from sparsify.kernels import RBF, Kernel, Linear, Polynomial
 
@@ -29,8 +30,6 @@ __all__ = ["SparseOneClassSVM", "full_oneclass_svm"]
 
 Array = NDArray[np.float64]
 
-#: Registered name of the formulation the estimator solves (the core never imports plugins).
-FORMULATION = "oneclass"
 
 
 def full_oneclass_svm(kernel: Kernel, nu: float) -> OneClassSVM:
@@ -66,8 +65,7 @@ class SparseOneClassSVM(SparseOutlierDetector):
     ----------
     n_expansion : int or float, default=0.1
         Number of expansion vectors Nz: an int is a count; a float in (0, 1] is
-        a ratio of the number of support vectors of the full
-        `sklearn.svm.OneClassSVM` at the same ν and kernel.
+        a ratio of the distinct training points.
     nu : float, default=0.5
         In (0, 1]: an upper bound on the fraction of training errors and a
         lower bound on the fraction of support vectors, as in OneClassSVM.
@@ -75,7 +73,9 @@ class SparseOneClassSVM(SparseOutlierDetector):
         "rbf", "poly", "linear", a plugin's kernel, names joined by "+" for a
         sum, or a `sparsify.Kernel` instance.
     gamma : {"scale", "auto"} or float, default="scale"
-        Kernel coefficient for "rbf" and "poly" ("scale" is 1 / (d · Var(X))).
+        Kernel coefficient for "rbf" and "poly": "scale" is 1 / (d · Var(X)),
+        with Var weighted by ``sample_weight`` where `fit` takes one; "auto" is
+        1 / d.
     degree : int, default=3
         Degree of "poly".
     coef0 : float, default=0.0
@@ -83,12 +83,14 @@ class SparseOneClassSVM(SparseOutlierDetector):
     init : {"random", "kmeans"}, default="random"
         Initial XVs: a random subset of the distinct training points, or k-means centres.
     n_init : int, default=1
-        Number of starts (different initial XVs); the one with the lowest
-        W(Z), the training objective, is kept.
+        Number of starts per problem (different initial XVs, in parallel with
+        ``n_jobs``); the one with the lowest W(Z), the training objective, is
+        kept. W is not convex in Z, so a few starts avoid poor local minima, as
+        in k-means.
     solver : str, default="auto"
         Solver backend: "clarabel", "ecos", "osqp" or "auto".
     max_iter : int, default=200
-        Maximum L-BFGS iterations (0 keeps the initial XVs and only fits β and ρ).
+        Maximum L-BFGS iterations per problem (0 keeps the initial XVs).
     tol : float, default=1e-6
         Stop when an iteration lowers W by less than this relative amount.
     solver_tol : float, default=1e-8
@@ -96,14 +98,14 @@ class SparseOneClassSVM(SparseOutlierDetector):
     random_state : int, RandomState instance or None, default=None
         Seed of the initial XVs.
     n_jobs : int or None, default=None
-        Parallel jobs for the ``n_init`` starts (joblib).
+        Parallel jobs over the problems (one-vs-rest) and starts (joblib).
     verbose : int, default=0
-        1: one line per finished problem (its name, iterations, W, seconds);
-        2: also one line per L-BFGS iteration, naming its problem. Problems that
+        1: one line per finished problem (its name, iterations, W, seconds); 2:
+        also one line per L-BFGS iteration, naming its problem. Problems that
         ``max_iter`` stops give one `sklearn.exceptions.ConvergenceWarning`.
     callback : callable or None, default=None
         Called with a `sparsify.core.optimize.IterationInfo` after each
-        iteration; returning True stops the optimisation.
+        iteration; returning True stops that problem's optimisation.
 
     Attributes
     ----------
@@ -143,7 +145,9 @@ class SparseOneClassSVM(SparseOutlierDetector):
     True
     """
 
-    formulation_name = FORMULATION
+    formulation_class = OneClass
+
+    default_params: ClassVar[dict[str, Any]] = {"n_expansion": 0.1}
 
     _parameter_constraints: ClassVar[dict[str, list[Any]]] = {
         **SparseOutlierDetector._parameter_constraints,

@@ -27,7 +27,6 @@ import cvxpy as cp
 from sklearn.utils._param_validation import Interval
 
 from sparsify import Declaration, Formulation, Outputs, hookimpl
-from sparsify.algorithms.oneclass.estimator import SparseOneClassSVM
 from sparsify.core.params import check_params
 
 
@@ -84,4 +83,8 @@ def register_formulations(register: Callable[[type[Formulation]], None]) -> None
 
 @hookimpl
 def register_estimators(register: Callable[..., None]) -> None:
+    from sparsify.algorithms.oneclass.estimator import (
+        SparseOneClassSVM,  # the estimator names this class
+    )
+
     register(SparseOneClassSVM, formulation="oneclass")

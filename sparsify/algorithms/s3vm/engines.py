@@ -17,29 +17,37 @@ convex solves, the switched pairs and the objective after each solve.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
 import numpy as np
 from numpy.typing import NDArray
 
 from sparsify.algorithms.s3vm.mkl import block_norms2, combined_kernel
+from sparsify.core.estimator import optimise_start
 from sparsify.core.formulation import Formulation
 from sparsify.core.marginal import CvxpyMarginal, diagonal_scale, make_marginal
-from sparsify.core.optimize import (
-    OptimizeResult,
-    initial_expansion_vectors,
-    minimize_marginal,
-    problem_line,
-)
+from sparsify.core.optimize import OptimizeResult, initial_expansion_vectors
 from sparsify.kernels import Kernel
-
-if TYPE_CHECKING:
-    from sparsify.algorithms.s3vm.estimator import SemiSupervisedSVC
 
 __all__: list[str] = []
 
 Array = NDArray[np.float64]
+
+
+@dataclass(frozen=True)
+class StageSettings:
+    """What the engines need of the estimator: how to make a stage's formulation, and the
+    solver and L-BFGS settings."""
+
+    formulation: Callable[[float, NDArray[np.bool_]], Formulation]
+    solver: str
+    solver_tol: float
+    init: str
+    xv: str
+    max_iter: int
+    tol: float
+    verbose: int
 
 
 @dataclass
@@ -78,7 +86,7 @@ class _Progress:
 class _Dense:
     """The full kernel problem: the XVs are all training points, fixed."""
 
-    def __init__(self, est: SemiSupervisedSVC, X: Array, kernels: list[Kernel],
+    def __init__(self, est: StageSettings, X: Array, kernels: list[Kernel],
                  labeled: NDArray[np.bool_]) -> None:
         self.est, self.X, self.kernels, self.labeled = est, X, kernels, labeled
         self.grams = [k(X, X) for k in kernels]
@@ -95,7 +103,7 @@ class _Dense:
 
     def solve(self, theta: Array, y: Array, c_star: float, move: bool = True) -> _State:
         est = self.est
-        form = est._formulation(c_star, self.labeled)
+        form = est.formulation(c_star, self.labeled)
         K = self.gram(theta)
         sol = form.solve_precomputed(K, y, est.solver_tol) if est.solver == "auto" else None
         if sol is not None:  # the formulation's own full-kernel solver
@@ -124,7 +132,7 @@ class _Dense:
 class _Sparse:
     """Nz XVs: free ones moved by L-BFGS on W(Z) (the direct method), or data points kept."""
 
-    def __init__(self, est: SemiSupervisedSVC, X: Array, kernels: list[Kernel],
+    def __init__(self, est: StageSettings, X: Array, kernels: list[Kernel],
                  labeled: NDArray[np.bool_], n_expansion: int, seed: int) -> None:
         self.est, self.X, self.kernels, self.labeled = est, X, kernels, labeled
         init = est.init
@@ -148,7 +156,7 @@ class _Sparse:
 
     def solve(self, theta: Array, y: Array, c_star: float, move: bool = True) -> _State:
         est = self.est
-        form = est._formulation(c_star, self.labeled)
+        form = est.formulation(c_star, self.labeled)
         kernel = combined_kernel(self.kernels, theta)
         moving = move and est.xv == "free" and est.max_iter > 0
         if not moving and est.solver == "auto":
@@ -159,10 +167,8 @@ class _Sparse:
                                  est.solver_tol)
         if moving:
             stage = f"stage {len(self.runs) + 1} (C* = {c_star:.3g})"
-            res = minimize_marginal(marginal, self.Z, max_iter=est.max_iter, tol=est.tol,
-                                    verbose=est.verbose >= 2, problem=stage)
-            if est.verbose:
-                print(problem_line(stage, res), flush=True)
+            res: OptimizeResult = optimise_start(marginal, self.Z, est.max_iter, est.tol, None,
+                                            est.verbose, stage, None)["result"]
             self.runs.append((stage, res))
             self.Z, ev = res.Z, res.evaluation
             self.n_lbfgs += res.n_iter

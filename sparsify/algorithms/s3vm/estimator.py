@@ -25,13 +25,14 @@ from sklearn.utils._param_validation import Interval, Options, StrOptions
 from sklearn.utils.validation import validate_data
 
 from sparsify.algorithms.s3vm.annealing import search_labels
-from sparsify.algorithms.s3vm.engines import _Dense, _Progress, _Sparse
+from sparsify.algorithms.s3vm.engines import StageSettings, _Dense, _Progress, _Sparse
+from sparsify.algorithms.s3vm.formulation import S3VM
 from sparsify.algorithms.s3vm.kernel_spec import default_mkl_kernels, resolve_kernels
 from sparsify.algorithms.s3vm.labels import split_labels, switch_labels, warn_if_one_sided
 from sparsify.algorithms.s3vm.mkl import combined_kernel
 from sparsify.algorithms.s3vm.smooth import s3vm_objective
 from sparsify.core.estimator import SparseKernelEstimator, _check_solver
-from sparsify.core.formulation import Formulation, make_formulation
+from sparsify.core.formulation import Formulation
 from sparsify.core.optimize import warn_if_not_converged
 from sparsify.kernels import Kernel
 
@@ -269,7 +270,7 @@ class SemiSupervisedSVC(ClassifierMixin, SparseKernelEstimator):
     ((3,), array([1.]))
     """
 
-    formulation_name: ClassVar[str] = "s3vm"
+    formulation_class = S3VM
 
     _parameter_constraints: ClassVar[dict[str, Any]] = {
         **{name: SparseKernelEstimator._parameter_constraints[name] for name in _SHARED},
@@ -353,8 +354,12 @@ class SemiSupervisedSVC(ClassifierMixin, SparseKernelEstimator):
 
     def _formulation(self, c_star: float, labeled: NDArray[np.bool_]) -> Formulation:
         """The convex stage at cost C* on the unlabeled points (the registered "s3vm")."""
-        return make_formulation(self.formulation_name, C=float(self.C), C_star=float(c_star),
-                                labeled=labeled)
+        return S3VM(C=float(self.C), C_star=float(c_star), labeled=labeled)
+
+    def _stage_settings(self) -> StageSettings:
+        """What the solver engines need of this estimator."""
+        return StageSettings(self._formulation, self.solver, self.solver_tol, self.init,
+                             self.xv, self.max_iter, self.tol, self.verbose)
 
     def _resolve_n_expansion(self, X: Array, target: NDArray[Any] | None, kernel: Kernel | None,
                              weights: Array | None) -> tuple[int, int | None]:
@@ -402,12 +407,13 @@ class SemiSupervisedSVC(ClassifierMixin, SparseKernelEstimator):
         if smooth and self.n_expansion is not None:
             raise ValueError("optimizer='smooth-qn' is implemented for the dense model only; "
                              "set n_expansion=None or use optimizer='switching'.")
+        settings = self._stage_settings()
         if self.n_expansion is None:
-            engine: _Dense | _Sparse = _Dense(self, X_fit, kernels, labeled)
+            engine: _Dense | _Sparse = _Dense(settings, X_fit, kernels, labeled)
         else:
             nz, _ = self._resolve_n_expansion(X_fit, None, None, None)
             seed = check_random_state(self.random_state).randint(np.iinfo(np.int32).max)
-            engine = _Sparse(self, X_fit, kernels, labeled, nz, int(seed))
+            engine = _Sparse(settings, X_fit, kernels, labeled, nz, int(seed))
 
         progress = _Progress(self.verbose)
         found = search_labels(self, engine, kernels, X_fit, labeled, y_lab, r, c_final, smooth,

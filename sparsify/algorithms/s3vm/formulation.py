@@ -30,7 +30,6 @@ from numpy.typing import ArrayLike, NDArray
 from sklearn.utils._param_validation import Interval
 
 from sparsify import Declaration, Evaluation, Formulation, Kernel, Marginal, Outputs, hookimpl
-from sparsify.algorithms.s3vm.estimator import SemiSupervisedSVC
 from sparsify.algorithms.svm.fast import SVMDualMarginal
 from sparsify.algorithms.svm.formulation import one_class_support
 from sparsify.core.formulation import FullSolution
@@ -247,4 +246,8 @@ def register_formulations(register: Callable[[type[Formulation]], None]) -> None
 
 @hookimpl
 def register_estimators(register: Callable[..., None]) -> None:
+    from sparsify.algorithms.s3vm.estimator import (
+        SemiSupervisedSVC,  # the estimator names this class
+    )
+
     register(SemiSupervisedSVC, formulation="s3vm", params={"unlabeled": 0})

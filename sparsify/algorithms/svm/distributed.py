@@ -40,6 +40,7 @@ from numpy.typing import NDArray
 
 from sparsify.algorithms.svm._dual_cd import local_cd
 from sparsify.algorithms.svm.fast import _polish_affordable, _warm_active_set
+from sparsify.core.data_source import BlockProblem, RowBlocks, RowTarget
 from sparsify.core.errors import SolverError
 from sparsify.core.marginal import (
     BLOCK_ROWS,
@@ -112,13 +113,16 @@ def _on_block(fn: Any, rows: _Rows, *args: Any) -> tuple[int, Any]:
     return rows.token, fn(rows, *args)
 
 
-def _make_rows(X: Any, labels: Any, positive: Any, C: float, weights: dict[Any, float]
-               ) -> _Rows:
-    """A block's rows for one binary problem: y = +1 for ``positive``, costs C·weight[label]."""
+def _make_rows(X: Any, labels: Any, positive: Any, C: float, weights: dict[Any, float],
+               row_weight: Any = None) -> _Rows:
+    """A block's rows for one binary problem: y = +1 for ``positive``, costs
+    C·weight[label]·row_weight."""
     X = np.ascontiguousarray(X, dtype=float)
     labels = np.asarray(labels)
     y = np.where(labels == positive, 1.0, -1.0)
     costs = C * np.array([weights.get(label, 1.0) for label in labels.tolist()], dtype=float)
+    if row_weight is not None:
+        costs *= np.asarray(row_weight, dtype=float)
     return _Rows(X, labels, y, costs, np.zeros(len(y)))
 
 
@@ -157,7 +161,8 @@ def _working(rows: _Rows, u: Array, b: float, band: float) -> tuple[Any, ...]:
     slack = rows.B @ u + rows.y * b - 1.0
     upper = rows.alpha >= rows.C
     free = (rows.alpha > 0.0) & ~upper
-    work = free | (np.abs(slack) <= band)
+    # a row of cost 0 (left out of this problem) has the box [0, 0]: never in the working set
+    work = free | ((np.abs(slack) <= band) & (rows.C > 0))
     held = upper & ~work
     return (*_pack(rows, np.flatnonzero(work)), rows.C[held] @ rows.B[held],
             float(rows.C[held] @ rows.y[held]))
@@ -173,6 +178,7 @@ def _violators(rows: _Rows, u: Array, b: float, tol: float, limit: int,
     upper = rows.alpha >= rows.C
     violation = np.where(upper, slack, -slack)
     violation[work] = 0.0
+    violation[rows.C <= 0] = 0.0  # the box [0, 0] holds whatever the slack
     index = np.flatnonzero(violation > tol)
     if len(index) > limit:
         index = np.sort(index[np.argpartition(-violation[index], limit - 1)[:limit]])
@@ -199,8 +205,9 @@ def _free_rows(rows: _Rows) -> int:
 
 
 def _sample(rows: _Rows, label: Any, n: int, seed: int) -> tuple[Array, int]:
-    """Up to ``n`` random rows of the block (of class ``label``, None for any) and their count."""
-    index = np.arange(len(rows.y)) if label is None else np.flatnonzero(rows.labels == label)
+    """Up to ``n`` random rows of the block (of class ``label``, None for any) and their count;
+    rows of cost 0 (left out of the problem) are not drawn."""
+    index = np.flatnonzero(rows.C > 0 if label is None else (rows.labels == label) & (rows.C > 0))
     pick = np.random.default_rng(seed).choice(len(index), min(n, len(index)), replace=False)
     return rows.X[index[np.sort(pick)]], len(index)
 
@@ -531,12 +538,13 @@ def _nbytes(obj: Any) -> int:
 
 
 def make_blocks(client: Any, X: Any, labels: Any, positive: Any, C: float,
-                weights: dict[Any, float] | None = None) -> list[Any]:
+                weights: dict[Any, float] | None = None, row_weight: Any = None) -> list[Any]:
     """One future per row block of the dask arrays ``X`` and ``labels``, on the workers.
 
     The blocks are built where Dask computes the chunks; nothing N-sized goes
     through the driver. ``positive`` is the label of class +1, the others are −1;
-    ``weights`` maps a label to the factor of its points' cost C.
+    ``weights`` maps a label to the factor of its points' cost C, ``row_weight``
+    (a dask array, or None) gives each row a factor of its own.
 
     Examples
     --------
@@ -546,9 +554,11 @@ def make_blocks(client: Any, X: Any, labels: Any, positive: Any, C: float,
 
     X = X.rechunk({1: -1})
     labels = labels.rechunk((X.chunks[0],))
-    tasks = [delayed(_make_rows)(x, lab, positive, C, dict(weights or {}))
-             for x, lab in zip(X.to_delayed().ravel(), labels.to_delayed().ravel(),
-                               strict=True)]
+    factors = ([None] * len(X.chunks[0]) if row_weight is None
+               else row_weight.rechunk((X.chunks[0],)).to_delayed().ravel())
+    tasks = [delayed(_make_rows)(x, lab, positive, C, dict(weights or {}), w)
+             for x, lab, w in zip(X.to_delayed().ravel(), labels.to_delayed().ravel(), factors,
+                                  strict=True)]
     blocks = client.compute(tasks)
     client.wait_for_workers(1)
     from distributed import wait
@@ -590,121 +600,33 @@ def initial_rows(client: Any, blocks: list[Any], n_expansion: int, classes: list
     return np.vstack(chosen)
 
 
-def _as_dask_array(data: Any, name: str) -> Any:
-    import dask.array as da
+class SVMBlocks(BlockProblem):
+    """One binary problem of the SVM over the row blocks of a `RowBlocks` source.
 
-    if hasattr(data, "to_dask_array"):  # a dask DataFrame or Series
-        data = data.to_dask_array(lengths=True)
-    if not isinstance(data, da.Array):
-        raise TypeError(f"{name} must be a dask array, DataFrame or Series when the other "
-                        f"one is; got {type(data).__name__}.")
-    if any(np.isnan(c) for chunks in data.chunks for c in chunks):
-        data = data.compute_chunk_sizes()
-    return data
-
-
-def fit_distributed(estimator: Any, X: Any, y: Any, sample_weight: Any = None) -> Any:
-    """`SparseSVC.fit` on dask collections: the rows stay on the workers of the current client.
-
-    Every binary problem (one-vs-rest for more classes) is fitted by L-BFGS on
-    the driver over `DistributedSVMMarginal` (with ``loss="squared_hinge"``,
-    `sparsify.algorithms.svm.distributed_squared_hinge.DistributedSquaredHingeMarginal`);
-    initial XVs come from `initial_rows`. The fitted attributes are those of an
-    in-memory fit.
+    The blocks (`make_blocks`) are built once and shared by the problem's
+    starts; each start's marginal is a ``marginal_class``
+    (`DistributedSVMMarginal` or its squared-hinge subclass) over them.
     """
-    from sklearn.utils.class_weight import compute_class_weight
 
-    from sparsify.algorithms.svm.distributed_squared_hinge import (
-        DistributedSquaredHingeMarginal,
-    )
-    from sparsify.core.estimator import _problem_name
-    from sparsify.core.optimize import minimize_marginal, problem_line, warn_if_not_converged
-    from sparsify.kernels import make_kernel
+    def __init__(self, source: RowBlocks, target: RowTarget, C: float,
+                 marginal_class: type[DistributedSVMMarginal], kernel: Kernel,
+                 n_expansion: int, tol: float) -> None:
+        self.source, self.client, self.kernel = source, source.client, kernel
+        self.n_expansion, self.tol, self.marginal_class = n_expansion, tol, marginal_class
+        self.blocks = make_blocks(self.client, source.X, source.y, target.positive, C,
+                                  target.label_weights, target.row_weight)
+        self.diagonal = sum(self.client.gather(
+            [self.client.submit(_diagonal_sum, b, kernel) for b in self.blocks])
+        ) / source.n_samples
 
-    name = type(estimator).__name__
-    try:
-        from distributed import get_client
+    def marginal(self) -> DistributedSVMMarginal:
+        return self.marginal_class(self.client, self.blocks, self.kernel, self.n_expansion,
+                                   self.tol, diagonal=self.diagonal)
 
-        client = get_client()
-    except (ImportError, ValueError) as error:
-        raise ValueError(f"{name}.fit on dask collections needs a dask.distributed Client: "
-                         "create one first (Client(...) or Client(LocalCluster())), or pass "
-                         "numpy arrays.") from error
-    refused = {
-        "sample_weight": sample_weight is not None,
-        "probability=True": bool(getattr(estimator, "probability", False)),
-        "a ratio n_expansion (it needs the full SVM)": not isinstance(estimator.n_expansion,
-                                                                      (int, np.integer)),
-        f"solver={estimator.solver!r}": estimator.solver != "auto",
-        f"init={estimator.init!r}": estimator.init not in ("auto", "random", "balanced"),
-    }
-    if any(refused.values()):
-        raise ValueError(f"{name}.fit on dask collections does not take "
-                         f"{', '.join(k for k, v in refused.items() if v)}: use an integer "
-                         "n_expansion, solver='auto', init='random' or 'balanced', and no "
-                         "sample weights or probabilities, or fit on numpy arrays.")
-    X, y = _as_dask_array(X, "X"), _as_dask_array(y, "y")
-    if X.ndim != 2 or y.ndim != 1 or X.shape[0] != y.shape[0]:
-        raise ValueError(f"{name}.fit needs X of shape (n_samples, n_features) and y of shape "
-                         f"(n_samples,); got {X.shape} and {y.shape}.")
-    import dask.array as da
+    def initial_rows(self, n: int, balanced: bool, seed: int) -> Array:
+        # balanced over the labels of y: one-vs-rest's rest is dealt evenly over its classes
+        return initial_rows(self.client, self.blocks, n,
+                            list(self.source.classes()[0]) if balanced else None, seed)
 
-    classes, counts = (np.asarray(a) for a in da.compute(*da.unique(y, return_counts=True)))
-    if len(classes) < 2:
-        raise ValueError(f"{name} needs samples of at least 2 classes in the data; got "
-                         f"{len(classes)} class.")
-    estimator.classes_ = classes
-    estimator.n_features_in_ = int(X.shape[1])
-    if estimator.class_weight == "balanced":  # sklearn's: N / (n_classes · N_c)
-        cw = counts.sum() / (len(classes) * counts)
-    else:
-        cw = compute_class_weight(estimator.class_weight, classes=classes, y=classes)
-    estimator.class_weight_ = cw
-    estimator._check_weighted_classes(np.flatnonzero(cw > 0))  # as in memory, before any work
-    weights = dict(zip(classes.tolist(), cw.tolist(), strict=True))
-    gamma = estimator.gamma
-    if gamma == "scale":
-        var = float(X.var().compute())
-        gamma = 1.0 / (X.shape[1] * var) if var > 0 else 1.0
-    elif gamma == "auto":
-        gamma = 1.0 / X.shape[1]
-    kernel = make_kernel(estimator.kernel, None, gamma, estimator.degree, estimator.coef0)
-    binary = len(classes) == 2
-    positives = [classes[1]] if binary else list(classes)
-    init = estimator.init if estimator.init != "auto" else "random" if binary else "balanced"
-    rng = np.random.RandomState(estimator.random_state) if not isinstance(
-        estimator.random_state, np.random.RandomState) else estimator.random_state
-    seeds = rng.randint(np.iinfo(np.int32).max, size=(len(positives), estimator.n_init))
-    nz = int(estimator.n_expansion)
-    fits = []
-    for k, positive in enumerate(positives):
-        blocks = make_blocks(client, X, y, positive, float(estimator.C), weights)
-        try:
-            diagonal = sum(client.gather([client.submit(_diagonal_sum, b, kernel)
-                                          for b in blocks])) / X.shape[0]
-            runs = []
-            for j in range(estimator.n_init):
-                problem = _problem_name(classes, k, len(positives), j, estimator.n_init)
-                Z0 = initial_rows(client, blocks, nz,
-                                  list(classes) if init == "balanced" else None,
-                                  int(seeds[k, j]))
-                marginal = (DistributedSquaredHingeMarginal
-                            if estimator.loss == "squared_hinge" else DistributedSVMMarginal
-                            )(client, blocks, kernel, nz, estimator.solver_tol,
-                              diagonal=diagonal)
-                res = minimize_marginal(marginal, Z0, max_iter=estimator.max_iter,
-                                        tol=estimator.tol, callback=estimator.callback,
-                                        verbose=estimator.verbose >= 2, problem=problem,
-                                        plateau=estimator._plateau(X.shape[0]))
-                if estimator.verbose:
-                    print(problem_line(problem, res), flush=True)
-                runs.append((problem, res))
-            fits.append(min(runs, key=lambda run: run[1].evaluation.value))
-        finally:
-            client.cancel(blocks)
-    warn_if_not_converged(name, fits, estimator.max_iter)
-    estimator._set_expansions(kernel, [
-        {"Z": res.Z, "coef": np.asarray(res.evaluation.coef, dtype=float),
-         "intercept": res.evaluation.intercept, "n_iter": res.n_iter, "history": res.history,
-         "value": res.evaluation.value} for _, res in fits], None)
-    return estimator
+    def close(self) -> None:
+        self.client.cancel(self.blocks)

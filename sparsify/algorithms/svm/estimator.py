@@ -12,19 +12,14 @@ from sklearn.exceptions import NotFittedError
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.metaestimators import available_if
 
+from sparsify.algorithms.svm.formulation import SVM
 from sparsify.core.classifier import SparseKernelClassifier
 from sparsify.core.estimator import N_ITER_NO_CHANGE_CONSTRAINT
-from sparsify.core.formulation import make_formulation
 from sparsify.kernels import Kernel
 
 __all__ = ["SparseSVC"]
 
 Array = NDArray[np.float64]
-
-
-def _is_dask_collection(data: Any) -> bool:
-    """Whether ``data`` is a dask collection (array, DataFrame, Series), without importing dask."""
-    return type(data).__module__.split(".")[0] in ("dask", "dask_expr")
 
 
 class SparseSVC(SparseKernelClassifier):
@@ -61,12 +56,18 @@ class SparseSVC(SparseKernelClassifier):
         problem, seeded by ``random_state``), as ``SVC(probability=True)``;
         enables `predict_proba` and `predict_log_proba`. The model itself is
         the same as with ``probability=False``.
+    n_iter_no_change : int, "auto" or None, default="auto"
+        Also stop when the last ``n_iter_no_change`` iterations together
+        lowered W by less than 1/√N of it, W's own sampling error: W has
+        levelled off (`sparsify.core.optimize.sampling_plateau`). "auto" is 10 from
+        N = 10 000 points on and no such test below; None never.
     kernel : str or Kernel, default="rbf"
         "rbf", "poly", "linear", a plugin's kernel, names joined by "+" for a
         sum, or a `sparsify.Kernel` instance.
     gamma : {"scale", "auto"} or float, default="scale"
-        Kernel coefficient for "rbf" and "poly" ("scale" is 1 / (d · Var(X)),
-        with Var weighted by ``sample_weight`` when `fit` gets one).
+        Kernel coefficient for "rbf" and "poly": "scale" is 1 / (d · Var(X)),
+        with Var weighted by ``sample_weight`` where `fit` takes one; "auto" is
+        1 / d.
     degree : int, default=3
         Degree of "poly".
     coef0 : float, default=0.0
@@ -79,32 +80,28 @@ class SparseSVC(SparseKernelClassifier):
         get only about 1/K of the XVs from "random", and "random" for two
         classes (see `sparsify.core.optimize.initial_expansion_vectors`).
     n_init : int, default=1
-        Number of starts per binary problem (different initial XVs); the one
-        with the lowest W(Z), the training objective, is kept. W is not convex
-        in Z, so a few starts avoid poor local minima, as in k-means.
+        Number of starts per problem (different initial XVs, in parallel with
+        ``n_jobs``); the one with the lowest W(Z), the training objective, is
+        kept. W is not convex in Z, so a few starts avoid poor local minima, as
+        in k-means.
     solver : str, default="auto"
         "auto" takes the SVM's exact fast path (a dedicated dual solver,
         warm-started between L-BFGS evaluations); a cvxpy backend name
         ("clarabel", "ecos", "osqp") solves the generic cvxpy declaration
         instead, the fast path's reference.
     max_iter : int, default=200
-        Maximum L-BFGS iterations per binary problem (0 keeps the initial XVs).
+        Maximum L-BFGS iterations per problem (0 keeps the initial XVs).
     tol : float, default=1e-6
         Stop when an iteration lowers W by less than this relative amount.
-    n_iter_no_change : int, "auto" or None, default="auto"
-        Also stop when the last ``n_iter_no_change`` iterations together
-        lowered W by less than 1/√N of it, W's own sampling error: W has
-        levelled off (`sparsify.core.optimize.sampling_plateau`). "auto" is 10 from
-        N = 10 000 points on and no such test below; None never.
     solver_tol : float, default=1e-8
         Accuracy of each convex solve.
     random_state : int, RandomState instance or None, default=None
         Seed of the initial XVs.
     n_jobs : int or None, default=None
-        Parallel jobs for one-vs-rest (joblib).
+        Parallel jobs over the problems (one-vs-rest) and starts (joblib).
     verbose : int, default=0
-        1: one line per finished problem (its name, iterations, W, seconds);
-        2: also one line per L-BFGS iteration, naming its problem. Problems that
+        1: one line per finished problem (its name, iterations, W, seconds); 2:
+        also one line per L-BFGS iteration, naming its problem. Problems that
         ``max_iter`` stops give one `sklearn.exceptions.ConvergenceWarning`.
     callback : callable or None, default=None
         Called with a `sparsify.core.optimize.IterationInfo` after each
@@ -160,7 +157,9 @@ class SparseSVC(SparseKernelClassifier):
     ((3, 2), True)
     """
 
-    formulation_name = "svm"
+    formulation_class = SVM
+
+    default_params: ClassVar[dict[str, Any]] = {"n_expansion": 0.1, "init": "auto"}
 
     _parameter_constraints: ClassVar[dict[str, list[Any]]] = {
         **SparseKernelClassifier._parameter_constraints,
@@ -179,6 +178,7 @@ class SparseSVC(SparseKernelClassifier):
         loss: str = "hinge",
         class_weight: dict[Any, float] | str | None = None,
         probability: bool = False,
+        n_iter_no_change: int | str | None = "auto",
         kernel: str | Kernel = "rbf",
         gamma: float | str = "scale",
         degree: int = 3,
@@ -188,7 +188,6 @@ class SparseSVC(SparseKernelClassifier):
         solver: str = "auto",
         max_iter: int = 200,
         tol: float = 1e-6,
-        n_iter_no_change: int | str | None = "auto",
         solver_tol: float = 1e-8,
         random_state: int | np.random.RandomState | None = None,
         n_jobs: int | None = None,
@@ -245,17 +244,8 @@ class SparseSVC(SparseKernelClassifier):
         -----
         With X and y dask arrays (or a dask DataFrame and Series) and a
         ``dask.distributed`` Client, the rows stay on the workers and each
-        evaluation of W(Z) is a map over their row blocks (the formulation's
-        `Formulation.fit_distributed`; docs/scale-out.md).
+        evaluation of W(Z) is a map over their row blocks (docs/scale-out.md).
         """
-        if _is_dask_collection(X) or _is_dask_collection(y):
-            self._validate_params()
-            cls = type(make_formulation(self.formulation_name))
-            if cls.fit_distributed is None:
-                raise TypeError(f"{type(self).__name__} cannot fit on dask collections: the "
-                                f"{self.formulation_name!r} formulation has no distributed "
-                                "solver. Pass numpy arrays (X.compute()).")
-            return cls.fit_distributed(self, X, y, sample_weight)  # type: ignore[no-any-return]
         return self._fit(X, y, sample_weight)  # type: ignore[return-value]
 
     def _check_proba(self) -> bool:

@@ -18,10 +18,18 @@ from numpy.typing import ArrayLike, NDArray
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from sparsify import Declaration, Formulation, Kernel, Marginal, Outputs, hookimpl
-from sparsify.algorithms.svm.distributed import fit_distributed
+from sparsify.algorithms.svm.distributed import DistributedSVMMarginal, SVMBlocks
+from sparsify.algorithms.svm.distributed_squared_hinge import DistributedSquaredHingeMarginal
 from sparsify.algorithms.svm.fast import SVMDualMarginal
 from sparsify.algorithms.svm.squared_hinge import SquaredHingeMarginal
+from sparsify.core.data_source import RowBlocks, RowTarget
 from sparsify.core.params import check_params
+
+#: Each loss's exact fast path: in memory, and over row blocks on a Dask cluster.
+LOSS_PATHS: dict[str, tuple[type[SVMDualMarginal], type[DistributedSVMMarginal]]] = {
+    "hinge": (SVMDualMarginal, DistributedSVMMarginal),
+    "squared_hinge": (SquaredHingeMarginal, DistributedSquaredHingeMarginal),
+}
 
 
 class SVM(Formulation):
@@ -65,7 +73,6 @@ class SVM(Formulation):
     """
 
     name = "svm"
-    fit_distributed = staticmethod(fit_distributed)
     #: the hinge, for subclasses written before ``loss`` that do not call ``SVM.__init__``
     loss: str = "hinge"
 
@@ -118,8 +125,18 @@ class SVM(Formulation):
         """
         if solver != "auto" or y is None:
             return None
-        cls = SquaredHingeMarginal if self.loss == "squared_hinge" else SVMDualMarginal
-        return cls(self.C, X, y, kernel, n_expansion, tol=tol, formulation=self)
+        return LOSS_PATHS[self.loss][0](self.C, X, y, kernel, n_expansion, tol=tol,
+                                        formulation=self)
+
+    def row_blocks(self, source: RowBlocks, target: RowTarget, kernel: Kernel,
+                   n_expansion: int, tol: float) -> SVMBlocks:
+        """The problem over row blocks: `sparsify.algorithms.svm.distributed` (hinge) or
+        `sparsify.algorithms.svm.distributed_squared_hinge` (squared hinge)."""
+        if np.ndim(self.C) != 0:
+            raise ValueError("The 'svm' formulation over row blocks takes one cost C; the "
+                             "per-point factors come with the rows (RowTarget).")
+        return SVMBlocks(source, target, float(self.C),  # type: ignore[arg-type]
+                         LOSS_PATHS[self.loss][1], kernel, n_expansion, tol)
 
 
 def one_class_support(y: NDArray[Any] | None, dual_f: NDArray[np.float64]) -> str | None:

@@ -23,7 +23,6 @@ from sklearn.utils._param_validation import Interval
 
 from sparsify import Declaration, Formulation, Outputs, hookimpl
 from sparsify.algorithms.svm.formulation import check_costs
-from sparsify.algorithms.svr.estimator import SparseSVR
 from sparsify.algorithms.svr.fast import SVRDualMarginal
 from sparsify.core.marginal import Marginal
 from sparsify.core.params import check_params
@@ -106,4 +105,6 @@ def register_formulations(register: Callable[[type[Formulation]], None]) -> None
 
 @hookimpl
 def register_estimators(register: Callable[..., None]) -> None:
+    from sparsify.algorithms.svr.estimator import SparseSVR  # the estimator names this class
+
     register(SparseSVR, formulation="svr")
