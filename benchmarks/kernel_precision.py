@@ -65,7 +65,7 @@ from scale import choose_params, make
 
 from sparsify import SparseSVC
 from sparsify.algorithms.svm.fast import SVMDualMarginal
-from sparsify.core.marginal import diagonal_scale
+from sparsify.core.kernel_blocks import diagonal_scale
 from sparsify.core.optimize import initial_expansion_vectors
 from sparsify.kernels import RBF, Kernel
 

@@ -21,7 +21,7 @@ import pytest
 from scipy.spatial.distance import pdist
 from sklearn.exceptions import ConvergenceWarning
 
-import sparsify.core.marginal as marginal_module
+import sparsify.core.solvers as solvers_module
 from sparsify import (
     RBF,
     CvxpyMarginal,
@@ -36,9 +36,9 @@ from sparsify import (
 )
 from sparsify.algorithms.svm.fast import SVMDualMarginal
 from sparsify.core.backends import ClarabelBackend, ECOSBackend, OSQPBackend
+from sparsify.core.conic import make_marginal
 from sparsify.core.formulation import make_formulation
 from sparsify.core.gradcheck import random_problem
-from sparsify.core.marginal import make_marginal
 from sparsify.core.optimize import minimize_marginal
 from sparsify.core.registry import Entry, get_registry
 
@@ -166,7 +166,7 @@ def test_inaccurate_osqp_is_refused_and_the_next_backend_answers(problem, inaccu
     with pytest.raises(SolverError, match=r"The osqp solver did not solve the 'svm' formulation "
                                           r"\(N=12, Nz=3\): osqp: optimal_inaccurate"):
         CvxpyMarginal(svm, X, y, RBF(1.0), 3, solver="osqp").evaluate(X[:3])
-    monkeypatch.setattr(marginal_module, "AUTO_CHAIN", ("osqp", "clarabel"))
+    monkeypatch.setattr(solvers_module, "AUTO_CHAIN", ("osqp", "clarabel"))
     ev = CvxpyMarginal(svm, X, y, RBF(1.0), 3).evaluate(X[:3])
     assert ev.solver == "clarabel"
     assert ev.value == pytest.approx(reference.value, rel=1e-9)
@@ -215,7 +215,7 @@ def test_iteration_limit_is_reported_with_what_to_change(problem, register) -> N
 
 def test_iteration_limit_in_the_auto_chain_falls_back(problem, register, monkeypatch) -> None:
     register("solver", SHORT)
-    monkeypatch.setattr(marginal_module, "AUTO_CHAIN", ("clarabel_2iter", "ecos"))
+    monkeypatch.setattr(solvers_module, "AUTO_CHAIN", ("clarabel_2iter", "ecos"))
     X, y = problem
     ev = CvxpyMarginal(make_formulation("svm"), X, y, RBF(1.0), 3).evaluate(X[:3])
     assert ev.solver == "ecos" and np.isfinite(ev.grad).all()
@@ -419,7 +419,7 @@ def test_svm_fast_path_and_fallback_both_failing_is_reported(register, monkeypat
         backend = ClarabelBackend if name == "clarabel" else ECOSBackend
         register("solver", backend(f"{name}_2iter", settings=(
             {"max_iter": 2} if name == "clarabel" else {"max_iters": 2})))
-    monkeypatch.setattr(marginal_module, "AUTO_CHAIN", ("clarabel_2iter", "ecos_2iter"))
+    monkeypatch.setattr(solvers_module, "AUTO_CHAIN", ("clarabel_2iter", "ecos_2iter"))
     X, y = random_problem(30, 2)
     fast = SVMDualMarginal(1e8, X, y, RBF(1e-8), 4, tol=1e-8)
     with pytest.raises(SolverError, match=r"The clarabel_2iter then ecos_2iter solver did not "

@@ -18,8 +18,8 @@ from sparsify.algorithms.s3vm.formulation import S3VM, LowRankSVMMarginal
 from sparsify.algorithms.s3vm.labels import switch_labels
 from sparsify.algorithms.svm.fast import SVMDualMarginal
 from sparsify.algorithms.svm.formulation import SVM
+from sparsify.core.conic import make_marginal
 from sparsify.core.gradcheck import check_gradient, random_problem
-from sparsify.core.marginal import make_marginal
 from sparsify.core.optimize import initial_expansion_vectors
 from sparsify.core.registry import get_registry
 from sparsify.kernels import make_kernel

@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 from sparsify import RBF, SparseSVC
-from sparsify.core.marginal import diagonal_scale, triangular_whitening
+from sparsify.core.kernel_blocks import diagonal_scale, triangular_whitening
 from sparsify.core.optimize import minimize_marginal
 from sparsify.datasets import make_checkerboard, make_ringnorm
 

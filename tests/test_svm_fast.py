@@ -26,7 +26,7 @@ from sparsify.algorithms.svm.fast import (
 from sparsify.algorithms.svm.formulation import SVM
 from sparsify.core.errors import MemoryEstimateError
 from sparsify.core.gradcheck import check_gradient, random_problem
-from sparsify.core.marginal import triangular_whitening, whitening
+from sparsify.core.kernel_blocks import triangular_whitening, whitening
 from sparsify.core.optimize import initial_expansion_vectors
 from sparsify.datasets import load_banana, make_checkerboard, make_ringnorm
 from sparsify.kernels import make_kernel

@@ -12,7 +12,7 @@ from sparsify.algorithms.svm.smoothed import (
     smoothed_hinge_path,
     smoothed_line_search,
 )
-from sparsify.core.marginal import triangular_whitening
+from sparsify.core.kernel_blocks import triangular_whitening
 from sparsify.core.optimize import initial_expansion_vectors
 from sparsify.datasets import make_checkerboard
 from sparsify.kernels import make_kernel

@@ -15,7 +15,7 @@ from sparsify.algorithms.svm import squared_hinge
 from sparsify.algorithms.svm.formulation import SVM
 from sparsify.algorithms.svm.squared_hinge import SquaredHingeMarginal, line_search
 from sparsify.core.gradcheck import check_gradient, random_problem
-from sparsify.core.marginal import whitening
+from sparsify.core.kernel_blocks import whitening
 from sparsify.core.optimize import initial_expansion_vectors
 from sparsify.kernels import make_kernel
 

@@ -27,8 +27,8 @@ from sklearn.utils import Tags, TransformerTags, check_random_state, gen_batches
 from sklearn.utils._param_validation import Interval, RealNotInt, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
+from sparsify.core.conic import make_marginal
 from sparsify.core.formulation import Formulation, make_formulation
-from sparsify.core.marginal import make_marginal
 from sparsify.core.optimize import (
     INIT_METHODS,
     initial_expansion_vectors,

@@ -12,7 +12,7 @@ from sklearn.utils._param_validation import Interval
 from sklearn.utils.validation import check_array, check_is_fitted
 
 from sparsify.algorithms.kernel_pca.preimage import rbf_pre_image
-from sparsify.core.marginal import diagonal_scale, whitening
+from sparsify.core.kernel_blocks import diagonal_scale, whitening
 from sparsify.core.transformer import SparseKernelTransformer
 from sparsify.kernels import RBF, Kernel
 

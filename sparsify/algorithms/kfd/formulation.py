@@ -34,7 +34,8 @@ from sklearn.utils._param_validation import Interval
 
 from sparsify import Declaration, Evaluation, Formulation, Kernel, Marginal, Outputs, hookimpl
 from sparsify.algorithms.kfd.estimator import SparseKFD, class_contrast, within_class_centring
-from sparsify.core.marginal import check_expansion_vectors, diagonal_scale, kernel_blocks
+from sparsify.core.kernel_blocks import diagonal_scale, kernel_blocks
+from sparsify.core.marginal import check_expansion_vectors
 from sparsify.core.params import check_params
 
 Array = NDArray[np.float64]

@@ -34,7 +34,7 @@ from sparsify.algorithms.s3vm.estimator import SemiSupervisedSVC
 from sparsify.algorithms.svm.fast import SVMDualMarginal
 from sparsify.algorithms.svm.formulation import one_class_support
 from sparsify.core.formulation import FullSolution
-from sparsify.core.marginal import diagonal_scale
+from sparsify.core.kernel_blocks import diagonal_scale
 from sparsify.core.params import check_params
 
 Array = NDArray[np.float64]

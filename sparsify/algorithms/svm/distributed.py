@@ -41,16 +41,14 @@ from numpy.typing import NDArray
 from sparsify.algorithms.svm._dual_cd import local_cd
 from sparsify.algorithms.svm.fast import _polish_affordable, _warm_active_set
 from sparsify.core.errors import SolverError
-from sparsify.core.marginal import (
+from sparsify.core.kernel_blocks import (
     BLOCK_ROWS,
-    Evaluation,
-    Marginal,
-    check_expansion_vectors,
     diagonal_scale,
     kernel_blocks,
     triangular_whitening,
     whitened_rows,
 )
+from sparsify.core.marginal import Evaluation, Marginal, check_expansion_vectors
 from sparsify.core.memory import check_memory
 from sparsify.kernels import Kernel
 

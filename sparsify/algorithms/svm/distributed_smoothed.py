@@ -32,7 +32,7 @@ from sparsify.algorithms.svm.distributed import _Rows
 from sparsify.algorithms.svm.distributed_squared_hinge import line_search_over_blocks
 from sparsify.algorithms.svm.smoothed import MAX_NEWTON, WIDTHS, _pieces, hinge_partition
 from sparsify.core.errors import SolverError
-from sparsify.core.marginal import BLOCK_ROWS
+from sparsify.core.kernel_blocks import BLOCK_ROWS
 
 __all__ = ["smoothed_path"]
 

@@ -36,7 +36,7 @@ from numpy.typing import NDArray
 from sparsify.algorithms.svm.distributed import DistributedSVMMarginal, _Rows
 from sparsify.algorithms.svm.squared_hinge import BLOCK, MAX_NEWTON
 from sparsify.core.errors import SolverError
-from sparsify.core.marginal import BLOCK_ROWS
+from sparsify.core.kernel_blocks import BLOCK_ROWS
 
 __all__ = ["DistributedSquaredHingeMarginal"]
 

@@ -3,7 +3,7 @@
 For fixed XVs Z, SLMC's inner problem (paper §3.4, eq. 41-43) is a linear SVM
 with a free bias on Nz features. In whitened coordinates, Φ = K_XZ T with
 Tᵀ (K_ZZ + jitter·I) T = I (T = L⁻ᵀ from its Cholesky factor L, a triangular
-product; `sparsify.core.marginal.triangular_whitening`) and β = T u, it reads::
+product; `sparsify.core.kernel_blocks.triangular_whitening`) and β = T u, it reads::
 
     min_{u,b} ½ ‖u‖² + Σ_i C_i max(0, 1 − y_i (Φ_i u + b))
 
@@ -61,18 +61,16 @@ from numpy.typing import NDArray
 from sparsify.algorithms.svm.smoothed import hinge_partition, smoothed_hinge_path
 from sparsify.core.conic import ConicMarginal
 from sparsify.core.formulation import Formulation
-from sparsify.core.marginal import (
+from sparsify.core.kernel_blocks import (
     BLOCK_ROWS,
-    Evaluation,
-    Marginal,
     WorkArrays,
-    check_expansion_vectors,
     diagonal_scale,
     kernel_blocks,
     link_gradient,
     triangular_whitening,
     whitened_rows,
 )
+from sparsify.core.marginal import Evaluation, Marginal, check_expansion_vectors
 from sparsify.core.memory import check_memory
 from sparsify.kernels import Kernel
 

@@ -38,7 +38,7 @@ import numpy as np
 import scipy.linalg
 from numpy.typing import NDArray
 
-from sparsify.core.marginal import BLOCK_ROWS
+from sparsify.core.kernel_blocks import BLOCK_ROWS
 
 __all__ = ["WIDTHS", "hinge_partition", "smoothed_hinge_path", "smoothed_line_search"]
 

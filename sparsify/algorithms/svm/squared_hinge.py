@@ -30,12 +30,8 @@ import scipy.linalg
 from numpy.typing import NDArray
 
 from sparsify.algorithms.svm.fast import SVMDualMarginal, _Stalled
-from sparsify.core.marginal import (
-    Evaluation,
-    check_expansion_vectors,
-    link_gradient,
-    whitened_rows,
-)
+from sparsify.core.kernel_blocks import link_gradient, whitened_rows
+from sparsify.core.marginal import Evaluation, check_expansion_vectors
 
 __all__ = ["SquaredHingeMarginal", "line_search"]
 

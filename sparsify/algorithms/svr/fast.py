@@ -27,7 +27,8 @@ from numpy.typing import NDArray
 from sparsify.algorithms.svm.fast import WORKING_BAND, SVMDualMarginal
 from sparsify.algorithms.svr.interior import interior_point
 from sparsify.core.formulation import Formulation
-from sparsify.core.marginal import Evaluation, Marginal, whitened_rows
+from sparsify.core.kernel_blocks import whitened_rows
+from sparsify.core.marginal import Evaluation, Marginal
 from sparsify.kernels import Kernel
 
 Array = NDArray[np.float64]

@@ -32,7 +32,7 @@ import scipy.linalg
 from numpy.typing import NDArray
 from scipy.linalg.blas import dsyrk as syrk
 
-from sparsify.core.marginal import BLOCK_ROWS
+from sparsify.core.kernel_blocks import BLOCK_ROWS
 
 Array = NDArray[np.float64]
 #: Steps of iterative refinement per Newton solve: without one, Σν drifted off zero on naval
