@@ -16,7 +16,6 @@ from sparsify.algorithms.s3vm.engines import _Sparse
 from sparsify.algorithms.s3vm.estimator import SemiSupervisedSVC
 from sparsify.algorithms.s3vm.formulation import S3VM, LowRankSVMMarginal
 from sparsify.algorithms.s3vm.labels import switch_labels
-from sparsify.algorithms.svm.fast import SVMDualMarginal
 from sparsify.algorithms.svm.formulation import SVM
 from sparsify.core.conic import make_marginal
 from sparsify.core.gradcheck import check_gradient, random_problem
@@ -24,6 +23,7 @@ from sparsify.core.optimize import initial_expansion_vectors
 from sparsify.core.registry import get_registry
 from sparsify.kernels import make_kernel
 from sparsify.kernels.manifold import ManifoldKernel
+from sparsify.svm_dual import SVMDualMarginal
 
 # --- the convex stage -------------------------------------------------------------------------
 
@@ -127,10 +127,10 @@ def test_low_rank_libsvm_marginal_agrees_with_the_generic_path(kind: str) -> Non
 
 
 def test_a_stalled_fast_path_answers_through_libsvm(monkeypatch) -> None:  # type: ignore[no-untyped-def]
-    import sparsify.algorithms.svm.fast as svm_fast
+    import sparsify.svm_dual.marginal as svm_fast
 
-    monkeypatch.setattr(svm_fast, "_warm_active_set", lambda *args, **kwargs: None)
-    monkeypatch.setattr(svm_fast, "_interior_point", lambda *args, **kwargs: None)
+    monkeypatch.setattr(svm_fast, "warm_active_set", lambda *args, **kwargs: None)
+    monkeypatch.setattr(svm_fast, "interior_point", lambda *args, **kwargs: None)
     X, y, form = _stage(40, seed=6)
     fast = form.marginal(X, y, RBF(0.7), 4, "auto", 1e-10)
     Z = X[:4] + 0.05

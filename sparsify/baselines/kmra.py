@@ -156,12 +156,11 @@ def _linear_svm(Z: Array, signs: Array, C: float,
 
     Dual coordinate descent from ``warm`` = (α, b) (clipped to [0, C]) names the
     partition; the active-set method lands on the point where every KKT
-    condition holds to 1e-8 (`sparsify.algorithms.svm.fast`'s solver, with the
+    condition holds to 1e-8 (`sparsify.svm_dual`'s solver, with the
     identity metric of plain features). Clarabel's interior point answers where
     the active set does not settle within its moves.
     """
-    from sparsify.algorithms.svm._active_set import active_set
-    from sparsify.algorithms.svm._dual_cd import dual_cd
+    from sparsify.svm_dual.compiled import active_set, dual_cd
 
     N, m = Z.shape
     B = np.ascontiguousarray(signs[:, None] * Z)

@@ -31,11 +31,11 @@ from sklearn.utils._param_validation import Interval
 
 from sparsify import Declaration, Evaluation, Formulation, Kernel, Marginal, Outputs, hookimpl
 from sparsify.algorithms.s3vm.estimator import SemiSupervisedSVC
-from sparsify.algorithms.svm.fast import SVMDualMarginal
 from sparsify.algorithms.svm.formulation import one_class_support
 from sparsify.core.formulation import FullSolution
 from sparsify.core.kernel_blocks import diagonal_scale
 from sparsify.core.params import check_params
+from sparsify.svm_dual import SVMDualMarginal
 
 Array = NDArray[np.float64]
 

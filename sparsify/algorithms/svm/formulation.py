@@ -19,9 +19,9 @@ from sklearn.utils._param_validation import Interval, StrOptions
 
 from sparsify import Declaration, Formulation, Kernel, Marginal, Outputs, hookimpl
 from sparsify.algorithms.svm.distributed import fit_distributed
-from sparsify.algorithms.svm.fast import SVMDualMarginal
 from sparsify.algorithms.svm.squared_hinge import SquaredHingeMarginal
 from sparsify.core.params import check_params
+from sparsify.svm_dual import SVMDualMarginal
 
 
 class SVM(Formulation):
@@ -111,7 +111,7 @@ class SVM(Formulation):
         tol: float,
     ) -> Marginal | None:
         """The exact fast path for ``solver="auto"``: the dual solver of
-        `sparsify.algorithms.svm.fast` (hinge) or the finite Newton method of
+        `sparsify.svm_dual` (hinge) or the finite Newton method of
         `sparsify.algorithms.svm.squared_hinge` (squared hinge).
 
         A named cvxpy backend keeps the generic path, the fast path's reference.

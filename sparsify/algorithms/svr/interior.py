@@ -18,7 +18,7 @@ coordinate descent, which on the SVR's rows needs thousands of passes where
 most points sit near the tube's edges, and unlike the active-set method,
 whose moves cost O(Nz³) each once some hundreds of points lie on the edges.
 The (Nz + 1) matrix is the SVM interior point's Woodbury core
-(`sparsify.algorithms.svm.fast`), but the step is solved from it directly, not
+(`sparsify.svm_dual`), but the step is solved from it directly, not
 by subtracting two large terms: near the solution D spans many decades, which
 is where the Woodbury form loses its digits.
 """

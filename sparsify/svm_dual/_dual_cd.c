@@ -1,5 +1,5 @@
 /*
- * sparsify.algorithms.svm._dual_cd: dual coordinate descent for the SVM with a free bias, in C.
+ * sparsify.svm_dual._dual_cd: dual coordinate descent for the SVM with a free bias, in C.
  *
  * For fixed XVs, SLMC's inner problem in whitened coordinates (the paper's §3.4) is
  * a linear SVM on the Nz features Phi_i = T^T k_Z(x_i) (|Phi_i|^2 <= k(x_i, x_i)):
@@ -475,8 +475,8 @@ static PyMethodDef methods[] = {
 
 static struct PyModuleDef module = {
     PyModuleDef_HEAD_INIT,
-    "sparsify.algorithms.svm._dual_cd",
-    "Dual coordinate descent for the SVM with a free bias (see sparsify.algorithms.svm.fast), "
+    "sparsify.svm_dual._dual_cd",
+    "Dual coordinate descent for the SVM with a free bias (see sparsify.svm_dual), "
     "in C.",
     0,
     methods,
