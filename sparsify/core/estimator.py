@@ -39,7 +39,7 @@ from sparsify.core.optimize import (
 )
 from sparsify.core.registry import get_registry
 from sparsify.core.threads import limit_blas_threads
-from sparsify.io.persistence import VersionedPickleMixin
+from sparsify.core.persistence import VersionedPickleMixin
 from sparsify.kernels import Kernel, make_kernel
 
 __all__ = ["KernelMachineMixin", "SparseKernelEstimator", "estimator_for"]

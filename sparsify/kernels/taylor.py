@@ -33,7 +33,7 @@ from sklearn.utils._param_validation import Interval
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from sparsify.core.hookspecs import hookimpl
-from sparsify.io.persistence import VersionedPickleMixin
+from sparsify.core.persistence import VersionedPickleMixin
 from sparsify.kernels import Kernel
 from sparsify.kernels.taylor_rbf import TaylorRBF
 
