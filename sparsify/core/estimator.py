@@ -37,9 +37,9 @@ from sparsify.core.optimize import (
     sampling_plateau,
     warn_if_not_converged,
 )
+from sparsify.core.persistence import VersionedPickleMixin
 from sparsify.core.registry import get_registry
 from sparsify.core.threads import limit_blas_threads
-from sparsify.core.persistence import VersionedPickleMixin
 from sparsify.kernels import Kernel, make_kernel
 
 __all__ = ["KernelMachineMixin", "SparseKernelEstimator", "estimator_for"]

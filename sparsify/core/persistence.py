@@ -97,7 +97,7 @@ def check_version(saved: str | None, what: str) -> None:
     >>> check_version("0.0.1", "SparseSVC")  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
-    sparsify.core.persistence.IncompatibleVersionError: This SparseSVC was saved by sparsify 0.0.1 ...
+    sparsify.core.persistence.IncompatibleVersionError: This SparseSVC was saved by ...
     """
     current = current_version()
     if is_compatible(saved, current):
@@ -129,8 +129,9 @@ class VersionedPickleMixin:
     """
 
     def __getstate__(self) -> dict[str, Any]:
+        state: Any
         try:
-            state = super().__getstate__()  # type: ignore[misc]
+            state = super().__getstate__()
         except AttributeError:  # Python < 3.11 without BaseEstimator after this mixin
             state = None
         if state is None:
