@@ -110,8 +110,8 @@ def __getattr__(name: str) -> Any:
         globals()[name] = value  # later look-ups skip this function
         return value
     if not name.startswith("_"):
-        # `import sparsify; sparsify.core.registry.get_registry()` worked when every submodule
-        # was imported eagerly; keep it working.
+        # `import sparsify; sparsify.core.registry.get_registry()` works as if every
+        # submodule were imported eagerly
         try:
             return importlib.import_module(f"{__name__}.{name}")
         except ModuleNotFoundError as exc:

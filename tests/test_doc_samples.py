@@ -31,7 +31,8 @@ SAMPLE = re.compile(r"(?:```python\n(?P<python>.*?)```\n\n)?```bash\n(?P<command
 NUMBER = re.compile(r"-?\d+(?:\.\d+)?(?:e[+-]?\d+)?")
 # numbers a machine decides: times, iteration counts, finite differences' noise and errors,
 # and the size of a file that records the onnx library's version
-UNCHECKED = re.compile(r"(fit |)\d+\.\d+ s\b|\(\d+ L-BFGS iterations\)|\d\.\d+e[+-]\d+|\(\d+ bytes\)")
+UNCHECKED = re.compile(r"(fit |)\d+\.\d+ s\b|\(\d+ L-BFGS iterations\)|\d\.\d+e[+-]\d+"
+                       r"|\(\d+ bytes\)")
 
 
 def _samples() -> list[tuple[str, int, str, str | None, str]]:

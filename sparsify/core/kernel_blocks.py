@@ -88,11 +88,9 @@ def kernel_blocks(kernel: Kernel, X: Array, Z: Array, out: Array | None = None
 class WorkArrays:
     """Named rows × Nz float arrays that an evaluation writes over, kept across evaluations.
 
-    A fresh N × Nz array costs the first touch of each of its pages (the
-    10⁶ × 500 × 500 product on one core: 11.9 and 11.1 s into a fresh array,
-    11.6 and 10.8 s into a kept one), so an L-BFGS fit keeps its K_XZ and
-    whitened rows and writes over them. Its peak memory is the same; between
-    evaluations it holds them.
+    A fresh N × Nz array costs the first touch of each of its pages, so an
+    L-BFGS fit keeps its K_XZ and whitened rows and writes over them. Its peak
+    memory is the same; between evaluations it holds them.
 
     Examples
     --------
@@ -242,8 +240,7 @@ def whitened_rows(K_xz: Array, T: Array, out: Array, scale: Array | None = None)
 
     Where T is upper triangular (`triangular_whitening`) the product is a
     triangular one (BLAS trmm on a copy of K_XZ), half the flops of a dense
-    ``K_XZ @ T``: on one core at N = 10⁵, 0.65 s against 1.13 s at Nz = 500
-    and 0.14 against 0.22 s at Nz = 200. ``out`` is a C-ordered float array of
+    ``K_XZ @ T`` (docs/theory.md has the times). ``out`` is a C-ordered float array of
     K_XZ's shape (not K_XZ itself, which the gradient needs); ``scale`` (N,),
     if given, multiplies the rows (the SVM's signs, B = y∘Φ) in the pass that
     copies K_XZ, as (diag(s) K_XZ) T = diag(s) (K_XZ T).

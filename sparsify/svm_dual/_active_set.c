@@ -384,9 +384,8 @@ done:
  * The Cholesky factor R (upper triangular, G = R^T R) of the Gram matrix
  * G = Phi_F Phi_F^T of the whitened free rows, kept across moves.
  *
- * `schur_solve` forms and factors G at every move, O(m^2 Nz) for m free rows:
- * on ringnorm at N = 3e5, Nz = 500 a polish from 400 free rows took 7 s that
- * way. Here a row that joins the free set appends a column (O(m Nz) for its inner
+ * `schur_solve` forms and factors G at every move, O(m^2 Nz) for m free rows.
+ * Here a row that joins the free set appends a column (O(m Nz) for its inner
  * products, O(m^2) for a triangular solve), one that leaves deletes its column
  * and Givens rotations restore the triangle (O(m^2)); a move then costs
  * O(m (m + Nz)). G is positive definite only for m <= Nz rows in general

@@ -89,9 +89,8 @@ axpy(double *RESTRICT u, double t, const double *RESTRICT row, Py_ssize_t n)
 
 /*
  * The order of a pass over every row: runs of RUN consecutive rows, the runs in random
- * order. Rows in storage order stream from memory; a pass over a million rows in a
- * random order waited on memory for each row (ringnorm, N = 10^6, Nz = 100: 0.33 s a
- * pass against half that in runs), while runs of 16 still mix rows stored by class.
+ * order. Rows in storage order stream from memory, where a random order over a million
+ * rows waits on memory at each row; runs of 16 still mix rows stored by class.
  */
 #define RUN 16
 

@@ -174,8 +174,8 @@ class S3VM(Formulation):
         if solver != "auto" or y is None:
             return None
         # Where the fast path's interior point stalls (cold starts with costs that span
-        # 1e5, C against the annealed C*), libsvm on the low-rank kernel answers 5-10×
-        # faster than the cvxpy path would at N = 1500.
+        # 1e5, C against the annealed C*), libsvm on the low-rank kernel answers faster
+        # than the generic path would.
         return SVMDualMarginal(self.costs(len(X)), X, y, kernel, n_expansion, tol=tol,
                                formulation=self,
                                fallback=LowRankSVMMarginal(self, X, y, kernel, n_expansion,

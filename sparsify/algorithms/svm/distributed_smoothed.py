@@ -1,10 +1,10 @@
 """The smoothed hinge's Newton path (`sparsify.svm_dual.smoothed`) over Dask row blocks.
 
 Where coordinate descent's rounds leave the distributed SVM's polish too many free rows (a
-large C: a checkerboard at C = 10⁶, 2·10⁴ rows in 4 blocks, Nz = 16 left 19 690 of them, and
-the driver's polish took 35-105 s an evaluation), the primal on the smoothed hinge names the
-partition instead. As on one machine, with r_i = 1 − P_i x, P_i = [B_i, y_i], x = (u, b) and
-width δ, F_δ(x) = ½‖u‖² + Σ C_i ℓ_δ(r_i) is piecewise quadratic; each Newton iteration is:
+large C can leave most of them free, and the driver's polish then takes far longer than the
+evaluation's maps), the primal on the smoothed hinge names the partition instead. As on one
+machine, with r_i = 1 − P_i x, P_i = [B_i, y_i], x = (u, b) and width δ,
+F_δ(x) = ½‖u‖² + Σ C_i ℓ_δ(r_i) is piecewise quadratic; each Newton iteration is:
 
 1. one map for the (Nz + 1)-sized system over the quadratic rows (0 < r_i < δ) and the
    linear ones' sums (r_i ≥ δ): the driver solves for the Newton point;

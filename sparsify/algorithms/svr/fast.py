@@ -119,11 +119,10 @@ class SVRDualMarginal(SVMDualMarginal):
         self.prepare(kernel, n_expansion, tol, fallback)
         # for the fallback: coordinate descent converges more slowly here than on the SVM's
         # rows (most points sit near the tube's edges); with shrinking its late passes are
-        # cheap, and a partition named to cd_eps saves the polish more than they cost (kin8nm,
-        # Nz = 50: 0.23 s per evaluation against 0.58 s with the SVM's 1000 passes)
+        # cheap, and a partition named to cd_eps saves the polish more than they cost
         self.max_epochs = self.first_epochs = 10_000
         # and a weaker proximal coupling of the bias: every row shares the bias feature, which
-        # at ρ = 1 outweighs the whitened rows (‖Φ_i‖ ≤ 1); ρ = 0.1 took 40 % less time there
+        # at ρ = 1 outweighs the whitened rows (‖Φ_i‖ ≤ 1)
         self.rho = 0.1
 
     def evaluate(self, Z: Array, grad: bool = True) -> Evaluation:
