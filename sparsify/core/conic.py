@@ -203,7 +203,7 @@ class ConicMarginal(DeclaredMarginal):
         own = read_problem_data(layout, data)
         del data
         # cvxpy keeps its parametrised program for re-solves, which this path never asks
-        # for: about as large again as the problem's data (1.5 GB at N = 10⁶)
+        # for: about as large again as the problem's data
         cache = getattr(self.problem, "_cache", None)
         if cache is not None and hasattr(cache, "param_prog"):
             cache.param_prog = None
