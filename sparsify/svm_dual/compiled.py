@@ -7,11 +7,13 @@ their one import site, so that a checkout used without building them fails
 with a message that says what to do.
 
 - ``active_set(B, y, K, K_inv, L, C, alpha, upper, free, beta, tol, max_iter, v0,
-  cy0, targets)``: the primal active-set moves of `warm_active_set`; returns
-  (settled, b, moves) and updates ``alpha``, ``upper``, ``free`` and ``beta``.
+  cy0, targets)``: the primal active-set moves of
+  `sparsify.svm_dual.solvers.warm_active_set`; returns (settled, b, the moves the
+  kept Cholesky factor solved) and updates ``alpha``, ``upper``, ``free`` and
+  ``beta``.
 - ``dual_cd(B, y, C, alpha, u, b, rho, eps, max_epochs, seed, targets)``: dual
   coordinate descent with the free bias by proximal steps and shrinking (the
-  LIBLINEAR method); returns (named, b, epochs, ...).
+  LIBLINEAR method); returns (converged, b, passes, steps).
 - ``local_cd``: the same passes on one row block, for the distributed SVM.
 """
 
