@@ -33,9 +33,9 @@ __all__ = [
 
 Array = NDArray[np.float64]
 
+#: Rows of X per piece where an N × Nz array is computed piecewise: the kernel's and the
 #: gradient's temporaries stay at a few MB whatever N is.
 BLOCK_ROWS = 4096
-
 
 
 def row_blocks(n_rows: int) -> range:
@@ -269,8 +269,6 @@ def whitened_rows(K_xz: Array, T: Array, out: Array, scale: Array | None = None)
         out[...] = done.T
     return out
 
-
-#: What to change when every backend that answered gave the same certain verdict. A
 
 def conditioning_note(K_zz: Array) -> str:
     """Where K_ZZ is nearly singular, say so: XVs that nearly coincide are a cause of failure.

@@ -405,6 +405,7 @@ def solve_problem(
         raise Unsolved(failed.statuses, cause[0] if cause else None) from None
 
 
+#: What to change when every backend that answered gave the same certain verdict. A
 #: badly scaled problem (a linear kernel on features of size 1e8) can draw either
 #: verdict from a solver, so each hint names that cause too.
 _HINTS = {
@@ -444,7 +445,6 @@ def status_hint(statuses: list[str]) -> str:
     if len(verdicts) == 1 and (verdict := verdicts.pop()) in _HINTS:
         return _HINTS[verdict]
     return "Try another solver=, a looser tol, or rescale the data."
-
 
 
 def resolve_backends(solver: str, cvxpy_only: bool = False) -> list[SolverBackend]:
