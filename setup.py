@@ -27,9 +27,9 @@ class BuildExt(build_ext):
 
 setup(
     ext_modules=[
-        # the SVM fast path's solvers; both include sparsify/algorithms/svm/_buffers.h
-        *(Extension(f"sparsify.algorithms.svm.{name}", [f"sparsify/algorithms/svm/{name}.c"],
-                    depends=["sparsify/algorithms/svm/_buffers.h"])
+        # the SVM dual engine's solvers; both include sparsify/svm_dual/_buffers.h
+        *(Extension(f"sparsify.svm_dual.{name}", [f"sparsify/svm_dual/{name}.c"],
+                    depends=["sparsify/svm_dual/_buffers.h"])
           for name in ("_active_set", "_dual_cd")),
         # the structured interior point's batched inverses of small blocks
         Extension("sparsify.core.structured._blocks", ["sparsify/core/structured/_blocks.c"]),

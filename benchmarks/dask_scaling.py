@@ -110,9 +110,9 @@ def _in_memory(n: int, n_blocks: int, nz: int, Z0: np.ndarray, max_iter: int, se
     """The in-memory fast path on the same blocks, in this (fresh) process."""
     from threadpoolctl import threadpool_limits
 
-    from sparsify.algorithms.svm.fast import SVMDualMarginal
     from sparsify.algorithms.svm.formulation import SVM
     from sparsify.algorithms.svm.squared_hinge import SquaredHingeMarginal
+    from sparsify.svm_dual import SVMDualMarginal
 
     parts = [_chunk(m, seed + k) for k, m in enumerate(_sizes(n, n_blocks))]
     X, y = np.vstack([p[0] for p in parts]), np.concatenate([p[1] for p in parts])
@@ -122,7 +122,8 @@ def _in_memory(n: int, n_blocks: int, nz: int, Z0: np.ndarray, max_iter: int, se
     log: list[dict[str, Any]] = []
     with threadpool_limits(1):
         start = time.perf_counter()
-        marginal = _timed(SVMDualMarginal(C, X, y, kernel, nz) if loss == "hinge" else
+        marginal = _timed(SVMDualMarginal(C, X, y, kernel, nz, formulation=SVM(C))
+                          if loss == "hinge" else
                           SquaredHingeMarginal(C, X, y, kernel, nz,
                                                formulation=SVM(C, loss=loss)), log)
         res = minimize_marginal(marginal, Z0, max_iter=max_iter)

@@ -64,10 +64,11 @@ from performance import (
 from scale import choose_params, make
 
 from sparsify import SparseSVC
-from sparsify.algorithms.svm.fast import SVMDualMarginal
-from sparsify.core.marginal import diagonal_scale
+from sparsify.algorithms.svm.formulation import SVM
+from sparsify.core.kernel_blocks import diagonal_scale
 from sparsify.core.optimize import initial_expansion_vectors
 from sparsify.kernels import RBF, Kernel
+from sparsify.svm_dual import SVMDualMarginal
 
 Array = NDArray[np.float64]
 #: the generated sets, with scale.py's generators and (C, γ) selection
@@ -134,9 +135,9 @@ def measure(name: str, X: Array, y: Array, C: float, gamma: float, nz: int, wher
             Z: Array) -> list[dict[str, Any]]:
     """The reference and both single-precision variants at XVs Z."""
     kernel = RBF(gamma)
-    ref = SVMDualMarginal(C, X, y, kernel, nz).evaluate(Z)
+    ref = SVMDualMarginal(C, X, y, kernel, nz, formulation=SVM(C)).evaluate(Z)
     # the reference's noise: the same XVs solved again from another evaluation's solution
-    other = SVMDualMarginal(C, X, y, kernel, nz)
+    other = SVMDualMarginal(C, X, y, kernel, nz, formulation=SVM(C))
     other.evaluate(Z + 1e-3 * np.std(X, axis=0))
     floor = other.evaluate(Z)
     jitter = 1e-10 * diagonal_scale(kernel, X)
@@ -149,7 +150,8 @@ def measure(name: str, X: Array, y: Array, C: float, gamma: float, nz: int, wher
     for variant in VARIANTS:
         single = SinglePrecision(kernel, variant.startswith("every"))
         try:
-            ev = SVMDualMarginal(C, X, y, single, nz, fallback=NoFallback()).evaluate(Z)
+            ev = SVMDualMarginal(C, X, y, single, nz, fallback=NoFallback(),
+                                 formulation=SVM(C)).evaluate(Z)
         except BrokeDown:
             rows.append({**base, "variant": variant, "W_error": np.inf, "grad_error": np.inf})
             continue

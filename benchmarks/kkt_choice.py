@@ -47,7 +47,7 @@ from generic_path import make_data
 from performance import _write_atomic, cpu_name, result_page, write_csv
 
 from sparsify import RBF, ConicMarginal
-from sparsify.core.marginal import whitening
+from sparsify.core.kernel_blocks import whitening
 from sparsify.core.optimize import initial_expansion_vectors
 from sparsify.core.structured import ipm
 from sparsify.core.structured.cones import Cones, Scaling

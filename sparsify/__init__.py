@@ -43,7 +43,7 @@ _LAZY = {
     "SparseKernelLogisticRegression": "sparsify.algorithms.klr.estimator",
     "ManifoldKernel": "sparsify.kernels.manifold",
     "ConicMarginal": "sparsify.core.conic",
-    "CvxpyMarginal": "sparsify.core.marginal",
+    "CvxpyMarginal": "sparsify.core.declared",
     "Evaluation": "sparsify.core.marginal",
     "Marginal": "sparsify.core.marginal",
     "NonDifferentiableWarning": "sparsify.core.marginal",
@@ -110,8 +110,8 @@ def __getattr__(name: str) -> Any:
         globals()[name] = value  # later look-ups skip this function
         return value
     if not name.startswith("_"):
-        # `import sparsify; sparsify.core.registry.get_registry()` worked when every submodule
-        # was imported eagerly; keep it working.
+        # `import sparsify; sparsify.core.registry.get_registry()` works as if every
+        # submodule were imported eagerly
         try:
             return importlib.import_module(f"{__name__}.{name}")
         except ModuleNotFoundError as exc:
@@ -140,11 +140,12 @@ if TYPE_CHECKING:  # static analysers and IDEs see the eager imports
     from sparsify.baselines.rvm import RVMClassifier
     from sparsify.core.classifier import SparseKernelClassifier
     from sparsify.core.conic import ConicMarginal
+    from sparsify.core.declared import CvxpyMarginal
     from sparsify.core.errors import SolverError
     from sparsify.core.expansion import expansion_coefficients
     from sparsify.core.formulation import Declaration, Formulation, Outputs
     from sparsify.core.hookspecs import hookimpl
-    from sparsify.core.marginal import CvxpyMarginal, Evaluation, Marginal, NonDifferentiableWarning
+    from sparsify.core.marginal import Evaluation, Marginal, NonDifferentiableWarning
     from sparsify.core.outlier import SparseOutlierDetector
     from sparsify.core.registry import register_plugin
     from sparsify.core.regressor import SparseKernelRegressor

@@ -49,15 +49,12 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from sparsify.core.conic import ConicMarginal
+from sparsify.core.declared import CvxpyMarginal
 from sparsify.core.errors import MemoryEstimateError
 from sparsify.core.formulation import Formulation, Outputs, make_formulation
 from sparsify.core.gradcheck import check_gradient, example_problem
-from sparsify.core.marginal import (
-    CvxpyMarginal,
-    Marginal,
-    NonDifferentiableWarning,
-    expansion_factor,
-)
+from sparsify.core.kernel_blocks import expansion_factor
+from sparsify.core.marginal import Marginal, NonDifferentiableWarning
 from sparsify.core.registry import get_registry
 from sparsify.core.solvers import SolverBackend, SolverError, Unsolved, solve_problem
 from sparsify.kernels import Kernel, make_kernel

@@ -10,11 +10,11 @@ from sklearn.svm import SVC
 from sklearn.utils import shuffle
 
 from sparsify import CvxpyMarginal, SparseSVC
-from sparsify.algorithms.svm.fast import SVMDualMarginal
 from sparsify.algorithms.svm.formulation import SVM
 from sparsify.core.gradcheck import random_problem
 from sparsify.core.optimize import initial_expansion_vectors
 from sparsify.kernels import make_kernel, resolve_gamma
+from sparsify.svm_dual import SVMDualMarginal
 
 
 def _rel(a, b) -> float:

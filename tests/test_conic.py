@@ -10,12 +10,11 @@ import pytest
 import scipy.sparse as sp
 
 from sparsify import RBF, CvxpyMarginal, Declaration, Formulation
-from sparsify.core.conic import ConicMarginal, estimate_memory
+from sparsify.core.conic import ConicMarginal, estimate_memory, make_marginal
 from sparsify.core.conic_data import LinkLayout, _link_pattern
 from sparsify.core.errors import MemoryEstimateError
 from sparsify.core.formulation import make_formulation
 from sparsify.core.gradcheck import check_gradient, random_problem
-from sparsify.core.marginal import make_marginal
 from sparsify.core.optimize import initial_expansion_vectors
 from sparsify.core.registry import get_registry
 from sparsify.kernels import make_kernel

@@ -21,7 +21,7 @@ import pytest
 from scipy.spatial.distance import pdist
 from sklearn.exceptions import ConvergenceWarning
 
-import sparsify.core.marginal as marginal_module
+import sparsify.core.solvers as solvers_module
 from sparsify import (
     RBF,
     CvxpyMarginal,
@@ -34,13 +34,14 @@ from sparsify import (
     SparseKFD,
     SparseSVC,
 )
-from sparsify.algorithms.svm.fast import SVMDualMarginal
+from sparsify.algorithms.svm.formulation import SVM
 from sparsify.core.backends import ClarabelBackend, ECOSBackend, OSQPBackend
+from sparsify.core.conic import make_marginal
 from sparsify.core.formulation import make_formulation
 from sparsify.core.gradcheck import random_problem
-from sparsify.core.marginal import make_marginal
 from sparsify.core.optimize import minimize_marginal
 from sparsify.core.registry import Entry, get_registry
+from sparsify.svm_dual import SVMDualMarginal
 
 
 class Infeasible(Formulation):
@@ -166,7 +167,7 @@ def test_inaccurate_osqp_is_refused_and_the_next_backend_answers(problem, inaccu
     with pytest.raises(SolverError, match=r"The osqp solver did not solve the 'svm' formulation "
                                           r"\(N=12, Nz=3\): osqp: optimal_inaccurate"):
         CvxpyMarginal(svm, X, y, RBF(1.0), 3, solver="osqp").evaluate(X[:3])
-    monkeypatch.setattr(marginal_module, "AUTO_CHAIN", ("osqp", "clarabel"))
+    monkeypatch.setattr(solvers_module, "AUTO_CHAIN", ("osqp", "clarabel"))
     ev = CvxpyMarginal(svm, X, y, RBF(1.0), 3).evaluate(X[:3])
     assert ev.solver == "clarabel"
     assert ev.value == pytest.approx(reference.value, rel=1e-9)
@@ -215,7 +216,7 @@ def test_iteration_limit_is_reported_with_what_to_change(problem, register) -> N
 
 def test_iteration_limit_in_the_auto_chain_falls_back(problem, register, monkeypatch) -> None:
     register("solver", SHORT)
-    monkeypatch.setattr(marginal_module, "AUTO_CHAIN", ("clarabel_2iter", "ecos"))
+    monkeypatch.setattr(solvers_module, "AUTO_CHAIN", ("clarabel_2iter", "ecos"))
     X, y = problem
     ev = CvxpyMarginal(make_formulation("svm"), X, y, RBF(1.0), 3).evaluate(X[:3])
     assert ev.solver == "ecos" and np.isfinite(ev.grad).all()
@@ -388,7 +389,7 @@ def test_svm_fast_path_solves_every_xv_on_one_point() -> None:
     # K_ZZ itself used to stall here) and agrees with cvxpy
     X, y = random_problem(30, 2)
     Z = np.repeat(X[:1], 4, axis=0)
-    fast = SVMDualMarginal(1e10, X, y, RBF(1e4), 4, tol=1e-8)
+    fast = SVMDualMarginal(1e10, X, y, RBF(1e4), 4, tol=1e-8, formulation=SVM(1e10))
     ev = fast.evaluate(Z)
     assert fast.n_generic == 0 and ev.solver == "svm-dual"
     generic = CvxpyMarginal(make_formulation("svm", C=1e10), X, y, RBF(1e4), 4, tol=1e-8)
@@ -400,7 +401,7 @@ def test_svm_fast_path_solves_a_degenerate_newton_system() -> None:
     # found by SPARSIFY_MAX_EXAMPLES=80: constant X, unbalanced labels, both XVs on it;
     # the interior point's Newton system is singular, coordinate descent is not stopped
     X, y = np.zeros((7, 1)), np.array([1, 1, 1, -1, 1, 1, 1])
-    fast = SVMDualMarginal(10.0, X, y, RBF(1.0), 2, tol=1e-9)
+    fast = SVMDualMarginal(10.0, X, y, RBF(1.0), 2, tol=1e-9, formulation=SVM(10.0))
     ev = fast.evaluate(X[[0, 0]])
     generic = CvxpyMarginal(make_formulation("svm", C=10.0), X, y, RBF(1.0), 2, tol=1e-9)
     assert fast.n_generic == 0
@@ -411,17 +412,17 @@ def test_svm_fast_path_and_fallback_both_failing_is_reported(register, monkeypat
     # The fast path stalls (its polish and interior point made to fail); the generic
     # fallback's backends are cut to 2 iterations so that every one gives up too. The
     # report names the formulation and each solver's status.
-    import sparsify.algorithms.svm.fast as svm_fast
+    import sparsify.svm_dual.marginal as svm_fast
 
-    monkeypatch.setattr(svm_fast, "_warm_active_set", lambda *args, **kwargs: None)
-    monkeypatch.setattr(svm_fast, "_interior_point", lambda *args, **kwargs: None)
+    monkeypatch.setattr(svm_fast, "warm_active_set", lambda *args, **kwargs: None)
+    monkeypatch.setattr(svm_fast, "interior_point", lambda *args, **kwargs: None)
     for name in ("clarabel", "ecos"):
         backend = ClarabelBackend if name == "clarabel" else ECOSBackend
         register("solver", backend(f"{name}_2iter", settings=(
             {"max_iter": 2} if name == "clarabel" else {"max_iters": 2})))
-    monkeypatch.setattr(marginal_module, "AUTO_CHAIN", ("clarabel_2iter", "ecos_2iter"))
+    monkeypatch.setattr(solvers_module, "AUTO_CHAIN", ("clarabel_2iter", "ecos_2iter"))
     X, y = random_problem(30, 2)
-    fast = SVMDualMarginal(1e8, X, y, RBF(1e-8), 4, tol=1e-8)
+    fast = SVMDualMarginal(1e8, X, y, RBF(1e-8), 4, tol=1e-8, formulation=SVM(1e8))
     with pytest.raises(SolverError, match=r"The clarabel_2iter then ecos_2iter solver did not "
                                           r"solve the 'svm' formulation \(N=30, Nz=4\): "
                                           r"clarabel_2iter: user_limit; ecos_2iter: "):

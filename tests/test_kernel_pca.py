@@ -14,9 +14,9 @@ from sparsify import RBF, Linear, NonDifferentiableWarning, Polynomial, SparseKe
 from sparsify.algorithms.kernel_pca.eigen import VarianceMarginal
 from sparsify.algorithms.kernel_pca.formulation import NOT_CONVEX, KernelPCA
 from sparsify.algorithms.kernel_pca.preimage import rbf_pre_image
+from sparsify.core.conic import make_marginal
 from sparsify.core.estimator import estimator_for
 from sparsify.core.gradcheck import check_gradient
-from sparsify.core.marginal import make_marginal
 from sparsify.testing import parametrize_formulation_checks
 
 

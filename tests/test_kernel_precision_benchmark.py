@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from sparsify.algorithms.svm import fast
+from sparsify.svm_dual import marginal as fast
 from tests.benchmark_helpers import load_benchmark
 
 
@@ -43,14 +43,14 @@ def test_a_file_set_without_the_data_folder_is_a_usage_error() -> None:
 def test_a_variant_the_fast_path_cannot_solve_is_recorded_not_handed_on(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     bench = load_benchmark("kernel_precision")
-    solve = fast.SVMDualMarginal._solve
+    solve = fast.SVMDualMarginal.solve
 
     def stalls_in_single_precision(self, B):  # as an interior point that makes no progress
         if isinstance(self.kernel, bench.SinglePrecision) and self.kernel.every_block:
-            raise fast._Stalled
+            raise fast.Stalled
         return solve(self, B)
 
-    monkeypatch.setattr(fast.SVMDualMarginal, "_solve", stalls_in_single_precision)
+    monkeypatch.setattr(fast.SVMDualMarginal, "solve", stalls_in_single_precision)
     out = tmp_path / "out"
     assert bench.main(["--out", str(out), "--sets", "checkerboard", "--n", "300",
                        "--nz", "8", "--fit-iter", "2"]) == 0

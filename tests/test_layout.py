@@ -1,12 +1,17 @@
-"""The package layout by concept holds: the core imports no algorithm, and no import cycles.
+"""The package layout by concept holds: no import circles, no private name across packages.
 
-Only the imports a module runs when it is imported count (module level, outside
-``if TYPE_CHECKING:``); an import inside a function is a deliberate lazy one.
+Every import of a sparsify module counts, at module level or inside a function
+(a function-level import that closes a circle is a circle that Python merely
+postpones), except those under ``if TYPE_CHECKING:``, which never run. A lazy
+import of a heavy or optional third-party library (dask, matplotlib, onnx,
+scikit-learn in the command line) is no sparsify import and does not count.
 """
 
 from __future__ import annotations
 
 import ast
+from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import sparsify
@@ -20,72 +25,171 @@ def _module_name(path: Path) -> str:
 
 
 MODULES = {_module_name(p): p for p in PACKAGE.rglob("*.py")}
+#: the C extensions (built from the .c file of the same name): they import no sparsify module
+EXTENSIONS = {_module_name(p) for p in PACKAGE.rglob("*.c")}
+
+#: Edges that the parallel branch of issue 41 (driver-41: one fit driver, `fit_distributed`
+#: removed) takes out; each must still exist here, so that the merge removes its entry.
+#: import edges allowed to close a cycle for now (none: a cycle is a defect to fix)
+PENDING_EDGES: set[tuple[str, str]] = set()
+#: (importer, module, name) private imports across packages allowed for now (none)
+PENDING_PRIVATE: set[tuple[str, str, str]] = set()
 
 
-def _runtime_imports(path: Path) -> set[str]:
-    """The sparsify modules ``path`` imports at import time."""
-    found: set[str] = set()
-
-    def visit(nodes: list[ast.stmt]) -> None:
-        for node in nodes:
-            if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
-                visit(node.orelse)
-                continue
-            if isinstance(node, ast.Import):
-                found.update(a.name for a in node.names)
-            elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
-                for alias in node.names:
-                    sub = f"{node.module}.{alias.name}"
-                    found.add(sub if sub in MODULES else node.module)
-            elif isinstance(node, ast.If | ast.Try | ast.With):
-                for block in ("body", "orelse", "finalbody", "handlers"):
-                    for child in getattr(node, block, []):
-                        visit(child.body if isinstance(child, ast.ExceptHandler) else [child])
-
-    visit(ast.parse(path.read_text(encoding="utf-8")).body)
-    return {m for m in found if m in MODULES}
+def _package(module: str) -> str:
+    """The package a module belongs to (a package's ``__init__`` belongs to itself)."""
+    return module if MODULES[module].name == "__init__.py" else module.rpartition(".")[0]
 
 
-GRAPH = {name: _runtime_imports(path) for name, path in MODULES.items()}
+@dataclass(frozen=True)
+class Import:
+    """One imported name (or module) of a sparsify module, where it is imported."""
+
+    importer: str
+    module: str  # the sparsify module the import runs: a .py module or a package
+    name: str | None  # the name taken from it (``from module import name``), else None
+    line: int
+
+
+def _resolve(importer: str, node: ast.ImportFrom) -> str | None:
+    if not node.level:
+        return node.module
+    base = _package(importer).split(".")
+    base = base[: len(base) - node.level + 1]
+    return ".".join([*base, node.module] if node.module else base)
+
+
+def _runs(tree: ast.Module) -> Iterator[ast.stmt]:
+    """Every import statement that can run: at any depth, but not under TYPE_CHECKING."""
+    todo: list[ast.AST] = [tree]
+    while todo:
+        node = todo.pop()
+        if isinstance(node, ast.Import | ast.ImportFrom):
+            yield node
+        elif isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            todo.extend(node.orelse)  # its body never runs
+        else:
+            todo.extend(ast.iter_child_nodes(node))
+
+
+def _imports(importer: str, path: Path) -> Iterator[Import]:
+    for node in _runs(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name.split(".")[0] == "sparsify":
+                    yield Import(importer, alias.name, None, node.lineno)
+            continue
+        source = _resolve(importer, node)
+        if source is None or source.split(".")[0] != "sparsify":
+            continue
+        for alias in node.names:
+            submodule = f"{source}.{alias.name}"
+            if submodule in MODULES or submodule in EXTENSIONS:  # from package import module
+                yield Import(importer, submodule, None, node.lineno)
+            else:
+                yield Import(importer, source, alias.name, node.lineno)
+
+
+IMPORTS = [i for name, path in MODULES.items() for i in _imports(name, path)]
+
+
+def _graph(imports: list[Import]) -> dict[str, dict[str, int]]:
+    """importer -> {imported module: first line}, between .py modules."""
+    graph: dict[str, dict[str, int]] = {name: {} for name in MODULES}
+    for i in imports:
+        if i.module in MODULES and i.module != i.importer:
+            graph[i.importer].setdefault(i.module, i.line)
+    return graph
+
+
+def strongly_connected(graph: dict[str, dict[str, int]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan's algorithm)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    found: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        for w in graph[v]:
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return found
+
+
+def test_the_cycle_finder_finds_a_cycle_through_a_function_level_import() -> None:
+    source = {"a": "import b\n", "b": "def f():\n    import c\n", "c": "from a import x\n",
+              "d": "import a\n"}
+    graph: dict[str, dict[str, int]] = {name: {} for name in source}
+    for name, text in source.items():
+        for node in _runs(ast.parse(text)):
+            target = node.names[0].name if isinstance(node, ast.Import) else node.module
+            graph[name][str(target)] = node.lineno
+    assert strongly_connected(graph) == [["a", "b", "c"]]
+    del graph["b"]["c"]
+    assert strongly_connected(graph) == []
+
+
+def test_there_are_no_import_cycles_function_level_imports_included() -> None:
+    graph = _graph(IMPORTS)
+    stale = {edge for edge in PENDING_EDGES if edge[1] not in graph[edge[0]]}
+    assert not stale, f"no longer imported: remove {sorted(stale)} from PENDING_EDGES"
+    for importer, module in PENDING_EDGES:
+        del graph[importer][module]
+    cycles = strongly_connected(graph)
+    message = "\n".join(
+        "import cycle among " + ", ".join(c) + ":\n" + "\n".join(
+            f"  {m} line {graph[m][d]} imports {d}" for m in c for d in graph[m] if d in c)
+        for c in cycles)
+    assert not cycles, message
+
+
+def test_no_private_name_is_imported_across_packages() -> None:
+    """A name or module another package needs is public, with a docstring."""
+    crossing = set()
+    for i in IMPORTS:
+        private = [part for part in (*i.module.split("."), i.name or "")
+                   if part.startswith("_") and not part.startswith("__")]
+        if not private:
+            continue
+        owner = i.module if i.module in MODULES else i.module.rpartition(".")[0]
+        if _package(i.importer) != (_package(owner) if owner in MODULES else owner):
+            crossing.add((i.importer, i.module, i.name))
+    stale = PENDING_PRIVATE - crossing
+    assert not stale, f"no longer imported: remove {sorted(stale)} from PENDING_PRIVATE"
+    assert crossing <= PENDING_PRIVATE, sorted(crossing - PENDING_PRIVATE)
 
 
 def test_the_core_imports_no_algorithm_baseline_or_command_line() -> None:
+    outside = ("sparsify.algorithms", "sparsify.baselines", "sparsify.cli", "sparsify.svm_dual")
+    bad = [i for i in IMPORTS if i.importer.startswith("sparsify.core")
+           and i.module.startswith(outside)]
+    assert not bad, bad
+
+
+def test_the_svm_dual_engine_imports_no_algorithm() -> None:
+    """svm, svr and s3vm build on the engine, never the reverse (nor a baseline on it)."""
     outside = ("sparsify.algorithms", "sparsify.baselines", "sparsify.cli")
-    for name, imports in GRAPH.items():
-        if name.startswith("sparsify.core"):
-            bad = sorted(m for m in imports if m.startswith(outside))
-            assert not bad, f"{name} imports {bad}"
-    # nor lazily, inside a function
-    for name, path in MODULES.items():
-        if name.startswith("sparsify.core"):
-            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-                if isinstance(node, ast.ImportFrom) and node.module:
-                    assert not node.module.startswith(outside), (name, node.module)
-                elif isinstance(node, ast.Import):
-                    assert not any(a.name.startswith(outside) for a in node.names), name
-
-
-def test_there_are_no_import_cycles() -> None:
-    state: dict[str, int] = {}  # 1: on the stack, 2: done
-    stack: list[str] = []
-
-    def visit(name: str) -> None:
-        state[name] = 1
-        stack.append(name)
-        for dep in sorted(GRAPH[name]):
-            if dep == name or (name.startswith(dep + ".") and dep in MODULES):
-                continue  # a package's own submodule importing the package: Python's order
-            if state.get(dep) == 1:
-                cycle = [*stack[stack.index(dep):], dep]
-                raise AssertionError("import cycle: " + " -> ".join(cycle))
-            if dep not in state:
-                visit(dep)
-        stack.pop()
-        state[name] = 2
-
-    for name in sorted(GRAPH):
-        if name not in state:
-            visit(name)
+    bad = [i for i in IMPORTS if i.importer.startswith("sparsify.svm_dual")
+           and i.module.startswith(outside)]
+    assert not bad, bad
 
 
 def test_every_algorithm_is_one_package_with_formulation_and_estimator() -> None:

@@ -31,7 +31,7 @@ from sparsify import (
     TaylorGaussianFeatures,
 )
 from sparsify.core.estimator import KernelMachineMixin
-from sparsify.io.persistence import (
+from sparsify.core.persistence import (
     VERSION_KEY,
     IncompatibleVersionError,
     VersionedPickleMixin,
@@ -203,7 +203,7 @@ def _versioned(name: str) -> BaseEstimator:
     est = _estimator(name)
     if not isinstance(est, VersionedPickleMixin):
         pytest.skip(f"{name} does not record the sparsify version when pickled: add "
-                    "sparsify.io.persistence.VersionedPickleMixin first in its bases")
+                    "sparsify.core.persistence.VersionedPickleMixin first in its bases")
     return est
 
 

@@ -550,7 +550,7 @@ def test_command_line_strict_mode_is_one_error_line(tmp_path) -> None:
 
 def test_registering_a_module_an_entry_point_loaded_is_one_clear_line(monkeypatch) -> None:
     """register_plugin(module) on a module already loaded by its entry point: one line, no dump."""
-    import sparsify.algorithms.svm.formulation as svm_module
+    import sparsify.algorithms.svm.plugin as svm_module
     from sparsify import register_plugin
 
     with pytest.warns(PluginWarning) as record:

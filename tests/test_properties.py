@@ -42,8 +42,8 @@ from sparsify import (
     SparseOneClassSVM,
     SparseSVC,
 )
+from sparsify.core.conic import make_marginal
 from sparsify.core.formulation import make_formulation
-from sparsify.core.marginal import make_marginal
 from sparsify.core.optimize import minimize_marginal
 
 #: Few examples, no deadline (the first fit compiles a cvxpy problem), the same

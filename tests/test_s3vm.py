@@ -16,14 +16,14 @@ from sparsify.algorithms.s3vm.engines import _Sparse
 from sparsify.algorithms.s3vm.estimator import SemiSupervisedSVC
 from sparsify.algorithms.s3vm.formulation import S3VM, LowRankSVMMarginal
 from sparsify.algorithms.s3vm.labels import switch_labels
-from sparsify.algorithms.svm.fast import SVMDualMarginal
 from sparsify.algorithms.svm.formulation import SVM
+from sparsify.core.conic import make_marginal
 from sparsify.core.gradcheck import check_gradient, random_problem
-from sparsify.core.marginal import make_marginal
 from sparsify.core.optimize import initial_expansion_vectors
 from sparsify.core.registry import get_registry
 from sparsify.kernels import make_kernel
 from sparsify.kernels.manifold import ManifoldKernel
+from sparsify.svm_dual import SVMDualMarginal
 
 # --- the convex stage -------------------------------------------------------------------------
 
@@ -50,7 +50,7 @@ def _kernels(X: np.ndarray) -> dict[str, object]:
 
 def test_s3vm_is_registered_through_its_entry_point_and_serves_the_estimator() -> None:
     pyproject = (Path(__file__).resolve().parents[1] / "pyproject.toml").read_text()
-    assert 's3vm = "sparsify.algorithms.s3vm.formulation"' in pyproject
+    assert 's3vm = "sparsify.algorithms.s3vm.plugin"' in pyproject
     entry = get_registry().entries["formulation"]["s3vm"]
     assert entry.obj is S3VM and entry.distribution == "sparsify"
     from sparsify.core.estimator import estimator_for
@@ -127,10 +127,10 @@ def test_low_rank_libsvm_marginal_agrees_with_the_generic_path(kind: str) -> Non
 
 
 def test_a_stalled_fast_path_answers_through_libsvm(monkeypatch) -> None:  # type: ignore[no-untyped-def]
-    import sparsify.algorithms.svm.fast as svm_fast
+    import sparsify.svm_dual.marginal as svm_fast
 
-    monkeypatch.setattr(svm_fast, "_warm_active_set", lambda *args, **kwargs: None)
-    monkeypatch.setattr(svm_fast, "_interior_point", lambda *args, **kwargs: None)
+    monkeypatch.setattr(svm_fast, "warm_active_set", lambda *args, **kwargs: None)
+    monkeypatch.setattr(svm_fast, "interior_point", lambda *args, **kwargs: None)
     X, y, form = _stage(40, seed=6)
     fast = form.marginal(X, y, RBF(0.7), 4, "auto", 1e-10)
     Z = X[:4] + 0.05

@@ -12,7 +12,7 @@ from sparsify.core.backends import StructuredBackend
 from sparsify.core.conic_data import ConeDims, ConicData, LinkedProblem, LinkLayout
 from sparsify.core.formulation import make_formulation
 from sparsify.core.gradcheck import random_problem
-from sparsify.core.marginal import whitening
+from sparsify.core.kernel_blocks import whitening
 from sparsify.core.registry import Entry, get_registry
 from sparsify.core.solvers import ConicResult, SolverBackend
 from sparsify.core.structured import _blocks

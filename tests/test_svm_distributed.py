@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 from sparsify import RBF, SparseSVC
-from sparsify.core.marginal import diagonal_scale, triangular_whitening
+from sparsify.core.kernel_blocks import diagonal_scale, triangular_whitening
 from sparsify.core.optimize import minimize_marginal
 from sparsify.datasets import make_checkerboard, make_ringnorm
 
@@ -33,14 +33,10 @@ from sparsify.algorithms.svm.distributed_smoothed import smoothed_path  # noqa: 
 from sparsify.algorithms.svm.distributed_squared_hinge import (  # noqa: E402
     DistributedSquaredHingeMarginal,
 )
-from sparsify.algorithms.svm.fast import SVMDualMarginal  # noqa: E402
 from sparsify.algorithms.svm.formulation import SVM  # noqa: E402
-from sparsify.algorithms.svm.smoothed import (  # noqa: E402
-    WIDTHS,
-    hinge_partition,
-    smoothed_hinge_path,
-)
 from sparsify.algorithms.svm.squared_hinge import SquaredHingeMarginal  # noqa: E402
+from sparsify.svm_dual import SVMDualMarginal  # noqa: E402
+from sparsify.svm_dual.smoothed import WIDTHS, hinge_partition, smoothed_hinge_path  # noqa: E402
 
 N, NZ, C, GAMMA = 3000, 8, 1.0, 1.0 / 20
 
@@ -75,7 +71,7 @@ def test_evaluation_equals_the_in_memory_fast_path(client: Any, blocks: Any,
                                                    ) -> None:
     X, y = ringnorm
     remote = _distributed(client, blocks, X)
-    local = SVMDualMarginal(C, X, y, RBF(GAMMA), NZ)
+    local = SVMDualMarginal(C, X, y, RBF(GAMMA), NZ, formulation=SVM(C))
     rng = np.random.default_rng(0)
     Z = X[rng.choice(N, NZ, replace=False)]
     with distributed.get_task_stream(client) as stream:
@@ -104,7 +100,8 @@ def test_lbfgs_follows_the_in_memory_path(client: Any, blocks: Any,
     assert Z0.shape == (NZ, X.shape[1])
     assert all((X == z).all(axis=1).any() for z in Z0)  # rows of the training data
     remote = minimize_marginal(_distributed(client, blocks, X), Z0, max_iter=8)
-    local = minimize_marginal(SVMDualMarginal(C, X, y, RBF(GAMMA), NZ), Z0, max_iter=8)
+    local = minimize_marginal(SVMDualMarginal(C, X, y, RBF(GAMMA), NZ, formulation=SVM(C)), Z0,
+                              max_iter=8)
     assert remote.n_iter == local.n_iter
     assert remote.evaluation.value == pytest.approx(local.evaluation.value, rel=1e-7)
     np.testing.assert_allclose(remote.Z, local.Z, atol=1e-5)
@@ -118,12 +115,12 @@ def test_the_smoothed_hinge_path_over_blocks_is_the_in_memory_one(
     search resolves no more decrease), and the blocks keep α = C ℓ′_δ(r) there."""
     X, y = ringnorm
     remote = _distributed(client, blocks, X)
-    local = SVMDualMarginal(C, X, y, RBF(GAMMA), NZ)
+    local = SVMDualMarginal(C, X, y, RBF(GAMMA), NZ, formulation=SVM(C))
     Z = X[np.random.default_rng(4).choice(N, NZ, replace=False)]
-    _, _, T = local._blocks(Z)
+    _, _, T = local.blocks(Z)
     np.testing.assert_allclose(T, triangular_whitening(
         RBF(GAMMA)(Z, Z) + remote.jitter * np.eye(NZ)), rtol=1e-12)
-    B = local._rows(local._blocks(Z)[0], T)
+    B = local.signed_rows(local.blocks(Z)[0], T)
     remote._prepare(Z, T)
     ours = list(smoothed_path(remote._map, NZ))
     theirs = list(smoothed_hinge_path(B, y.astype(float), np.full(N, C)))
@@ -148,7 +145,7 @@ def test_at_a_large_c_the_smoothed_path_names_the_partition(client: Any) -> None
                       1, 1e6)
     kernel = RBF(0.375)
     remote = DistributedSVMMarginal(client, big, kernel, 8, diagonal=1.0)
-    local = SVMDualMarginal(1e6, X, y, kernel, 8)
+    local = SVMDualMarginal(1e6, X, y, kernel, 8, formulation=SVM(1e6))
     Z = X[np.random.default_rng(0).choice(2000, 8, replace=False)]
     with distributed.get_task_stream(client) as stream:
         a, b = remote.evaluate(Z), local.evaluate(Z)
@@ -322,7 +319,8 @@ def test_a_lost_worker_costs_a_restart_not_the_answer(loss: str) -> None:
     with _in_process_cluster(X, y, 500, DistributedSVMMarginal if hinge
                              else DistributedSquaredHingeMarginal) as (cluster, client, _, remote):
         remote.poll_seconds = 0.2
-        local = SVMDualMarginal(C, X, y, RBF(GAMMA), 6) if hinge else _squared_hinge(X, y, 6)
+        local = (SVMDualMarginal(C, X, y, RBF(GAMMA), 6, formulation=SVM(C)) if hinge
+                 else _squared_hinge(X, y, 6))
         Z = X[:6]
         assert remote.evaluate(Z).value == pytest.approx(local.evaluate(Z).value, rel=1e-8)
         worker = next(iter(cluster.workers.values()))
@@ -357,8 +355,8 @@ def test_a_block_without_its_b_mid_evaluation_costs_a_restart_not_an_error() -> 
         Z = X[:6]
         value = remote.evaluate(Z).value
         assert dropped  # the block lost its B between _prepare and the first round
-        assert value == pytest.approx(SVMDualMarginal(C, X, y, RBF(GAMMA), 6).evaluate(Z).value,
-                                      rel=1e-8)
+        local = SVMDualMarginal(C, X, y, RBF(GAMMA), 6, formulation=SVM(C))
+        assert value == pytest.approx(local.evaluate(Z).value, rel=1e-8)
 
 
 def test_an_estimator_whose_formulation_has_no_distributed_solver_refuses(client: Any) -> None:

@@ -15,27 +15,23 @@ import pytest
 from sklearn.svm import SVC
 
 from sparsify import CvxpyMarginal, Declaration, SparseSVC
-from sparsify.algorithms.svm import _active_set, _dual_cd
-from sparsify.algorithms.svm import fast as svm_fast
-from sparsify.algorithms.svm.fast import (
-    SKIP_POLISH,
-    SVMDualMarginal,
-    _interior_point,
-    _warm_active_set,
-)
 from sparsify.algorithms.svm.formulation import SVM
 from sparsify.core.errors import MemoryEstimateError
 from sparsify.core.gradcheck import check_gradient, random_problem
-from sparsify.core.marginal import triangular_whitening, whitening
+from sparsify.core.kernel_blocks import triangular_whitening, whitening
 from sparsify.core.optimize import initial_expansion_vectors
 from sparsify.datasets import load_banana, make_checkerboard, make_ringnorm
 from sparsify.kernels import make_kernel
+from sparsify.svm_dual import SVMDualMarginal, _active_set, _dual_cd
+from sparsify.svm_dual import marginal as svm_fast
+from sparsify.svm_dual.marginal import SKIP_POLISH
+from sparsify.svm_dual.solvers import interior_point, warm_active_set
 
 KERNELS = ["rbf", "poly", "linear", "rbf+linear"]
 
 
 def _pair(X, y, kernel, nz, C):
-    fast = SVMDualMarginal(C, X, y, kernel, nz, tol=1e-10)
+    fast = SVMDualMarginal(C, X, y, kernel, nz, tol=1e-10, formulation=SVM(C))
     generic = CvxpyMarginal(SVM(C), X, y, kernel, nz, solver="clarabel", tol=1e-10)
     return fast, generic
 
@@ -71,7 +67,8 @@ def test_fast_gradient_matches_central_differences(kernel_name: str) -> None:
 def test_warm_start_settles_small_steps_in_a_few_passes() -> None:
     """Coordinate descent and the polish settle each evaluation; a small step costs little."""
     X, y, _, _ = load_banana()
-    fast = SVMDualMarginal(3.0, X, y, make_kernel("rbf", X, gamma=3.0), 10, tol=1e-9)
+    fast = SVMDualMarginal(3.0, X, y, make_kernel("rbf", X, gamma=3.0), 10, tol=1e-9,
+                           formulation=SVM(3.0))
     # every pass the cold start needs (about 600 here; by default the first evaluation stops
     # at 100 and the interior point answers), so both evaluations take the same path
     fast.first_epochs = fast.max_epochs
@@ -99,7 +96,7 @@ def test_after_a_failed_polish_the_interior_point_answers_directly(
     calls = []  # the passes each coordinate descent was given
     monkeypatch.setattr(svm_fast, "dual_cd",
                         lambda *a: calls.append(a[8]) or _dual_cd.dual_cd(*a))
-    monkeypatch.setattr(SVMDualMarginal, "_settle", lambda self, *a: None)
+    monkeypatch.setattr(SVMDualMarginal, "settle", lambda self, *a: None)
     for step in range(1, SKIP_POLISH + 3):
         ev = fast.evaluate(Z + 0.01 * step)
         if step in (1, SKIP_POLISH // 2, SKIP_POLISH + 2):
@@ -120,12 +117,13 @@ def test_after_a_failed_polish_the_interior_point_answers_directly(
 def test_the_polish_gets_a_move_per_excess_free_row_only_where_affordable(
         monkeypatch: pytest.MonkeyPatch, n_free: int, extra: int) -> None:
     """Each free row beyond Nz + 1 needs a move to leave; the budget grants them where those
-    moves cost about an interior-point iterate (`_polish_affordable`), not from coordinate
+    moves cost about an interior-point iterate (`polish_affordable`), not from coordinate
     descent's partition at a large C with thousands of free rows."""
     X, y = make_checkerboard(500, random_state=0)
-    fast = SVMDualMarginal(1e6, X, y, make_kernel("rbf", X, gamma=1.12), 4, tol=1e-9)
+    fast = SVMDualMarginal(1e6, X, y, make_kernel("rbf", X, gamma=1.12), 4, tol=1e-9,
+                           formulation=SVM(1e6))
     budgets = []
-    monkeypatch.setattr(svm_fast, "_warm_active_set", lambda *a: budgets.append(a[10]))
+    monkeypatch.setattr(svm_fast, "warm_active_set", lambda *a: budgets.append(a[10]))
     B = np.random.default_rng(0).standard_normal((500, 4))
     free = np.arange(500) < n_free
     fast._polish(B, np.where(free, 1.0, 0.0), np.zeros(500, bool), free, free)
@@ -150,7 +148,7 @@ def test_a_diverging_interior_point_hands_its_best_partition_to_the_polish() -> 
 def _rows_of(fast, Z):
     """The signed whitened rows the fast path solves on at XVs Z."""
     T = triangular_whitening(fast.kernel(Z, Z) + fast.jitter * np.eye(len(Z)))
-    return fast._rows(fast.kernel(fast.X, Z), T)
+    return fast.signed_rows(fast.kernel(fast.X, Z), T)
 
 
 def _assert_kkt_on_every_row(fast, B, alpha, u, b, atol: float = 1e-9) -> None:
@@ -172,7 +170,7 @@ def test_a_stalled_interior_point_stops_and_polishes_its_best_partition(monkeypa
     on every row to the polish's tolerance (Clarabel, the generic path, fails here)."""
     X, y = make_checkerboard(4000, random_state=0)
     kernel = make_kernel("rbf", X, gamma=1.124)
-    fast = SVMDualMarginal(1e4, X, y, kernel, 80, tol=1e-9)
+    fast = SVMDualMarginal(1e4, X, y, kernel, 80, tol=1e-9, formulation=SVM(1e4))
     Z = initial_expansion_vectors(X, 80, "random", 0)
     inverses = []
     inv = np.linalg.inv
@@ -181,7 +179,7 @@ def test_a_stalled_interior_point_stops_and_polishes_its_best_partition(monkeypa
     monkeypatch.undo()
     assert (fast.n_interior_point, fast.n_generic) == (1, 0)
     assert len(inverses) <= 30  # one Newton matrix per iterate: 27 measured, 100 before
-    alpha, b = fast._last
+    alpha, b = fast.last
     B = _rows_of(fast, Z)
     u = B.T @ alpha
     _assert_kkt_on_every_row(fast, B, alpha, u, b)
@@ -197,7 +195,7 @@ def test_where_the_interior_point_stalls_the_smoothed_hinge_answers(monkeypatch)
     kernel = make_kernel("rbf", X, gamma=1.12)
     fast, generic = _pair(X, y, kernel, 10, 1000.0)
     Z = initial_expansion_vectors(X, 10, "random", 0)
-    monkeypatch.setattr(svm_fast, "_interior_point", lambda *args, **kwargs: None)
+    monkeypatch.setattr(svm_fast, "interior_point", lambda *args, **kwargs: None)
     ev, ref = fast.evaluate(Z), generic.evaluate(Z)
     assert (fast.n_interior_point, fast.n_smoothed, fast.n_generic) == (0, 1, 0)
     assert ev.value == pytest.approx(ref.value, rel=1e-6)
@@ -212,12 +210,12 @@ def test_at_a_very_large_c_the_smoothed_hinge_lands_on_the_interior_points_solut
     X, y = make_checkerboard(3000, random_state=0)
     kernel = make_kernel("rbf", X, gamma=0.375)
     Z = initial_expansion_vectors(X, 30, "random", 0)
-    reference = SVMDualMarginal(1e6, X, y, kernel, 30, tol=1e-10).evaluate(Z)
-    fast = SVMDualMarginal(1e6, X, y, kernel, 30, tol=1e-10)
-    monkeypatch.setattr(svm_fast, "_interior_point", lambda *args, **kwargs: None)
+    reference = SVMDualMarginal(1e6, X, y, kernel, 30, tol=1e-10, formulation=SVM(1e6)).evaluate(Z)
+    fast = SVMDualMarginal(1e6, X, y, kernel, 30, tol=1e-10, formulation=SVM(1e6))
+    monkeypatch.setattr(svm_fast, "interior_point", lambda *args, **kwargs: None)
     ev = fast.evaluate(Z)
     assert (fast.n_interior_point, fast.n_smoothed, fast.n_generic) == (0, 1, 0)
-    alpha, b = fast._last
+    alpha, b = fast.last
     B = _rows_of(fast, Z)
     u = B.T @ alpha
     # the margins B u recomputed here carry round-off up to about eps·Σ_i α_i ‖B_i‖‖u‖ on top
@@ -234,12 +232,12 @@ def test_where_the_stalled_polish_fails_the_interior_point_goes_on(monkeypatch) 
     stall rule, and the next polish lands on the KKT point."""
     X, y = make_checkerboard(4000, random_state=0)
     kernel = make_kernel("rbf", X, gamma=1.124)
-    fast = SVMDualMarginal(1e4, X, y, kernel, 80, tol=1e-9)
+    fast = SVMDualMarginal(1e4, X, y, kernel, 80, tol=1e-9, formulation=SVM(1e4))
     Z = initial_expansion_vectors(X, 80, "random", 0)
     # the eigenvector basis, in which the figures above were measured
     B = fast.y[:, None] * (kernel(fast.X, Z) @ whitening(kernel(Z, Z) + fast.jitter * np.eye(80)))
     eye, y, C = np.eye(80), fast.y, fast.C
-    polish = partial(_warm_active_set, B, y, eye, eye, eye, C, tol=1e-9, max_iter=900)
+    polish = partial(warm_active_set, B, y, eye, eye, eye, C, tol=1e-9, max_iter=900)
     counts = {}
     inv = np.linalg.inv
     monkeypatch.setattr(np.linalg, "inv", lambda a: counts.update(
@@ -249,10 +247,10 @@ def test_where_the_stalled_polish_fails_the_interior_point_goes_on(monkeypatch) 
         counts["polish"] = counts.get("polish", 0) + 1
         return None if counts["polish"] == 1 else polish(*args)
 
-    solved = _interior_point(B, y, eye, eye, C, 1e-11, lambda *args: polish(*args))
+    solved = interior_point(B, y, eye, eye, C, 1e-11, lambda *args: polish(*args))
     settled_at = counts.pop("iterates")
     assert solved is not None and settled_at < 100  # the stall's polish ended it
-    solved = _interior_point(B, y, eye, eye, C, 1e-11, failing_once)
+    solved = interior_point(B, y, eye, eye, C, 1e-11, failing_once)
     assert solved is not None and counts["polish"] >= 2 and counts["iterates"] > settled_at
     assert _kkt_violation(B, y, eye, C, *solved[:3]) <= 1e-9 * C.max()
 
@@ -266,7 +264,7 @@ def test_the_interior_point_on_a_working_set_lands_on_the_full_solution(
     X, y = make_checkerboard(2000, random_state=0)
     kernel = make_kernel("rbf", X, gamma=1.12)
     # 32 XVs: a few hundred of the 2000 rows have α > 0 or lie near the margin
-    fast = SVMDualMarginal(1000.0, X, y, kernel, 32, tol=1e-9)
+    fast = SVMDualMarginal(1000.0, X, y, kernel, 32, tol=1e-9, formulation=SVM(1000.0))
     Z = initial_expansion_vectors(X, 32, "random", 0)
 
     def B_of(Z):  # the signed whitened rows of XVs Z
@@ -276,10 +274,10 @@ def test_the_interior_point_on_a_working_set_lands_on_the_full_solution(
     assert full is not None
     sizes, settled = [], []
     monkeypatch.setattr(svm_fast, "IP_BAND", band)
-    solve, settle = svm_fast._interior_point, SVMDualMarginal._settle
-    monkeypatch.setattr(svm_fast, "_interior_point",
+    solve, settle = svm_fast.interior_point, SVMDualMarginal.settle
+    monkeypatch.setattr(svm_fast, "interior_point",
                         lambda B, *a, **k: sizes.append(len(B)) or solve(B, *a, **k))
-    monkeypatch.setattr(SVMDualMarginal, "_settle", lambda self, B, *a: settled.append(
+    monkeypatch.setattr(SVMDualMarginal, "settle", lambda self, B, *a: settled.append(
         int(a[-1].sum())) or settle(self, B, *a))
     # the hint: the solution for XVs moved as an L-BFGS step would
     B = B_of(Z + 0.05)
@@ -302,7 +300,7 @@ def test_xvs_on_all_points_give_the_full_svm() -> None:
     """Reduction: Nz = N with Z = X is the full SVM (libsvm's dual value)."""
     X, y = random_problem(50, 2, random_state=3)
     kernel = make_kernel("rbf", X, gamma=0.8)
-    ev = SVMDualMarginal(2.0, X, y, kernel, len(X), tol=1e-10).evaluate(X)
+    ev = SVMDualMarginal(2.0, X, y, kernel, len(X), tol=1e-10, formulation=SVM(2.0)).evaluate(X)
     svc = SVC(C=2.0, kernel="rbf", gamma=0.8, tol=1e-10).fit(X, y)
     dc, sv = svc.dual_coef_.ravel(), svc.support_vectors_
     assert ev.value == pytest.approx(np.abs(dc).sum() - 0.5 * dc @ kernel(sv, sv) @ dc, rel=1e-5)
@@ -451,7 +449,7 @@ def test_sparse_svc_fits_by_the_fast_path_like_the_generic_one() -> None:
 def test_labels_must_be_plus_minus_one_from_both_classes() -> None:
     X, y = random_problem(10, 2)
     with pytest.raises(ValueError, match=r"labels y in \{-1, \+1\}"):
-        SVMDualMarginal(1.0, X, (y > 0).astype(int), make_kernel("rbf", X), 3)
+        SVMDualMarginal(1.0, X, (y > 0).astype(int), make_kernel("rbf", X), 3, formulation=SVM(1.0))
 
 
 
@@ -468,10 +466,10 @@ def test_points_left_out_by_shrinking_are_checked_and_rejoin() -> None:
 
 def _stall(monkeypatch) -> None:
     """Make the polish and the interior point fail, as a numerical breakdown would."""
-    import sparsify.algorithms.svm.fast as svm_fast
+    import sparsify.svm_dual.marginal as svm_fast
 
-    monkeypatch.setattr(svm_fast, "_warm_active_set", lambda *args, **kwargs: None)
-    monkeypatch.setattr(svm_fast, "_interior_point", lambda *args, **kwargs: None)
+    monkeypatch.setattr(svm_fast, "warm_active_set", lambda *args, **kwargs: None)
+    monkeypatch.setattr(svm_fast, "interior_point", lambda *args, **kwargs: None)
 
 
 def test_a_stalled_fast_path_falls_back_to_the_generic_path(monkeypatch) -> None:
@@ -489,7 +487,7 @@ def test_a_stalled_fast_path_hands_over_to_the_fallback_given(monkeypatch) -> No
     X, y = random_problem(40, 2)
     kernel = make_kernel("rbf", X)
     generic = CvxpyMarginal(SVM(1.0), X, y, kernel, 4, solver="ecos", tol=1e-10)
-    fast = SVMDualMarginal(1.0, X, y, kernel, 4, tol=1e-10, fallback=generic)
+    fast = SVMDualMarginal(1.0, X, y, kernel, 4, tol=1e-10, fallback=generic, formulation=SVM(1.0))
     assert fast.evaluate(X[:4]).solver == "ecos" and fast.n_generic == 1
 
 
@@ -531,13 +529,13 @@ def test_compiled_active_set_solves_random_duals_exactly(seed: int) -> None:
     budget = 10 * len(K) + 100
 
     def polish(alpha, upper, free):
-        return _warm_active_set(B, y, K, K_inv, L, C, alpha, upper, free, 1e-9, budget)
+        return warm_active_set(B, y, K, K_inv, L, C, alpha, upper, free, 1e-9, budget)
 
-    solution = _interior_point(B, y, K, K_inv, C, 1e-11, polish)
+    solution = interior_point(B, y, K, K_inv, C, 1e-11, polish)
     assert solution is not None and len(solution) == 5  # the active set settled it
     assert _kkt_violation(B, y, K, C, *solution[:3]) <= 1e-9 * C.max()
     B, y, K, K_inv, L, C = _dual_problem(seed, shift=0.02)
-    alpha, beta, b, upper, free = _warm_active_set(B, y, K, K_inv, L, C, *solution[::3],
+    alpha, beta, b, upper, free = warm_active_set(B, y, K, K_inv, L, C, *solution[::3],
                                                    solution[4], 1e-9, budget)
     assert _kkt_violation(B, y, K, C, alpha, beta, b) <= 1e-9 * C.max()
     np.testing.assert_array_equal(upper, alpha == C)
@@ -567,7 +565,7 @@ def test_the_kept_cholesky_factor_answers_the_moves_with_the_fresh_solves_answer
         return y[:, None] * (kernel(X, Z) @ whitening(kernel(Z, Z) + 1e-8 * eye))
 
     B = rows(Z)
-    last = _interior_point(B, y, eye, eye, C, 1e-11, lambda *start: _warm_active_set(
+    last = interior_point(B, y, eye, eye, C, 1e-11, lambda *start: warm_active_set(
         B, y, eye, eye, eye, C, *start, 1e-9, 10_000))
     B = rows(Z + 0.3)
     answers = {}
@@ -592,7 +590,7 @@ def test_compiled_active_set_runs_in_threads_like_in_one() -> None:
     def solve(problem):
         B, y, K, K_inv, L, C = problem
         budget = 10 * len(K) + 100
-        return _interior_point(B, y, K, K_inv, C, 1e-11, lambda *start: _warm_active_set(
+        return interior_point(B, y, K, K_inv, C, 1e-11, lambda *start: warm_active_set(
             B, y, K, K_inv, L, C, *start, 1e-9, budget))
 
     serial = [solve(problem) for problem in problems]
@@ -611,7 +609,7 @@ def test_compiled_active_set_fails_on_non_finite_values() -> None:
     free[:3] = True
     alpha = np.where(free, 0.5, 0.0)
     B[1, 0] = np.nan
-    assert _warm_active_set(B, y, K, K_inv, L, C, alpha, upper, free, 1e-9, 50) is None
+    assert warm_active_set(B, y, K, K_inv, L, C, alpha, upper, free, 1e-9, 50) is None
     assert np.isnan(B[1, 0]) and alpha[0] == 0.5  # the caller's arrays are left alone
 
 
@@ -672,8 +670,8 @@ def test_compiled_helpers_check_indices_and_counts() -> None:
 
 _OUT_OF_MEMORY = """
 import resource, numpy as np
-from sparsify.algorithms.svm import _active_set, _dual_cd
-from sparsify.algorithms.svm import fast as svm_fast
+from sparsify.svm_dual import _active_set, _dual_cd
+from sparsify.svm_dual import marginal as svm_fast
 N, nz = 200_000, 50
 K = np.eye(nz)
 args = (np.ones((N, nz)), np.ones(N), K, K, K, np.ones(N), np.zeros(N),
@@ -704,7 +702,7 @@ def test_compiled_active_set_out_of_memory_is_a_clear_memory_error() -> None:
 
 def test_the_fast_path_needs_no_numba() -> None:
     """The compiled part is built at install: importing the fast path loads no JIT compiler."""
-    code = "import sys, sparsify.algorithms.svm.fast; print('numba' in sys.modules)"
+    code = "import sys, sparsify.svm_dual.marginal; print('numba' in sys.modules)"
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           check=False, timeout=120)
     assert proc.returncode == 0, proc.stderr
@@ -713,14 +711,14 @@ def test_the_fast_path_needs_no_numba() -> None:
 
 def test_a_missing_extension_says_how_to_build_it(monkeypatch) -> None:
     """A source tree used without installing it: an ImportError that names the fix."""
-    from sparsify.algorithms.svm import fast as svm_fast
+    from sparsify.svm_dual import compiled
 
     for name in ("_active_set", "_dual_cd"):
         with monkeypatch.context() as patch:
-            patch.setitem(sys.modules, f"sparsify.algorithms.svm.{name}", None)  # import fails
-            spec = importlib.util.spec_from_file_location("svm_fast_unbuilt", svm_fast.__file__)
-            with pytest.raises(ImportError, match=r"The SVM fast path's compiled part, "
-                               r"sparsify.algorithms.svm._active_set or _dual_cd, is missing: "
+            patch.setitem(sys.modules, f"sparsify.svm_dual.{name}", None)  # import fails
+            spec = importlib.util.spec_from_file_location("compiled_unbuilt", compiled.__file__)
+            with pytest.raises(ImportError, match=r"The SVM dual engine's compiled part, "
+                               r"sparsify.svm_dual._active_set or _dual_cd, is missing: "
                                r"install sparsify from its checkout with `pip install \.`"):
                 spec.loader.exec_module(importlib.util.module_from_spec(spec))
 
@@ -835,7 +833,7 @@ def test_points_held_out_of_the_polish_are_checked_and_brought_in(monkeypatch) -
     fast, generic = _pair(X, y, kernel, 8, 3.0)
     Z = initial_expansion_vectors(X, 8, "random", 0)
     ev = fast.evaluate(Z)
-    alpha, b = fast._last
+    alpha, b = fast.last
     C = fast.C
     upper, free = alpha >= C, (alpha > 0) & (alpha < C)
     assert upper.sum() > 10  # points at C exist, so holding them at 0 is wrong
@@ -849,7 +847,7 @@ def test_points_held_out_of_the_polish_are_checked_and_brought_in(monkeypatch) -
     wrong = np.flatnonzero(upper)[:5]
     start, held_upper = alpha.copy(), upper.copy()
     start[wrong], held_upper[wrong] = 0.0, False
-    settled = fast._settle(B, start, held_upper, free, free.copy())
+    settled = fast.settle(B, start, held_upper, free, free.copy())
     assert settled is not None and len(rounds) > 1 and rounds[-1] > rounds[0]
     np.testing.assert_array_equal(settled[3], upper)
     assert settled[2] == pytest.approx(b, abs=1e-7)
@@ -863,7 +861,7 @@ def test_memory_is_estimated_before_any_kernel_block(monkeypatch) -> None:
     X, y = random_problem(200, 2)
     with pytest.raises(MemoryEstimateError, match=r"The SVM fast path with N=200, Nz=10 would "
                        r"need about .* [kMG]iB; .* [kMG]iB are available\. Use fewer XVs"):
-        SVMDualMarginal(1.0, X, y, make_kernel("rbf", X), 10)
+        SVMDualMarginal(1.0, X, y, make_kernel("rbf", X), 10, formulation=SVM(1.0))
 
 
 @pytest.mark.parametrize(("n_samples", "n_expansion", "stalls"),
@@ -882,8 +880,9 @@ def test_the_memory_estimate_covers_an_evaluation(monkeypatch, n_samples: int,
     monkeypatch.setattr(svm_fast, "check_memory",
                         lambda need, *args: estimates.append(need) or check(need, *args))
     if stalls:
-        monkeypatch.setattr(svm_fast, "_interior_point", lambda *args, **kwargs: None)
-    fast = SVMDualMarginal(1000.0, X, y, make_kernel("rbf", X, gamma=1.0), n_expansion)
+        monkeypatch.setattr(svm_fast, "interior_point", lambda *args, **kwargs: None)
+    fast = SVMDualMarginal(1000.0, X, y, make_kernel("rbf", X, gamma=1.0), n_expansion,
+                           formulation=SVM(1000.0))
     tracemalloc.start()
     fast.evaluate(X[:n_expansion] + 0.01)
     peak = tracemalloc.get_traced_memory()[1]
@@ -899,7 +898,7 @@ def test_later_evaluations_write_over_the_first_ones_arrays() -> None:
     # N well above BLOCK_ROWS: the kernel's and the gradient's block temporaries stay small
     N, Nz = 20000, 100
     X, y = make_ringnorm(N, random_state=0)
-    fast = SVMDualMarginal(1.0, X, y, make_kernel("rbf", X), Nz)
+    fast = SVMDualMarginal(1.0, X, y, make_kernel("rbf", X), Nz, formulation=SVM(1.0))
     Z = initial_expansion_vectors(X, Nz, "random", 0)
     first = fast.evaluate(Z)
     tracemalloc.start()

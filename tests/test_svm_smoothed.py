@@ -6,16 +6,13 @@ import numpy as np
 import pytest
 from scipy.optimize import minimize_scalar
 
-from sparsify.algorithms.svm.fast import SVMDualMarginal
-from sparsify.algorithms.svm.smoothed import (
-    hinge_partition,
-    smoothed_hinge_path,
-    smoothed_line_search,
-)
-from sparsify.core.marginal import triangular_whitening
+from sparsify.algorithms.svm.formulation import SVM
+from sparsify.core.kernel_blocks import triangular_whitening
 from sparsify.core.optimize import initial_expansion_vectors
 from sparsify.datasets import make_checkerboard
 from sparsify.kernels import make_kernel
+from sparsify.svm_dual import SVMDualMarginal
+from sparsify.svm_dual.smoothed import hinge_partition, smoothed_hinge_path, smoothed_line_search
 
 
 def _huber(r: np.ndarray, delta: float) -> np.ndarray:
@@ -29,10 +26,11 @@ def _F(u, b, B, y, C, delta):
 def _rows(n: int, nz: int, C: float, seed: int = 0):
     """A checkerboard's signed whitened rows at random XVs, and its fast path."""
     X, y = make_checkerboard(n, random_state=seed)
-    fast = SVMDualMarginal(C, X, y, make_kernel("rbf", X, gamma=0.375), nz, tol=1e-10)
+    fast = SVMDualMarginal(C, X, y, make_kernel("rbf", X, gamma=0.375), nz, tol=1e-10,
+                           formulation=SVM(C))
     Z = initial_expansion_vectors(X, nz, "random", seed)
     T = triangular_whitening(fast.kernel(Z, Z) + fast.jitter * np.eye(nz))
-    return fast, Z, fast._rows(fast.kernel(fast.X, Z), T)
+    return fast, Z, fast.signed_rows(fast.kernel(fast.X, Z), T)
 
 
 @pytest.mark.parametrize("seed", range(5))

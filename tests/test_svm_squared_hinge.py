@@ -15,7 +15,7 @@ from sparsify.algorithms.svm import squared_hinge
 from sparsify.algorithms.svm.formulation import SVM
 from sparsify.algorithms.svm.squared_hinge import SquaredHingeMarginal, line_search
 from sparsify.core.gradcheck import check_gradient, random_problem
-from sparsify.core.marginal import whitening
+from sparsify.core.kernel_blocks import whitening
 from sparsify.core.optimize import initial_expansion_vectors
 from sparsify.kernels import make_kernel
 
@@ -69,7 +69,8 @@ def test_xvs_on_all_points_give_the_full_l2_svm() -> None:
     X, y = random_problem(40, 2, random_state=3)
     C = 2.0
     kernel = make_kernel("rbf", X, gamma=0.8)
-    ev = SquaredHingeMarginal(C, X, y, kernel, len(X)).evaluate(X)
+    svm = SVM(C, loss="squared_hinge")
+    ev = SquaredHingeMarginal(C, X, y, kernel, len(X), formulation=svm).evaluate(X)
     # the dual: max Σα − ½ (α∘y)ᵀK(α∘y) − Σα²/(4C), yᵀα = 0, α ≥ 0
     Q = (y[:, None] * y[None, :]) * kernel(X, X)
     L = np.linalg.cholesky(Q + 1e-12 * np.eye(len(y)))
@@ -150,7 +151,7 @@ def test_an_iterate_without_margin_violators_steps_towards_u_zero() -> None:
     # a start that separates the points with margin: its violators are none
     u0, *_ = np.linalg.lstsq(np.hstack([Phi, np.ones((len(y), 1))]), 3.0 * y, rcond=None)
     assert not np.any(1.0 - y * (Phi @ u0[:4] + u0[4]) > 0)
-    fast._last = (np.zeros(len(y)), 0.0)  # the previous evaluation's violators: none
+    fast.last = (np.zeros(len(y)), 0.0)  # the previous evaluation's violators: none
     fast._newton_point = _starting_at(fast._newton_point, u0)
     u, b, _ = fast._solve_newton(Phi)
     assert fast.evaluate(Z).value == pytest.approx(generic.evaluate(Z).value, rel=1e-6)

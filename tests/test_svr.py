@@ -11,9 +11,9 @@ import pytest
 from sklearn.svm import SVR as FullSVR
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
-import sparsify.algorithms.svm.fast
 import sparsify.algorithms.svr.fast
 import sparsify.core.memory
+import sparsify.svm_dual.marginal
 from sparsify import RBF, CvxpyMarginal, Polynomial, SparseSVR
 from sparsify.algorithms.svr import interior
 from sparsify.algorithms.svr.fast import SVRDualMarginal
@@ -221,7 +221,7 @@ def test_where_both_interior_points_stall_the_smoothed_hinge_answers(monkeypatch
     reference = CvxpyMarginal(SVR(30.0, 0.02), X, y, RBF(1.0), 40, solver="clarabel",
                               tol=1e-10)
     monkeypatch.setattr(sparsify.algorithms.svr.fast, "interior_point", lambda *a, **k: None)
-    monkeypatch.setattr(sparsify.algorithms.svm.fast, "_interior_point", lambda *a, **k: None)
+    monkeypatch.setattr(sparsify.svm_dual.marginal, "interior_point", lambda *a, **k: None)
     fast = SVRDualMarginal(30.0, 0.02, X, y, RBF(1.0), 40, formulation=SVR(30.0, 0.02))
     fast.first_epochs = 5
     Z = X[:40] + 0.05
@@ -246,7 +246,7 @@ def test_the_interior_point_names_the_solution_s_partition() -> None:
     assert start is not None and start.gap <= 1e-9
     exact = SVRDualMarginal(C, 0.05, X, y, RBF(1.0), 20, formulation=SVR(C, 0.05))
     ev = exact.evaluate(X[:20] + 0.1)
-    alpha = exact._last[0] * exact.scale  # the exact solution's α in the units of y
+    alpha = exact.last[0] * exact.scale  # the exact solution's α in the units of y
     free = (alpha > 1e-9 * C[0]) & (alpha < C[0] * (1 - 1e-9))
     np.testing.assert_array_equal(start.free, free)
     primal = 0.5 * start.u @ start.u + C @ np.maximum(0, np.abs(y - Phi @ start.u - start.b)
@@ -287,8 +287,8 @@ def test_the_memory_estimate_covers_an_evaluation(monkeypatch, n_expansion: int)
     and at many (the N × Nz arrays do)."""
     X, y = _data(3000, seed=2)
     estimates = []
-    check = sparsify.algorithms.svm.fast.check_memory
-    monkeypatch.setattr(sparsify.algorithms.svm.fast, "check_memory",
+    check = sparsify.svm_dual.marginal.check_memory
+    monkeypatch.setattr(sparsify.svm_dual.marginal, "check_memory",
                         lambda need, *args: estimates.append(need) or check(need, *args))
     fast = SVRDualMarginal(10.0, 0.05, X, y, RBF(1.0), n_expansion,
                            formulation=SVR(10.0, 0.05))

@@ -38,16 +38,15 @@ the widths grow, as Li & Deng ask.
 
 Linear SVM. Li & Deng's problem (5), ½‖w‖² + C Σ ξ_i with the hinge loss
 and an unpenalised bias, on the m dictionary features, solved exactly by
-sparsify's own SVM solver (the SVM fast path's, `sparsify.algorithms.svm`, in
+sparsify's own SVM solver (the SVM dual engine's, `sparsify.svm_dual`, in
 C): dual coordinate descent names the partition of the points (at C, on the
 margin, outside) and the active-set method lands on the KKT point, both
 warm-started from the last solution (the dual's constraints do not depend on
 the features, so the previous round's α is a start, and so is the previous C's
 in the cross-validation, which runs along the Cs in increasing order). Where
 the active set does not settle, Clarabel's interior point solves the primal
-quadratic program. Not libsvm on the Gram matrix (what this estimator used
-before): its SMO's iterations grow with C, and at N = 410, m = 20, C = 1000 one
-fit took 245 ms, stopping at its tolerance with w 1-5 % from the solution; nor
+quadratic program. Not libsvm on the Gram matrix: its SMO's iterations grow
+with C, and it stops at its tolerance with w a few percent from the solution; nor
 `LinearSVC`, which penalises the bias (and defaults to the squared hinge). A fit
 holds about four N × N float64 matrices; it refuses, before building them,
 when that would exceed `MAX_FIT_BYTES` (4 GiB: about N = 11 600 training points).
@@ -156,12 +155,11 @@ def _linear_svm(Z: Array, signs: Array, C: float,
 
     Dual coordinate descent from ``warm`` = (α, b) (clipped to [0, C]) names the
     partition; the active-set method lands on the point where every KKT
-    condition holds to 1e-8 (`sparsify.algorithms.svm.fast`'s solver, with the
+    condition holds to 1e-8 (`sparsify.svm_dual`'s solver, with the
     identity metric of plain features). Clarabel's interior point answers where
     the active set does not settle within its moves.
     """
-    from sparsify.algorithms.svm._active_set import active_set
-    from sparsify.algorithms.svm._dual_cd import dual_cd
+    from sparsify.svm_dual.compiled import active_set, dual_cd
 
     N, m = Z.shape
     B = np.ascontiguousarray(signs[:, None] * Z)

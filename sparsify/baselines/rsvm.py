@@ -18,7 +18,7 @@ from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.svm import SVC
 from sklearn.utils._param_validation import Interval, RealNotInt, StrOptions
 
-from sparsify.core.classifier import _n_expansion, validate_classification
+from sparsify.core.classifier import resolve_n_expansion, validate_classification
 from sparsify.core.estimator import KernelMachineMixin
 from sparsify.core.expansion import expansion_coefficients
 from sparsify.core.optimize import initial_expansion_vectors
@@ -103,7 +103,7 @@ class ReducedSVC(KernelMachineMixin, ClassifierMixin, BaseEstimator):
         kernel = RBF(self.gamma_)
         n_expansion = self.n_expansion if isinstance(self.n_expansion, Integral) else float(
             self.n_expansion)
-        nz, _ = _n_expansion(X, y_pm, kernel, n_expansion, self.C)
+        nz, _ = resolve_n_expansion(X, y_pm, kernel, n_expansion, self.C)
         Z = initial_expansion_vectors(X, nz, "random", self.random_state)
         if self.coef == "rsvm":
             # SVC's linear kernel solves ½‖β‖² + C Σ ξ with a free bias, exactly RSVM.

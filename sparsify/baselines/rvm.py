@@ -379,7 +379,7 @@ class RVMClassifier(KernelMachineMixin, ClassifierMixin, BaseEstimator):
         solve = _fit_fast if self.method == "fast" else _fit_em
         fits = []
         # Hundreds of small products with thin (M-column) matrices: one BLAS thread is
-        # as fast, and on a busy machine threaded BLAS was measured 30x slower.
+        # as fast, and threaded BLAS oversubscribes a busy machine (docs/theory.md).
         with threadpool_limits(limits=1, user_api="blas"):
             for target in targets:
                 t = target.astype(float)

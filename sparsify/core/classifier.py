@@ -37,7 +37,8 @@ from sparsify.core.estimator import SparseKernelEstimator, _fit_start, _problem_
 from sparsify.core.optimize import CLASSIFIER_INIT_METHODS
 from sparsify.kernels import RBF, Kernel, Linear, Polynomial
 
-__all__ = ["SparseKernelClassifier", "full_svm", "unlabelled_targets", "validate_classification"]
+__all__ = ["SparseKernelClassifier", "full_svm", "resolve_n_expansion", "unlabelled_targets",
+           "validate_classification"]
 
 Array = NDArray[np.float64]
 
@@ -129,7 +130,7 @@ def unlabelled_targets(codes: NDArray[np.intp], targets: NDArray[Any]) -> NDArra
     return out
 
 
-def _n_expansion(
+def resolve_n_expansion(
     X: Array,
     y: NDArray[Any],
     kernel: Kernel,
@@ -302,7 +303,7 @@ class SparseKernelClassifier(ClassifierMixin, SparseKernelEstimator):
         if isinstance(n_exp, float) and not labelled.all():
             # a ratio of the full SVM's support vectors: the SVM of the labelled points
             X, target = X[labelled], target[labelled]
-        return _n_expansion(X, target, kernel, n_exp, getattr(self, "C", 1.0), weights)
+        return resolve_n_expansion(X, target, kernel, n_exp, getattr(self, "C", 1.0), weights)
 
     def fit(self, X: ArrayLike, y: ArrayLike) -> SparseKernelClassifier:
         """Fit the sparse kernel machine.

@@ -1,6 +1,6 @@
 """The generic path in O(N·Nz) memory: the formulation compiled once, the link added by hand.
 
-cvxpy's DPP path (`sparsify.core.marginal.CvxpyMarginal`) makes K_XZ an N × Nz
+cvxpy's DPP path (`sparsify.core.declared.CvxpyMarginal`) makes K_XZ an N × Nz
 Parameter, and compiling it densifies cvxpy's parameter tensor: about N·(N·Nz)
 numbers, 24 GiB at N = 8000, Nz = 50. Here cvxpy compiles only the formulation's
 own problem, over f and u as plain variables, once per data layout a backend
@@ -24,7 +24,7 @@ link written out in their equality rows. The duals ν of the link rows follow
 Clarabel's convention Px + c + Aᵀz = 0, which is cvxpy's sign for ν;
 stationarity in u, which the formulation sees only through its norms, gives
 Φᵀν = 2c·u, so c = ∂L/∂‖w‖² = fᵀν / (2‖u‖²), and Lemma 1
-(`sparsify.core.marginal.DeclaredMarginal`) reads the gradient off ν, β and c.
+(`sparsify.core.declared.DeclaredMarginal`) reads the gradient off ν, β and c.
 """
 
 from __future__ import annotations
@@ -40,13 +40,15 @@ from cvxpy.reductions.solution import Solution
 from numpy.typing import NDArray
 
 from sparsify.core.conic_data import LinkedProblem, LinkLayout, read_problem_data
+from sparsify.core.declared import DeclaredMarginal, LinkSolution
 from sparsify.core.formulation import Formulation
-from sparsify.core.marginal import DeclaredMarginal, _LinkSolution, whitening
+from sparsify.core.kernel_blocks import whitening
+from sparsify.core.marginal import Marginal
 from sparsify.core.memory import check_memory
 from sparsify.core.solvers import Attempt, SolverBackend, Unsolved, solve_with_attempts
 from sparsify.kernels import Kernel
 
-__all__ = ["ConicMarginal", "estimate_memory"]
+__all__ = ["ConicMarginal", "estimate_memory", "make_marginal"]
 
 Array = NDArray[np.float64]
 
@@ -201,7 +203,7 @@ class ConicMarginal(DeclaredMarginal):
         own = read_problem_data(layout, data)
         del data
         # cvxpy keeps its parametrised program for re-solves, which this path never asks
-        # for: about as large again as the problem's data (1.5 GB at N = 10⁶)
+        # for: about as large again as the problem's data
         cache = getattr(self.problem, "_cache", None)
         if cache is not None and hasattr(cache, "param_prog"):
             cache.param_prog = None
@@ -244,7 +246,7 @@ class ConicMarginal(DeclaredMarginal):
 
     # -- evaluation ---------------------------------------------------------------------------
 
-    def _solve_links(self, K_xz: Array, K_zz: Array) -> _LinkSolution:
+    def _solve_links(self, K_xz: Array, K_zz: Array) -> LinkSolution:
         self.last_solve_seconds = 0.0
         T = whitening(K_zz)
         Phi = K_xz @ T
@@ -293,7 +295,7 @@ class ConicMarginal(DeclaredMarginal):
         beta = T @ u
         shape = (lambda a: a.ravel()) if K == 1 else (lambda a: a)
         self.last_backend = solved.backend.name
-        return _LinkSolution(value=value, beta=shape(beta), nu=shape(nu), c=c_k,
+        return LinkSolution(value=value, beta=shape(beta), nu=shape(nu), c=c_k,
                              backend=solved.backend.name, accuracy=solved.accuracy)
 
     def _unpack(self, compiled: _Compiled, x: Array, value: float) -> None:
@@ -304,3 +306,40 @@ class ConicMarginal(DeclaredMarginal):
                                                     compiled.inverse_data[:-1], strict=True))):
             solution = reduction.invert(solution, inverse)
         self.problem.unpack(solution)
+
+
+def make_marginal(
+    formulation: Formulation,
+    X: Array,
+    y: NDArray[Any] | None,
+    kernel: Kernel,
+    n_expansion: int,
+    solver: str = "auto",
+    tol: float = 1e-9,
+) -> Marginal:
+    """The W(Z) provider a fit uses: the formulation's own, else the generic path.
+
+    With ``solver="auto"`` a formulation that has an exact fast path (or a W
+    of its own, as the Rayleigh-quotient KFD) supplies it through
+    `Formulation.marginal`; a backend name selects the generic path,
+    `ConicMarginal` (O(N·Nz) memory; by default the structured interior point,
+    the other backends called directly). cvxpy's DPP path,
+    `sparsify.core.declared.CvxpyMarginal`, is its reference in the tests; it
+    needs about N·(N·Nz) numbers to compile.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sparsify import RBF
+    >>> from sparsify.core.formulation import make_formulation
+    >>> X = np.array([[0.0], [1.0], [2.0], [3.0]]); y = np.array([-1, -1, 1, 1])
+    >>> svm = make_formulation("svm")
+    >>> type(make_marginal(svm, X, y, RBF(1.0), 2)).__name__
+    'SVMDualMarginal'
+    >>> type(make_marginal(svm, X, y, RBF(1.0), 2, solver="clarabel")).__name__
+    'ConicMarginal'
+    """
+    own = formulation.marginal(X, y, kernel, n_expansion, solver, tol)
+    if own is not None:
+        return own
+    return ConicMarginal(formulation, X, y, kernel, n_expansion, solver=solver, tol=tol)

@@ -29,6 +29,7 @@ from sklearn.utils import Tags, TransformerTags, check_random_state, gen_batches
 from sklearn.utils._param_validation import Interval, RealNotInt, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
+from sparsify.core.conic import make_marginal
 from sparsify.core.data_source import (
     DataSource,
     InMemoryRows,
@@ -36,7 +37,7 @@ from sparsify.core.data_source import (
     RowTarget,
 )
 from sparsify.core.formulation import Formulation
-from sparsify.core.marginal import Marginal, make_marginal
+from sparsify.core.marginal import Marginal
 from sparsify.core.optimize import (
     INIT_METHODS,
     initial_expansion_vectors,
@@ -45,19 +46,19 @@ from sparsify.core.optimize import (
     sampling_plateau,
     warn_if_not_converged,
 )
+from sparsify.core.persistence import VersionedPickleMixin
 from sparsify.core.registry import get_registry
 from sparsify.core.shared_params import SHARED, SHARED_PARAMS, parameter_docs
 from sparsify.core.threads import limit_blas_threads
-from sparsify.io.persistence import VersionedPickleMixin
 from sparsify.kernels import Kernel, make_kernel, scale_gamma
 
-__all__ = ["SHARED_PARAMS", "KernelMachineMixin", "SparseKernelEstimator", "estimator_for",
-           "optimise_start"]
+__all__ = ["SHARED_PARAMS", "KernelMachineMixin", "SparseKernelEstimator", "check_solver",
+           "estimator_for", "optimise_start"]
 
 Array = NDArray[np.float64]
 
 
-def _check_solver(solver: str) -> None:
+def check_solver(solver: str) -> None:
     """Fail on an unknown solver name before any expensive work, listing the known ones."""
     if solver != "auto":
         get_registry().get("solver", solver)
@@ -545,7 +546,7 @@ class SparseKernelEstimator(KernelMachineMixin, BaseEstimator):
         kernel = make_kernel(self.kernel, None, self._gamma(source, scale_weights),
                              self.degree, self.coef0)
         formulation = self._make_formulation(weights)
-        _check_solver(self.solver)
+        check_solver(self.solver)
         if isinstance(source, RowBlocks):
             resolved = [self._block_n_expansion(source, t, kernel) for t in targets]
         else:

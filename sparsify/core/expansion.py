@@ -13,8 +13,8 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from sparsify.core.conic import make_marginal
 from sparsify.core.formulation import Formulation, make_formulation
-from sparsify.core.marginal import make_marginal
 from sparsify.kernels import Kernel, make_kernel
 
 __all__ = ["expansion_coefficients"]

@@ -14,8 +14,9 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from sparsify.core.conic import make_marginal
 from sparsify.core.formulation import Formulation, make_formulation
-from sparsify.core.marginal import Marginal, make_marginal
+from sparsify.core.marginal import Marginal
 from sparsify.core.optimize import initial_expansion_vectors
 from sparsify.kernels import Kernel, Linear, SumKernel, make_kernel
 

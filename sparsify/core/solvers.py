@@ -20,6 +20,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from sparsify.core.errors import SolverError
+from sparsify.core.registry import get_registry
 
 if TYPE_CHECKING:
     from sparsify.core.conic_data import LinkedProblem
@@ -33,8 +34,10 @@ __all__ = [
     "SolverBackend",
     "SolverError",
     "Unsolved",
+    "resolve_backends",
     "solve_problem",
     "solve_with_attempts",
+    "status_hint",
 ]
 
 #: ``solver="auto"`` tries these backends in order, skipping those that cannot take
@@ -134,7 +137,7 @@ class SolverBackend:
         (`sparsify.core.conic_data.read_problem_data`).
     cvxpy_name : str or None
         The solver cvxpy's own ``solve`` calls for this backend (the DPP
-        reference path, `sparsify.core.marginal.CvxpyMarginal`); None where
+        reference path, `sparsify.core.declared.CvxpyMarginal`); None where
         cvxpy has no such solver.
     cones : frozenset of str
         The kinds of cone it takes ("zero", "nonneg", "soc", "exp", "psd", "power").
@@ -400,3 +403,68 @@ def solve_problem(
         return solve_with_attempts(backends, tol, run, rescalable=objective_scale is not None)
     except Unsolved as failed:
         raise Unsolved(failed.statuses, cause[0] if cause else None) from None
+
+
+#: What to change when every backend that answered gave the same certain verdict. A
+#: badly scaled problem (a linear kernel on features of size 1e8) can draw either
+#: verdict from a solver, so each hint names that cause too.
+_HINTS = {
+    cp.INFEASIBLE: (
+        "The solver finds the problem infeasible at these XVs: its constraints cannot all "
+        "hold. Check the formulation's constraints and the data (identical inputs in "
+        "different classes cannot be told apart; XVs far from the data make K(X, Z) "
+        "underflow to 0), or rescale the data if it is badly scaled."
+    ),
+    cp.UNBOUNDED: (
+        "The solver finds the objective unbounded below: every variable of the formulation "
+        "must be bounded by its objective or its constraints (a loss on f, a ||w||^2 term); "
+        "if it is, the problem is badly scaled: rescale the data."
+    ),
+    cp.USER_LIMIT: (
+        "The solver hit its iteration or time limit: raise max_iter in the backend's "
+        "settings, loosen solver_tol, or rescale the data."
+    ),
+}
+
+
+def status_hint(statuses: list[str]) -> str:
+    """What to change, from the statuses of the backends that did not solve a problem.
+
+    The hint for a unanimous, certain verdict; else the general advice.
+
+    Examples
+    --------
+    >>> status_hint(["infeasible", "infeasible"])[:45]
+    'The solver finds the problem infeasible at th'
+    >>> status_hint(["infeasible", "unbounded"])
+    'Try another solver=, a looser tol, or rescale the data.'
+    """
+    # A crashed backend says nothing about the problem, and an inaccurate verdict is
+    # no certificate (OSQP calls an ill-conditioned SVM "unbounded_inaccurate").
+    verdicts = {s for s in statuses if not s.startswith("error")}
+    if len(verdicts) == 1 and (verdict := verdicts.pop()) in _HINTS:
+        return _HINTS[verdict]
+    return "Try another solver=, a looser tol, or rescale the data."
+
+
+def resolve_backends(solver: str, cvxpy_only: bool = False) -> list[SolverBackend]:
+    """The registered backends ``solver`` names: one, or `AUTO_CHAIN`'s installed ones for "auto".
+
+    ``cvxpy_only`` keeps those cvxpy's own solve can call (the DPP path).
+    """
+    registry = get_registry()
+    if solver == "auto":
+        chain = [registry.get("solver", name) for name in AUTO_CHAIN]
+        chain = [b for b in chain if b.available() and not (cvxpy_only and b.cvxpy_name is None)]
+        if not chain:
+            raise SolverError(f"None of the default solvers {AUTO_CHAIN} is installed.")
+        return chain
+    backend: SolverBackend = registry.get("solver", solver)
+    if not backend.available():
+        raise SolverError(f"The solver {solver!r} is registered but is not installed; install "
+                          "it or choose another solver.")
+    if cvxpy_only and backend.cvxpy_name is None:
+        raise ValueError(f"The solver {solver!r} works on sparsify's generic path only "
+                         "(ConicMarginal), not through cvxpy's own solve; choose one of "
+                         "'clarabel', 'ecos', 'osqp', 'scs' for CvxpyMarginal.")
+    return [backend]

@@ -23,6 +23,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from sparsify.core.hookspecs import hookimpl
+from sparsify.core.registry import get_registry
 
 __all__ = [
     "RBF",
@@ -282,8 +283,6 @@ def make_kernel(
     """
     if isinstance(kernel, Kernel):
         return kernel
-    from sparsify.core.registry import get_registry
-
     registry = get_registry()
     classes = [registry.get("kernel", name.strip()) for name in kernel.split("+")]
     if isinstance(gamma, str):

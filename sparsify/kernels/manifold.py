@@ -106,7 +106,7 @@ class ManifoldKernel(Kernel):
 
     The N_g × N_g matrix ``A = (I + M K)⁻¹ M`` (symmetric) and ``K A`` are computed
     once, when the kernel is built: O(N_g³) time and two N_g × N_g arrays of
-    memory (about 1 s and 36 MB at N_g = 1500). After that a block k̃(X, Z)
+    memory. After that a block k̃(X, Z)
     costs O(N·N_g·(d + Nz)), or O(N_g²·Nz) when X is X_graph itself (the
     training points), and so does each vector-Jacobian product; free XVs are
     therefore affordable up to a few thousand graph points. The deformation

@@ -9,7 +9,7 @@ the variance (1/N) Σ_i ⟨w, φᶜ(x_i)⟩² = vᵀAv with
 (the centring of feature space subtracts each column's mean) and ‖w‖² = vᵀBv,
 B = K_ZZ + εI. The variance captured by the best k orthonormal directions in the
 span is the sum of the top k eigenvalues of Av = λBv. In whitened coordinates
-(T from `sparsify.core.marginal.whitening`, TᵀBT = I, F = K_XZᶜ T, the centred
+(T from `sparsify.core.kernel_blocks.whitening`, TᵀBT = I, F = K_XZᶜ T, the centred
 points' coordinates in an orthonormal basis of the span) they are the top k
 eigenvalues of FᵀF/N, one Nz × Nz eigendecomposition whatever K_ZZ's
 conditioning. W(Z) = −Σ_{top k} λ.
@@ -21,7 +21,7 @@ for the B-normalised v_l = T u_l. With V = [v_1 … v_k]::
 
     ∂W/∂K_XZ = −(2/N) K_XZᶜ V Vᵀ        ∂W/∂K_ZZ = V diag(λ) Vᵀ
 
-(H K_XZᶜ = K_XZᶜ), which `sparsify.core.marginal.link_gradient` maps to ∂W/∂Z
+(H K_XZᶜ = K_XZᶜ), which `sparsify.core.kernel_blocks.link_gradient` maps to ∂W/∂Z
 through the kernel's vector-Jacobian products with ν = (2/N) K_XZᶜ V, β = V and
 c = λ, in O(N·Nz·d) without an N × Nz × d array. Where λ_k = λ_{k+1} W is not
 differentiable (the top-k eigenspace is not unique); the marginal then warns once
@@ -35,15 +35,12 @@ import warnings
 import numpy as np
 from numpy.typing import NDArray
 
+from sparsify.core.kernel_blocks import diagonal_scale, kernel_blocks, link_gradient, whitening
 from sparsify.core.marginal import (
     Evaluation,
     Marginal,
     NonDifferentiableWarning,
     check_expansion_vectors,
-    diagonal_scale,
-    kernel_blocks,
-    link_gradient,
-    whitening,
 )
 from sparsify.core.memory import check_memory
 from sparsify.kernels import Kernel

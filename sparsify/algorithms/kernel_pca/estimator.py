@@ -13,7 +13,7 @@ from sklearn.utils.validation import check_array, check_is_fitted
 
 from sparsify.algorithms.kernel_pca.formulation import KernelPCA
 from sparsify.algorithms.kernel_pca.preimage import rbf_pre_image
-from sparsify.core.marginal import diagonal_scale, whitening
+from sparsify.core.kernel_blocks import diagonal_scale, whitening
 from sparsify.core.transformer import SparseKernelTransformer
 from sparsify.kernels import RBF, Kernel
 

@@ -15,14 +15,13 @@ differences (``own_gradient``).
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from numbers import Integral
 from typing import Any, ClassVar
 
 from numpy.typing import NDArray
 from sklearn.utils._param_validation import Interval
 
-from sparsify import Declaration, Formulation, Outputs, hookimpl
+from sparsify import Declaration, Formulation, Outputs
 from sparsify.algorithms.kernel_pca.eigen import VarianceMarginal
 from sparsify.core.marginal import Marginal
 from sparsify.core.params import check_params
@@ -93,17 +92,3 @@ class KernelPCA(Formulation):
                  n_expansion: int, solver: str, tol: float) -> Marginal:
         """The eigenproblem's W(Z) and ∇W(Z), whatever ``solver`` names (there is no other)."""
         return VarianceMarginal(X, kernel, n_expansion, self.n_components)
-
-
-@hookimpl
-def register_formulations(register: Callable[[type[Formulation]], None]) -> None:
-    register(KernelPCA)
-
-
-@hookimpl
-def register_estimators(register: Callable[..., None]) -> None:
-    from sparsify.algorithms.kernel_pca.estimator import (
-        SparseKernelPCA,  # the estimator names this class
-    )
-
-    register(SparseKernelPCA, formulation="kernel_pca")

@@ -18,14 +18,8 @@ import scipy.linalg
 from numpy.typing import NDArray
 
 from sparsify.core.data_source import BlockProblem, RowBlocks, RowTarget
-from sparsify.core.marginal import (
-    BLOCK_ROWS,
-    Evaluation,
-    Marginal,
-    check_expansion_vectors,
-    diagonal_scale,
-    whitening,
-)
+from sparsify.core.kernel_blocks import BLOCK_ROWS, diagonal_scale, whitening
+from sparsify.core.marginal import Evaluation, Marginal, check_expansion_vectors
 from sparsify.core.memory import check_memory
 from sparsify.kernels import Kernel
 

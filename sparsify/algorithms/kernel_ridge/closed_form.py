@@ -5,7 +5,7 @@ At fixed XVs Z the problem
     W(Z) = min_{β, b}  ‖y − K_XZ β − b1‖² + α βᵀK_ZZβ
 
 is a ridge regression. In the whitened coordinates γ with β = Tγ
-(`sparsify.core.marginal.whitening`: TᵀK_ZZT = I, features F = K_XZ T, the
+(`sparsify.core.kernel_blocks.whitening`: TᵀK_ZZT = I, features F = K_XZ T, the
 training points' coordinates in an orthonormal basis of span φ(Z)) and with the
 intercept eliminated by centring (b = ȳ − F̄γ),
 
@@ -17,7 +17,7 @@ residual is taken from the whitened rows: where K_ZZ is numerically singular
 cancels to a few digits, which once made ∇W wrong by orders of magnitude. The
 gradient is Lemma 1 (the envelope theorem on the Lagrangian in β and b):
 ∂W/∂K_XZ = −2 r βᵀ and ∂W/∂K_ZZ = α ββᵀ, mapped to ∂W/∂Z by the kernel's
-vector-Jacobian products (`sparsify.core.marginal.link_gradient` with ν = 2r).
+vector-Jacobian products (`sparsify.core.kernel_blocks.link_gradient` with ν = 2r).
 """
 
 from __future__ import annotations
@@ -28,15 +28,8 @@ import numpy as np
 import scipy.linalg
 from numpy.typing import NDArray
 
-from sparsify.core.marginal import (
-    Evaluation,
-    Marginal,
-    check_expansion_vectors,
-    diagonal_scale,
-    kernel_blocks,
-    link_gradient,
-    whitening,
-)
+from sparsify.core.kernel_blocks import diagonal_scale, kernel_blocks, link_gradient, whitening
+from sparsify.core.marginal import Evaluation, Marginal, check_expansion_vectors
 from sparsify.core.memory import check_memory
 from sparsify.kernels import Kernel
 

@@ -10,7 +10,6 @@ declaration stays its reference in the tests.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from numbers import Real
 from typing import Any, ClassVar
 
@@ -18,7 +17,7 @@ import cvxpy as cp
 from numpy.typing import NDArray
 from sklearn.utils._param_validation import Interval
 
-from sparsify import Declaration, Formulation, Outputs, hookimpl
+from sparsify import Declaration, Formulation, Outputs
 from sparsify.algorithms.kernel_ridge.blocks import RidgeBlocks
 from sparsify.algorithms.kernel_ridge.closed_form import RidgeMarginal
 from sparsify.core.data_source import RowBlocks, RowTarget
@@ -76,17 +75,3 @@ class KernelRidge(Formulation):
         """The closed form over row blocks: a sum over the blocks
         (`sparsify.algorithms.kernel_ridge.blocks`)."""
         return RidgeBlocks(source, target, self.alpha, kernel, n_expansion)
-
-
-@hookimpl
-def register_formulations(register: Callable[[type[Formulation]], None]) -> None:
-    register(KernelRidge)
-
-
-@hookimpl
-def register_estimators(register: Callable[..., None]) -> None:
-    from sparsify.algorithms.kernel_ridge.estimator import (
-        SparseKernelRidge,  # the estimator names this class
-    )
-
-    register(SparseKernelRidge, formulation="kernel_ridge")

@@ -22,7 +22,6 @@ convex KFD as its cvxpy reference.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from numbers import Real
 from typing import Any
 
@@ -32,9 +31,10 @@ import scipy.linalg
 from numpy.typing import NDArray
 from sklearn.utils._param_validation import Interval
 
-from sparsify import Declaration, Evaluation, Formulation, Kernel, Marginal, Outputs, hookimpl
-from sparsify.algorithms.kfd.estimator import SparseKFD, class_contrast, within_class_centring
-from sparsify.core.marginal import check_expansion_vectors, diagonal_scale, kernel_blocks
+from sparsify import Declaration, Evaluation, Formulation, Kernel, Marginal, Outputs
+from sparsify.algorithms.kfd.scatter import class_contrast, within_class_centring
+from sparsify.core.kernel_blocks import diagonal_scale, kernel_blocks
+from sparsify.core.marginal import check_expansion_vectors
 from sparsify.core.params import check_params
 
 Array = NDArray[np.float64]
@@ -217,15 +217,3 @@ class SKFD(KFD):
                  solver: str, tol: float) -> Marginal:
         return RayleighMarginal(X, _check_labels(self.name, y), kernel, self.mu,
                                 n_expansion=n_expansion)
-
-
-@hookimpl
-def register_formulations(register: Callable[[type[Formulation]], None]) -> None:
-    register(KFD)
-    register(SKFD)
-
-
-@hookimpl
-def register_estimators(register: Callable[..., None]) -> None:
-    register(SparseKFD, formulation="kfd", params={"method": "convex"})
-    register(SparseKFD, formulation="skfd", params={"method": "rayleigh"})

@@ -17,14 +17,13 @@ cvxpy backend ("clarabel", "ecos") keeps the generic path, its reference in the 
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 import cvxpy as cp
 import numpy as np
 from numpy.typing import NDArray
 
-from sparsify import Declaration, Formulation, Outputs, hookimpl
+from sparsify import Declaration, Formulation, Outputs
 from sparsify.algorithms.klr.newton import NewtonKLRMarginal
 from sparsify.core.marginal import Marginal
 from sparsify.kernels import Kernel
@@ -115,17 +114,3 @@ class KLR(Formulation):
         if solver != "auto" or y is None:
             return None
         return NewtonKLRMarginal(self.lam, X, y, kernel, n_expansion, tol=tol)
-
-
-@hookimpl
-def register_formulations(register: Callable[[type[Formulation]], None]) -> None:
-    register(KLR)
-
-
-@hookimpl
-def register_estimators(register: Callable[..., None]) -> None:
-    from sparsify.algorithms.klr.estimator import (
-        SparseKernelLogisticRegression,  # the estimator names this class
-    )
-
-    register(SparseKernelLogisticRegression, formulation="klr")

@@ -37,15 +37,13 @@ import scipy.linalg
 from numpy.typing import NDArray
 from scipy.special import expit, log_expit, logsumexp
 
-from sparsify.core.marginal import (
-    Evaluation,
-    Marginal,
-    check_expansion_vectors,
+from sparsify.core.kernel_blocks import (
     diagonal_scale,
     expansion_factor,
     kernel_blocks,
     link_gradient,
 )
+from sparsify.core.marginal import Evaluation, Marginal, check_expansion_vectors
 from sparsify.core.solvers import SolverError
 from sparsify.kernels import Kernel
 

@@ -19,14 +19,13 @@ The problem is unsupervised: labels, if any, are ignored.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from numbers import Real
 from typing import Any, ClassVar
 
 import cvxpy as cp
 from sklearn.utils._param_validation import Interval
 
-from sparsify import Declaration, Formulation, Outputs, hookimpl
+from sparsify import Declaration, Formulation, Outputs
 from sparsify.core.params import check_params
 
 
@@ -74,17 +73,3 @@ class OneClass(Formulation):
         scale = self.nu * out.n_samples
         objective = 0.5 * scale * out.norm_w2 + slack - scale * rho
         return Declaration(cp.Minimize(objective), [], -rho)
-
-
-@hookimpl
-def register_formulations(register: Callable[[type[Formulation]], None]) -> None:
-    register(OneClass)
-
-
-@hookimpl
-def register_estimators(register: Callable[..., None]) -> None:
-    from sparsify.algorithms.oneclass.estimator import (
-        SparseOneClassSVM,  # the estimator names this class
-    )
-
-    register(SparseOneClassSVM, formulation="oneclass")

@@ -24,9 +24,11 @@ import numpy as np
 from numpy.typing import NDArray
 
 from sparsify.algorithms.s3vm.mkl import block_norms2, combined_kernel
+from sparsify.core.conic import make_marginal
+from sparsify.core.declared import CvxpyMarginal
 from sparsify.core.estimator import optimise_start
 from sparsify.core.formulation import Formulation
-from sparsify.core.marginal import CvxpyMarginal, diagonal_scale, make_marginal
+from sparsify.core.kernel_blocks import diagonal_scale
 from sparsify.core.optimize import OptimizeResult, initial_expansion_vectors
 from sparsify.kernels import Kernel
 

@@ -31,7 +31,7 @@ from sparsify.algorithms.s3vm.kernel_spec import default_mkl_kernels, resolve_ke
 from sparsify.algorithms.s3vm.labels import split_labels, switch_labels, warn_if_one_sided
 from sparsify.algorithms.s3vm.mkl import combined_kernel
 from sparsify.algorithms.s3vm.smooth import s3vm_objective
-from sparsify.core.estimator import SparseKernelEstimator, _check_solver
+from sparsify.core.estimator import SparseKernelEstimator, check_solver
 from sparsify.core.formulation import Formulation
 from sparsify.core.optimize import warn_if_not_converged
 from sparsify.kernels import Kernel
@@ -395,7 +395,7 @@ class SemiSupervisedSVC(ClassifierMixin, SparseKernelEstimator):
             validate_data(self, X, y)  # scikit-learn's own "requires y" error
         X_fit: Array = validate_data(self, X, dtype=np.float64)
         labeled, y_lab, self.classes_ = split_labels(X_fit, y, self.unlabeled, type(self).__name__)
-        _check_solver(self.solver)
+        check_solver(self.solver)
         kernels = resolve_kernels(X_fit, self.kernels, kernel=self.kernel, gamma=self.gamma,
                                   degree=self.degree, coef0=self.coef0, manifold=self.manifold,
                                   normalize=self.normalize_kernels)

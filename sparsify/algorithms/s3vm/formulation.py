@@ -20,7 +20,6 @@ the full kernel problem (Z = X) libsvm on the precomputed kernel
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from numbers import Real
 from typing import Any
 
@@ -29,12 +28,12 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from sklearn.utils._param_validation import Interval
 
-from sparsify import Declaration, Evaluation, Formulation, Kernel, Marginal, Outputs, hookimpl
-from sparsify.algorithms.svm.fast import SVMDualMarginal
+from sparsify import Declaration, Evaluation, Formulation, Kernel, Marginal, Outputs
 from sparsify.algorithms.svm.formulation import one_class_support
 from sparsify.core.formulation import FullSolution
-from sparsify.core.marginal import diagonal_scale
+from sparsify.core.kernel_blocks import diagonal_scale
 from sparsify.core.params import check_params
+from sparsify.svm_dual import SVMDualMarginal
 
 Array = NDArray[np.float64]
 
@@ -173,8 +172,8 @@ class S3VM(Formulation):
         if solver != "auto" or y is None:
             return None
         # Where the fast path's interior point stalls (cold starts with costs that span
-        # 1e5, C against the annealed C*), libsvm on the low-rank kernel answers 5-10×
-        # faster than the cvxpy path would at N = 1500.
+        # 1e5, C against the annealed C*), libsvm on the low-rank kernel answers faster
+        # than the generic path would.
         return SVMDualMarginal(self.costs(len(X)), X, y, kernel, n_expansion, tol=tol,
                                formulation=self,
                                fallback=LowRankSVMMarginal(self, X, y, kernel, n_expansion,
@@ -237,17 +236,3 @@ def _check_labeled(labeled: ArrayLike) -> NDArray[np.bool_]:
     raise ValueError(
         "The 'labeled' parameter of S3VM must be None or a one-dimensional array of bools "
         f"(one per training point). Got {got} instead.")
-
-
-@hookimpl
-def register_formulations(register: Callable[[type[Formulation]], None]) -> None:
-    register(S3VM)
-
-
-@hookimpl
-def register_estimators(register: Callable[..., None]) -> None:
-    from sparsify.algorithms.s3vm.estimator import (
-        SemiSupervisedSVC,  # the estimator names this class
-    )
-
-    register(SemiSupervisedSVC, formulation="s3vm", params={"unlabeled": 0})

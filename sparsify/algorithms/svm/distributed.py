@@ -1,6 +1,6 @@
 """The SVM formulation's exact W(Z) and ∇W(Z) with the training rows on a Dask cluster.
 
-The same problem as `sparsify.algorithms.svm.fast` (SLMC's inner linear SVM on the
+The same problem as `sparsify.svm_dual` (SLMC's inner linear SVM on the
 whitened rows B = y∘(K_XZ T), free bias), evaluated as a map over row blocks that
 stay on the workers that hold them. Each block keeps its rows, costs and dual
 variables α between evaluations (the warm start); each evaluation:
@@ -10,7 +10,7 @@ variables α between evaluations (the warm start); each evaluation:
 2. on the first evaluation (and where a warm polish fails) runs rounds of
    CoCoA+ (Ma et al. 2015): every block takes dual coordinate
    steps on its rows from the global u = Σ Bᵀα and s = yᵀα with its quadratic
-   scaled by the number of blocks (`sparsify.algorithms.svm._dual_cd.local_cd`), and
+   scaled by the number of blocks (`sparsify.svm_dual.compiled.local_cd`), and
    returns its change of u and s; the driver adds them and steps the bias by the
    method of multipliers on yᵀα = 0, as `dual_cd` does on one machine, until the
    projected gradients span at most ``cd_eps`` on every block;
@@ -38,22 +38,20 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from sparsify.algorithms.svm._dual_cd import local_cd
-from sparsify.algorithms.svm.fast import _polish_affordable, _warm_active_set
+from sparsify.algorithms.svm.distributed_smoothed import smoothed_path
 from sparsify.core.data_source import BlockProblem, RowBlocks, RowTarget
 from sparsify.core.errors import SolverError
-from sparsify.core.marginal import (
+from sparsify.core.kernel_blocks import (
     BLOCK_ROWS,
-    Evaluation,
-    Marginal,
-    check_expansion_vectors,
     diagonal_scale,
     kernel_blocks,
     triangular_whitening,
     whitened_rows,
 )
+from sparsify.core.marginal import Evaluation, Marginal, check_expansion_vectors
 from sparsify.core.memory import check_memory
 from sparsify.kernels import Kernel
+from sparsify.svm_dual import local_cd, polish_affordable, warm_active_set
 
 Array = NDArray[np.float64]
 
@@ -105,8 +103,8 @@ def _on_block(fn: Any, rows: _Rows, *args: Any) -> tuple[int, Any]:
     """``fn(rows, *args)`` and the block's token, so the driver sees a recomputed block.
 
     A block without its B (recomputed by Dask, or another copy of it than the one
-    `_prepare` ran on: seen once, the suite's 14 processes on 16 cores) answers
-    `UNPREPARED`, which never matches a token: the driver starts the evaluation over.
+    `_prepare` ran on, which a busy scheduler may hand out) answers `UNPREPARED`,
+    which never matches a token: the driver starts the evaluation over.
     """
     if fn is not _prepare and rows.B is None:
         return UNPREPARED, None
@@ -292,8 +290,8 @@ class DistributedSVMMarginal(Marginal):
         self.n_rows = sum(int(n) for n, _ in shapes)
         self._check_memory(shapes)
         # coordinate descent only names the partition; the polish makes it exact. Long local
-        # passes (ringnorm, 2·10⁵ rows in 8 blocks, Nz = 100: first evaluation 3.8 s at 100
-        # passes per round, 19 s at 5) leave the polish few rows to join
+        # passes leave the polish few rows to join, and each round costs a trip to every
+        # block (docs/theory.md, "Figures behind the code's choices")
         self.cd_eps, self.local_epochs, self.max_rounds = 1e-3, 100, 10
         self.max_polish_rounds = 200
         self._b, self._warm = 0.0, False
@@ -414,7 +412,7 @@ class DistributedSVMMarginal(Marginal):
         if solved is None:
             u, b = self._coordinate_descent(u, s, self._b)
             free = sum(self._map(_free_rows))
-            if _polish_affordable(free, self.n_expansion, self.n_rows):
+            if polish_affordable(free, self.n_expansion, self.n_rows):
                 try:
                     solved = self._polish(u, b)
                 except SolverError:
@@ -428,10 +426,8 @@ class DistributedSVMMarginal(Marginal):
     def _smoothed(self) -> tuple[list[tuple[Any, ...]], Array, float]:
         """The polish from the partition of the smoothed hinge's Newton path, width by width
         (`distributed_smoothed.smoothed_path`), where the quadratic rows are few enough."""
-        from sparsify.algorithms.svm.distributed_smoothed import smoothed_path
-
         for u, b, n_quadratic in smoothed_path(self._map, self.n_expansion):
-            if _polish_affordable(n_quadratic, self.n_expansion, self.n_rows):
+            if polish_affordable(n_quadratic, self.n_expansion, self.n_rows):
                 try:
                     solved = self._polish(u, b)
                 except SolverError:
@@ -483,7 +479,7 @@ class DistributedSVMMarginal(Marginal):
             B, y, C, alpha, upper, free = (np.concatenate([w[j] for w in work])
                                            for j in range(1, 7))
             # each move is O(rows · Nz); a coarse partition may need a move per row
-            solved = _warm_active_set(B, y, eye, eye, eye, C, alpha, upper, free, self.tol,
+            solved = warm_active_set(B, y, eye, eye, eye, C, alpha, upper, free, self.tol,
                                       10 * self.n_expansion + 100 + 4 * len(y), (v0, cy0))
             if solved is None:
                 raise SolverError(

@@ -1,14 +1,14 @@
-"""The smoothed hinge's Newton path (`sparsify.algorithms.svm.smoothed`) over Dask row blocks.
+"""The smoothed hinge's Newton path (`sparsify.svm_dual.smoothed`) over Dask row blocks.
 
 Where coordinate descent's rounds leave the distributed SVM's polish too many free rows (a
-large C: a checkerboard at C = 10⁶, 2·10⁴ rows in 4 blocks, Nz = 16 left 19 690 of them, and
-the driver's polish took 35-105 s an evaluation), the primal on the smoothed hinge names the
-partition instead. As on one machine, with r_i = 1 − P_i x, P_i = [B_i, y_i], x = (u, b) and
-width δ, F_δ(x) = ½‖u‖² + Σ C_i ℓ_δ(r_i) is piecewise quadratic; each Newton iteration is:
+large C can leave most of them free, and the driver's polish then takes far longer than the
+evaluation's maps), the primal on the smoothed hinge names the partition instead. As on one
+machine, with r_i = 1 − P_i x, P_i = [B_i, y_i], x = (u, b) and width δ,
+F_δ(x) = ½‖u‖² + Σ C_i ℓ_δ(r_i) is piecewise quadratic; each Newton iteration is:
 
 1. one map for the (Nz + 1)-sized system over the quadratic rows (0 < r_i < δ) and the
    linear ones' sums (r_i ≥ δ): the driver solves for the Newton point;
-2. the line search towards it, as the squared hinge's (`distributed_squared_hinge`): each
+2. the line search towards it, as the squared hinge's (`block_line_search`): each
    block returns, for a step t, its sums over the rows in each piece at t and its
    breakpoints nearest to t; the driver takes the root of F_δ's derivative on that piece;
 3. one map marking each row's piece at the new point; a width ends where a full step
@@ -22,17 +22,19 @@ Only (Nz + 1)²-sized sums and a few numbers per line-search step travel.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import scipy.linalg
 from numpy.typing import NDArray
 
-from sparsify.algorithms.svm.distributed import _Rows
-from sparsify.algorithms.svm.distributed_squared_hinge import line_search_over_blocks
-from sparsify.algorithms.svm.smoothed import MAX_NEWTON, WIDTHS, _pieces, hinge_partition
+from sparsify.algorithms.svm.block_line_search import line_search_over_blocks
 from sparsify.core.errors import SolverError
-from sparsify.core.marginal import BLOCK_ROWS
+from sparsify.core.kernel_blocks import BLOCK_ROWS
+from sparsify.svm_dual.smoothed import MAX_NEWTON, WIDTHS, hinge_partition, hinge_pieces
+
+if TYPE_CHECKING:
+    from sparsify.algorithms.svm.distributed import _Rows
 
 __all__ = ["smoothed_path"]
 
@@ -46,7 +48,7 @@ def _mark_pieces(rows: _Rows, u: Array, b: float, width: float) -> tuple[bool, i
     whether a piece changed, and the rows in the quadratic piece."""
     assert rows.B is not None
     rows.slack = 1.0 - rows.B @ u - rows.y * b
-    linear, quadratic = _pieces(rows.slack, width)
+    linear, quadratic = hinge_pieces(rows.slack, width)
     piece = (2 * linear + quadratic).astype(np.int8)
     changed = rows.piece is None or not np.array_equal(piece, rows.piece)
     rows.piece = piece
@@ -76,7 +78,7 @@ def _slope_piece(rows: _Rows, t: float, width: float) -> tuple[float, float, flo
     and the block's breakpoints (r(t) = 0 or δ) nearest to t on either side."""
     r, delta, C = rows.slack, rows.delta, rows.C
     assert r is not None and delta is not None
-    linear, quadratic = _pieces(r - t * delta, width)
+    linear, quadratic = hinge_pieces(r - t * delta, width)
     s0 = float(C[linear] @ delta[linear])
     s0 += float((C[quadratic] * delta[quadratic]) @ r[quadratic]) / width
     s1 = float((C[quadratic] * delta[quadratic]) @ delta[quadratic]) / width

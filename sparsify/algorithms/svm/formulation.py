@@ -8,7 +8,6 @@ weight for `SparseSVC` with weights). With Nz free XVs the core turns it into SL
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from numbers import Real
 from typing import Any, ClassVar
 
@@ -17,13 +16,13 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from sklearn.utils._param_validation import Interval, StrOptions
 
-from sparsify import Declaration, Formulation, Kernel, Marginal, Outputs, hookimpl
+from sparsify import Declaration, Formulation, Kernel, Marginal, Outputs
 from sparsify.algorithms.svm.distributed import DistributedSVMMarginal, SVMBlocks
 from sparsify.algorithms.svm.distributed_squared_hinge import DistributedSquaredHingeMarginal
-from sparsify.algorithms.svm.fast import SVMDualMarginal
 from sparsify.algorithms.svm.squared_hinge import SquaredHingeMarginal
 from sparsify.core.data_source import RowBlocks, RowTarget
 from sparsify.core.params import check_params
+from sparsify.svm_dual import SVMDualMarginal
 
 #: Each loss's exact fast path: in memory, and over row blocks on a Dask cluster.
 LOSS_PATHS: dict[str, tuple[type[SVMDualMarginal], type[DistributedSVMMarginal]]] = {
@@ -118,7 +117,7 @@ class SVM(Formulation):
         tol: float,
     ) -> Marginal | None:
         """The exact fast path for ``solver="auto"``: the dual solver of
-        `sparsify.algorithms.svm.fast` (hinge) or the finite Newton method of
+        `sparsify.svm_dual` (hinge) or the finite Newton method of
         `sparsify.algorithms.svm.squared_hinge` (squared hinge).
 
         A named cvxpy backend keeps the generic path, the fast path's reference.
@@ -203,15 +202,3 @@ def check_costs(
             f"The 'C' parameter of {owner} must have at least one positive cost. Got all "
             "zeros instead.")
     return costs
-
-
-@hookimpl
-def register_formulations(register: Callable[[type[Formulation]], None]) -> None:
-    register(SVM)
-
-
-@hookimpl
-def register_estimators(register: Callable[..., None]) -> None:
-    from sparsify.algorithms.svm.estimator import SparseSVC
-
-    register(SparseSVC, formulation="svm")

@@ -1,7 +1,7 @@
 """The squared-hinge SVM's exact fast path: W(Z) by a finite Newton method, warm-started.
 
 With ``loss="squared_hinge"`` (the L2-SVM, `sklearn.svm.LinearSVC`'s default loss)
-SLMC's inner problem in the whitened coordinates of `sparsify.algorithms.svm.fast`
+SLMC's inner problem in the whitened coordinates of `sparsify.svm_dual`
 (Φ = K_XZ T, β = T u) is::
 
     min_{u,b} F(u, b) = ½ ‖u‖² + Σ_i C_i max(0, 1 − y_i (Φ_i u + b))²
@@ -29,13 +29,9 @@ import numpy as np
 import scipy.linalg
 from numpy.typing import NDArray
 
-from sparsify.algorithms.svm.fast import SVMDualMarginal, _Stalled
-from sparsify.core.marginal import (
-    Evaluation,
-    check_expansion_vectors,
-    link_gradient,
-    whitened_rows,
-)
+from sparsify.core.kernel_blocks import link_gradient, whitened_rows
+from sparsify.core.marginal import Evaluation, check_expansion_vectors
+from sparsify.svm_dual import Stalled, SVMDualMarginal
 
 __all__ = ["SquaredHingeMarginal", "line_search"]
 
@@ -84,7 +80,7 @@ def line_search(a: float, c: float, slack: Array, delta: Array, C: Array) -> flo
     # the derivative is nondecreasing: the first segment whose line meets 0 before its end
     inside = np.flatnonzero((h > 0) & (root <= ends))
     if len(inside) == 0:
-        raise _Stalled  # F unbounded along the direction: not a descent problem
+        raise Stalled  # F unbounded along the direction: not a descent problem
     k = inside[0]
     return float(max(starts[k], root[k]))
 
@@ -93,7 +89,7 @@ class SquaredHingeMarginal(SVMDualMarginal):
     """Exact W(Z) and ∇W(Z) of the squared-hinge SVM by a finite Newton method.
 
     The points, costs, jitter, memory check and generic fallback are those of
-    `sparsify.algorithms.svm.fast.SVMDualMarginal`; the inner solve is the
+    `sparsify.svm_dual.SVMDualMarginal`; the inner solve is the
     module's Newton method.
 
     Examples
@@ -135,7 +131,7 @@ class SquaredHingeMarginal(SVMDualMarginal):
         the points' margin slacks 1 − y_i (Φ_i u + b) there."""
         y, C = self.y, self.C
         # the previous set of violators names the start; from nothing, every point
-        on = (np.ones(len(y), dtype=bool) if self._last is None else self._last[0] > 0)
+        on = (np.ones(len(y), dtype=bool) if self.last is None else self.last[0] > 0)
         if not (np.any(y[on] > 0) and np.any(y[on] < 0)):
             on = np.ones(len(y), dtype=bool)
         u, b = self._newton_point(Phi, on)
@@ -151,20 +147,20 @@ class SquaredHingeMarginal(SVMDualMarginal):
             t = line_search(float(u @ d_u), float(d_u @ d_u), slack, y * (Phi @ d_u + d_b), C)
             # a full step lands on the Newton point itself, without round-off
             u, b = (u_new, b_new) if t >= 1.0 else (u + t * d_u, b + t * d_b)
-        raise _Stalled
+        raise Stalled
 
     def evaluate(self, Z: Array, grad: bool = True) -> Evaluation:
         Z = check_expansion_vectors(Z, self.n_expansion, self.X.shape[1], self.formulation_name)
-        K_xz, K_zz, T = self._blocks(Z)
-        Phi = whitened_rows(K_xz, T, self._work.get("Phi", *K_xz.shape))
+        K_xz, K_zz, T = self.blocks(Z)
+        Phi = whitened_rows(K_xz, T, self.work.get("Phi", *K_xz.shape))
         try:
             with np.errstate(divide="raise", invalid="raise"):
                 u, b, slack = self._solve_newton(Phi)
-        except (_Stalled, np.linalg.LinAlgError, FloatingPointError):
-            return self._generic(Z, grad)  # a numerical breakdown
+        except (Stalled, np.linalg.LinAlgError, FloatingPointError):
+            return self.fall_back(Z, grad)  # a numerical breakdown
         slack = np.maximum(slack, 0.0)
         alpha = 2.0 * self.C * slack
-        self._last = (alpha, b)
+        self.last = (alpha, b)
         beta = T @ u
         value = float(0.5 * u @ u + self.C @ slack**2)
         if not grad:

@@ -10,7 +10,7 @@ max(0, f_i − y_i − ε), each a row of an SVM with a margin target p in place
 whose dual, max pᵀα − ½‖Σ_r α_r s_r Φ_r‖² over 0 ≤ α ≤ C with sᵀα = 0, is
 the SVM's with a general linear term. A primal-dual interior point whose
 Newton steps are (Nz + 1)-sized solves (`sparsify.algorithms.svr.interior`)
-names the partition; `sparsify.algorithms.svm.fast.SVMDualMarginal`'s active-set
+names the partition; `sparsify.svm_dual.SVMDualMarginal`'s active-set
 method makes it exact on the 2N signed rows B = [Φ; −Φ], and its warm-started
 path (coordinate descent, polish, its own interior point) answers where that
 fails, the generic path after it. Lemma 1 gives the gradient with
@@ -24,11 +24,12 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from sparsify.algorithms.svm.fast import WORKING_BAND, SVMDualMarginal
 from sparsify.algorithms.svr.interior import interior_point
 from sparsify.core.formulation import Formulation
-from sparsify.core.marginal import Evaluation, Marginal, whitened_rows
+from sparsify.core.kernel_blocks import whitened_rows
+from sparsify.core.marginal import Evaluation, Marginal
 from sparsify.kernels import Kernel
+from sparsify.svm_dual import WORKING_BAND, SVMDualMarginal
 
 Array = NDArray[np.float64]
 
@@ -103,7 +104,7 @@ class SVRDualMarginal(SVMDualMarginal):
         if not np.all(np.isfinite(y)):
             raise ValueError("The targets y must be finite.")
         # a point with C_i = 0 is left out: both of its rows would have the box [0, 0]
-        self.X, y, costs = self._take_points(C, X, y, kernel, jitter, formulation)
+        self.X, y, costs = self.take_points(C, X, y, kernel, jitter, formulation)
         # the problem is solved in units of y's spread s (the SVM's margins are 1, which
         # the solvers' tolerances assume): y/s, ε/s and C/s give W/s², β/s, b/s and ∇W/s²
         spread = float(np.ptp(y)) if len(y) > 1 else 0.0
@@ -115,14 +116,13 @@ class SVRDualMarginal(SVMDualMarginal):
         self.y = np.concatenate([np.ones(n), -np.ones(n)])
         self.C = np.concatenate([costs, costs])
         self.targets = np.concatenate([y - epsilon, -y - epsilon])
-        self._prepare(kernel, n_expansion, tol, fallback)
+        self.prepare(kernel, n_expansion, tol, fallback)
         # for the fallback: coordinate descent converges more slowly here than on the SVM's
         # rows (most points sit near the tube's edges); with shrinking its late passes are
-        # cheap, and a partition named to cd_eps saves the polish more than they cost (kin8nm,
-        # Nz = 50: 0.23 s per evaluation against 0.58 s with the SVM's 1000 passes)
+        # cheap, and a partition named to cd_eps saves the polish more than they cost
         self.max_epochs = self.first_epochs = 10_000
         # and a weaker proximal coupling of the bias: every row shares the bias feature, which
-        # at ρ = 1 outweighs the whitened rows (‖Φ_i‖ ≤ 1); ρ = 0.1 took 40 % less time there
+        # at ρ = 1 outweighs the whitened rows (‖Φ_i‖ ≤ 1)
         self.rho = 0.1
 
     def evaluate(self, Z: Array, grad: bool = True) -> Evaluation:
@@ -133,7 +133,7 @@ class SVRDualMarginal(SVMDualMarginal):
         return Evaluation(ev.value * s * s, None if ev.grad is None else ev.grad * (s * s),
                           ev.coef * s, float(ev.intercept) * s, ev.solver)
 
-    def _solve(self, B: Array) -> tuple[Array, Array, float]:
+    def solve(self, B: Array) -> tuple[Array, Array, float]:
         """α, u, b by the interior point on the normal equations, its partition polished.
 
         The interior point (`sparsify.algorithms.svr.interior`) stops at a
@@ -146,24 +146,24 @@ class SVRDualMarginal(SVMDualMarginal):
         start = interior_point(B[:len(y)], y, epsilon, costs, self.tol)
         if start is not None:
             alpha = np.where(start.upper, self.C, np.where(start.free, start.alpha, 0.0))
-            slack = B @ start.u + self.y * start.b - self._p
+            slack = B @ start.u + self.y * start.b - self.row_targets
             work = start.free | (np.abs(slack) <= WORKING_BAND)
-            solved = self._settle(B, alpha, start.upper, start.free, work)
+            solved = self.settle(B, alpha, start.upper, start.free, work)
             if solved is not None:
                 self.n_interior_point += 1
-                self._last = (solved[0], solved[2])
+                self.last = (solved[0], solved[2])
                 return solved[:3]
-        return super()._solve(B)
+        return super().solve(B)
 
-    def _rows(self, K_xz: Array, T: Array) -> Array:
+    def signed_rows(self, K_xz: Array, T: Array) -> Array:
         """The 2N signed rows [Φ; −Φ], Φ = K_XZ T, in a work array."""
         n, Nz = K_xz.shape
-        B = self._work.get("B", 2 * n, Nz)
+        B = self.work.get("B", 2 * n, Nz)
         whitened_rows(K_xz, T, B[:n])
         np.negative(B[:n], out=B[n:])
         return B
 
-    def _dual_f(self, alpha: Array) -> Array:
+    def link_multipliers(self, alpha: Array) -> Array:
         """ν_i = α_i⁺ − α_i⁻, the multiplier of f_i."""
         n = len(self.X)
         return alpha[:n] - alpha[n:]

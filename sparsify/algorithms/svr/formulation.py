@@ -12,7 +12,6 @@ the tests.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from numbers import Real
 from typing import Any, ClassVar
 
@@ -21,7 +20,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from sklearn.utils._param_validation import Interval
 
-from sparsify import Declaration, Formulation, Outputs, hookimpl
+from sparsify import Declaration, Formulation, Outputs
 from sparsify.algorithms.svm.formulation import check_costs
 from sparsify.algorithms.svr.fast import SVRDualMarginal
 from sparsify.core.marginal import Marginal
@@ -96,15 +95,3 @@ class SVR(Formulation):
             return None
         return SVRDualMarginal(self.C, float(self.epsilon), X, y, kernel, n_expansion, tol=tol,
                                formulation=self)
-
-
-@hookimpl
-def register_formulations(register: Callable[[type[Formulation]], None]) -> None:
-    register(SVR)
-
-
-@hookimpl
-def register_estimators(register: Callable[..., None]) -> None:
-    from sparsify.algorithms.svr.estimator import SparseSVR  # the estimator names this class
-
-    register(SparseSVR, formulation="svr")

@@ -18,7 +18,7 @@ coordinate descent, which on the SVR's rows needs thousands of passes where
 most points sit near the tube's edges, and unlike the active-set method,
 whose moves cost O(Nz³) each once some hundreds of points lie on the edges.
 The (Nz + 1) matrix is the SVM interior point's Woodbury core
-(`sparsify.algorithms.svm.fast`), but the step is solved from it directly, not
+(`sparsify.svm_dual`), but the step is solved from it directly, not
 by subtracting two large terms: near the solution D spans many decades, which
 is where the Woodbury form loses its digits.
 """
@@ -32,7 +32,7 @@ import scipy.linalg
 from numpy.typing import NDArray
 from scipy.linalg.blas import dsyrk as syrk
 
-from sparsify.core.marginal import BLOCK_ROWS
+from sparsify.core.kernel_blocks import BLOCK_ROWS
 
 Array = NDArray[np.float64]
 #: Steps of iterative refinement per Newton solve: without one, Σν drifted off zero on naval

@@ -301,10 +301,10 @@ def _blend(previous: Iterate, cold: Iterate, weight: float = 0.1) -> Iterate:
     """A warm start: the previous solution moved a tenth of the way to the cold start.
 
     The previous solution alone sits on the cone's boundary, where the iterations
-    crawl (an ε-SVR took 23 to 32 iterations from it against 17 from cold); the
-    blend keeps it centred and took 15 to 16 (ε-SVR, Crammer–Singer) and 13 (Huber
-    SVM) where the cold start took 16 to 19, along L-BFGS-sized moves of the XVs.
-    Both s and z of the cold start are strictly inside the cone, so the blend is.
+    crawl (more of them than from the cold start); the blend keeps it centred and
+    saves a few iterations over the cold start along L-BFGS-sized moves of the XVs
+    (docs/theory.md has the counts). Both s and z of the cold start are strictly
+    inside the cone, so the blend is.
     """
     return Iterate(*((1 - weight) * a + weight * b for a, b in zip(
         (previous.x, previous.nu, previous.y, previous.s),

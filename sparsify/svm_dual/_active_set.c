@@ -1,13 +1,8 @@
 /*
- * sparsify.algorithms.svm._active_set: the SVM fast path's active-set moves, in C.
+ * sparsify.svm_dual._active_set: the SVM fast path's active-set moves, in C.
  *
- * The moves of `sparsify.algorithms.svm.fast._warm_active_set`, ported from the numba
- * functions they replaced (see the git history of sparsify/algorithms/svm/fast.py): one C
- * function per numba function, with the same names (less the leading underscore,
- * reserved in C), the same loop order and the same arithmetic: on 548 random duals,
- * 1,000 calls of the helpers and three SparseSVC fits the results were bit-identical
- * (gcc 12 and clang 14, x86-64). Since then a move solves with a Cholesky factor
- * kept across moves where it can (`Gram`), the earlier solve answering elsewhere.
+ * The moves of `sparsify.svm_dual.solvers.warm_active_set`. A move solves with a
+ * Cholesky factor kept across moves where it can (`Gram`), an unreduced solve elsewhere.
  * Each move is a few loops over at most N points and a solve of at most
  * 2 Nz + 2 unknowns, which numpy would spend in call overhead. Built by
  * setuptools at install (setup.py, with -ffp-contract=off so no multiply-add is
@@ -15,8 +10,8 @@
  * through the buffer protocol and are checked here.
  *
  * Status codes of the internal functions: 1 solved, 0 not solved (numerically),
- * -1 out of memory. Python sees three functions: `active_set` (what svm_fast
- * calls) and `active_set_solve`, `null_vector` (entry points for the tests).
+ * -1 out of memory. Python sees three functions: `active_set` (what
+ * sparsify.svm_dual.solvers calls) and `active_set_solve`, `null_vector` (entry points for the tests).
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -32,7 +27,7 @@
 #define FAILED 0
 #define NO_MEMORY (-1)
 
-/* Python's max(a, b): a unless b is larger (the numba version's arithmetic). */
+/* max(a, b) as Python's max computes it: a unless b is larger. */
 #define PY_MAX(a, b) ((b) > (a) ? (b) : (a))
 
 /* Row i's margin target p_i: 1 for the SVM (p NULL), y_i -+ epsilon for the SVR's rows. */
@@ -389,9 +384,8 @@ done:
  * The Cholesky factor R (upper triangular, G = R^T R) of the Gram matrix
  * G = Phi_F Phi_F^T of the whitened free rows, kept across moves.
  *
- * `schur_solve` forms and factors G at every move, O(m^2 Nz) for m free rows:
- * on ringnorm at N = 3e5, Nz = 500 a polish from 400 free rows took 7 s that
- * way. Here a row that joins the free set appends a column (O(m Nz) for its inner
+ * `schur_solve` forms and factors G at every move, O(m^2 Nz) for m free rows.
+ * Here a row that joins the free set appends a column (O(m Nz) for its inner
  * products, O(m^2) for a triangular solve), one that leaves deletes its column
  * and Givens rotations restore the triangle (O(m^2)); a move then costs
  * O(m (m + Nz)). G is positive definite only for m <= Nz rows in general
@@ -894,7 +888,7 @@ take_indices(Held *held, const char *function, PyObject *obj, Py_ssize_t m, Py_s
 PyDoc_STRVAR(active_set_doc,
 "active_set(B, y, K, K_inv, L, C, alpha, upper, free, beta, tol, max_iter, v0, cy0, p=None)\n"
 "-> (ok, b, kept)\n\n"
-"The moves of sparsify.algorithms.svm.fast._warm_active_set. Arrays: B (N, Nz), y, C (N,),\n"
+"The moves of sparsify.svm_dual.solvers.warm_active_set. Arrays: B (N, Nz), y, C (N,),\n"
 "K, K_inv (Nz, Nz), L (Nz, Nz) or (0, 0), all float64; alpha (N,) float64, upper and free\n"
 "(N,) bool, updated in place; beta (Nz,) float64, written; v0 (Nz,) float64 and cy0, the\n"
 "sums of C_j B_j and C_j y_j over points at C_j left out of B. Returns whether every KKT\n"
@@ -1061,8 +1055,8 @@ static PyMethodDef methods[] = {
 
 static struct PyModuleDef module = {
     PyModuleDef_HEAD_INIT,
-    "sparsify.algorithms.svm._active_set",
-    "The SVM fast path's active-set moves (see sparsify.algorithms.svm.fast), in C.",
+    "sparsify.svm_dual._active_set",
+    "The SVM fast path's active-set moves (see sparsify.svm_dual.solvers), in C.",
     0,
     methods,
     NULL,

@@ -1,5 +1,5 @@
 /*
- * sparsify.algorithms.svm._dual_cd: dual coordinate descent for the SVM with a free bias, in C.
+ * sparsify.svm_dual._dual_cd: dual coordinate descent for the SVM with a free bias, in C.
  *
  * For fixed XVs, SLMC's inner problem in whitened coordinates (the paper's §3.4) is
  * a linear SVM on the Nz features Phi_i = T^T k_Z(x_i) (|Phi_i|^2 <= k(x_i, x_i)):
@@ -89,9 +89,8 @@ axpy(double *RESTRICT u, double t, const double *RESTRICT row, Py_ssize_t n)
 
 /*
  * The order of a pass over every row: runs of RUN consecutive rows, the runs in random
- * order. Rows in storage order stream from memory; a pass over a million rows in a
- * random order waited on memory for each row (ringnorm, N = 10^6, Nz = 100: 0.33 s a
- * pass against half that in runs), while runs of 16 still mix rows stored by class.
+ * order. Rows in storage order stream from memory, where a random order over a million
+ * rows waits on memory at each row; runs of 16 still mix rows stored by class.
  */
 #define RUN 16
 
@@ -475,8 +474,8 @@ static PyMethodDef methods[] = {
 
 static struct PyModuleDef module = {
     PyModuleDef_HEAD_INIT,
-    "sparsify.algorithms.svm._dual_cd",
-    "Dual coordinate descent for the SVM with a free bias (see sparsify.algorithms.svm.fast), "
+    "sparsify.svm_dual._dual_cd",
+    "Dual coordinate descent for the SVM with a free bias (see sparsify.svm_dual), "
     "in C.",
     0,
     methods,

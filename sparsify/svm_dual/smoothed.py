@@ -1,11 +1,10 @@
 """The hinge SVM's primal by Newton steps on a smoothed hinge, the smoothing narrowed in stages.
 
-The fast path's dual solvers (`sparsify.algorithms.svm.fast`) need a partition to start
+The engine's dual solvers (`sparsify.svm_dual.marginal`) need a partition to start
 from: coordinate descent names it at moderate C, and the interior point finds it where
-that fails. At a very large C and N both can fail at the first evaluation (a 4 × 4
-checkerboard at C = 10⁶, N = 10⁶, Nz = 100: 1000 passes of coordinate descent do not
-converge, and the interior point's Newton directions lose their accuracy, its duality gap
-stuck at 1 for 100 iterates). The primal has only Nz + 1 unknowns, and this module solves
+that fails. At a very large C and N both can fail at the first evaluation (coordinate
+descent does not converge, and the interior point's Newton directions lose their
+accuracy; docs/theory.md has a case). The primal has only Nz + 1 unknowns, and this module solves
 it from the other side. With the hinge replaced by its smoothing of width δ (Huber's)::
 
     ℓ_δ(r) = 0 (r ≤ 0),   r² / (2δ) (0 < r < δ),   r − δ/2 (r ≥ δ)
@@ -38,25 +37,35 @@ import numpy as np
 import scipy.linalg
 from numpy.typing import NDArray
 
-from sparsify.core.marginal import BLOCK_ROWS
+from sparsify.core.kernel_blocks import BLOCK_ROWS
 
-__all__ = ["WIDTHS", "hinge_partition", "smoothed_hinge_path", "smoothed_line_search"]
+__all__ = ["MAX_NEWTON", "WIDTHS", "hinge_partition", "hinge_pieces", "smoothed_hinge_path",
+           "smoothed_line_search"]
 
 Array = NDArray[np.float64]
 
 #: The smoothing widths δ, relative to the largest margin target: from 10 (at u = 0, b = 0
 #: every row is in the quadratic piece: a ridge regression) down by √10 to 10⁻⁶. The
 #: quadratic piece holds the rows within δ of the margin, about N·δ times their density
-#: there, so the small widths matter at large N and small Nz (N = 10⁶, Nz = 16 on a
-#: checkerboard at C = 10⁶: 410 rows at δ = 10⁻³, where the margin holds 17).
+#: there, so the small widths matter at large N and small Nz.
 WIDTHS = tuple(10.0 ** (1 - k / 2) for k in range(15))
 #: Newton iterations per width before going on to the next (a width ends in a finite number of
-#: steps; 3-40 measured on a checkerboard at C = 10⁶, N = 10⁵ to 10⁶).
+#: steps, a few dozen at most where the widths are warm-started).
 MAX_NEWTON = 50
 
 
-def _pieces(r: Array, delta: float) -> tuple[NDArray[np.bool_], NDArray[np.bool_]]:
-    """The rows in the linear piece (r ≥ δ: α at C) and in the quadratic one (0 < r < δ)."""
+def hinge_pieces(r: Array, delta: float) -> tuple[NDArray[np.bool_], NDArray[np.bool_]]:
+    """The rows in the linear piece (r ≥ δ: α at C) and in the quadratic one (0 < r < δ).
+
+    ``r`` are the rows' margin slacks p − B u − y b, ``delta`` the smoothing width.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> linear, quadratic = hinge_pieces(np.array([-1.0, 0.05, 0.5]), 0.1)
+    >>> linear.tolist(), quadratic.tolist()
+    ([False, False, True], [False, True, False])
+    """
     return r >= delta, (r > 0) & (r < delta)
 
 
@@ -71,7 +80,7 @@ def hinge_partition(r: Array, C: Array, delta: float
     >>> alpha.tolist(), upper.tolist(), free.tolist()
     ([0.0, 0.5, 1.0], [False, False, True], [False, True, False])
     """
-    upper, free = _pieces(r, delta)
+    upper, free = hinge_pieces(r, delta)
     return C * np.clip(r / delta, 0.0, 1.0), upper, free
 
 
@@ -94,7 +103,7 @@ def smoothed_line_search(a: float, c: float, r: Array, delta_r: Array, C: Array,
     >>> smoothed_line_search(0.0, 0.0, np.array([1.0]), np.array([1.0]), np.array([1.0]), 0.5)
     1.0
     """
-    linear, quadratic = _pieces(r, delta)
+    linear, quadratic = hinge_pieces(r, delta)
     # the derivative is G + H t on each segment; on the first one:
     g0 = a - float(C[linear] @ delta_r[linear]) - float(
         C[quadratic] @ (delta_r[quadratic] * r[quadratic])) / delta
@@ -213,7 +222,7 @@ def smoothed_hinge_path(B: Array, y: Array, C: Array, targets: Array | None = No
         # recomputed at each width: the steps' updates of the margins accumulate round-off
         margin = B @ u + y * b
         r = p - margin
-        linear, quadratic = _pieces(r, delta)
+        linear, quadratic = hinge_pieces(r, delta)
         for _ in range(MAX_NEWTON):
             u_new, b_new = _newton_point(B, y, C, p, linear, quadratic, delta)
             d_u, d_b = u_new - u, b_new - b
@@ -226,7 +235,7 @@ def smoothed_hinge_path(B: Array, y: Array, C: Array, targets: Array | None = No
             # a full step lands on the Newton point itself, without round-off
             u, b = (u_new, b_new) if t == 1.0 else (u + t * d_u, b + t * d_b)
             r = p - margin
-            now_linear, now_quadratic = _pieces(r, delta)
+            now_linear, now_quadratic = hinge_pieces(r, delta)
             if (t == 1.0 and np.array_equal(now_linear, linear)
                     and np.array_equal(now_quadratic, quadratic)):
                 break  # the minimiser of its own partition's quadratic: F_δ's minimiser

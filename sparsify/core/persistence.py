@@ -1,4 +1,4 @@
-"""Which saved models this version of sparsify loads: the version rule.
+"""Which pickled estimators this version of sparsify loads: the version rule.
 
 One rule serves pickled estimators (``pickle``, ``joblib.dump``, the command
 line's model files): a model is read only by the **same major.minor** version
@@ -11,7 +11,7 @@ too.
 
 Examples
 --------
->>> from sparsify.io.persistence import is_compatible
+>>> from sparsify.core.persistence import is_compatible
 >>> is_compatible("0.1.0", "0.1.7"), is_compatible("0.2.0", "0.1.7"), is_compatible(None, "0.1.0")
 (True, False, False)
 """
@@ -19,6 +19,8 @@ Examples
 from __future__ import annotations
 
 from typing import Any
+
+import sparsify
 
 __all__ = [
     "VERSION_KEY",
@@ -40,8 +42,6 @@ class IncompatibleVersionError(ValueError):
 
 def current_version() -> str:
     """The running sparsify's version (``sparsify.__version__``)."""
-    import sparsify  # at call time: sparsify/__init__ defines __version__ after its imports
-
     return str(sparsify.__version__)
 
 
@@ -97,7 +97,7 @@ def check_version(saved: str | None, what: str) -> None:
     >>> check_version("0.0.1", "SparseSVC")  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
-    sparsify.io.persistence.IncompatibleVersionError: This SparseSVC was saved by sparsify 0.0.1 ...
+    sparsify.core.persistence.IncompatibleVersionError: This SparseSVC was saved by ...
     """
     current = current_version()
     if is_compatible(saved, current):
@@ -129,8 +129,9 @@ class VersionedPickleMixin:
     """
 
     def __getstate__(self) -> dict[str, Any]:
+        state: Any
         try:
-            state = super().__getstate__()  # type: ignore[misc]
+            state = super().__getstate__()
         except AttributeError:  # Python < 3.11 without BaseEstimator after this mixin
             state = None
         if state is None:

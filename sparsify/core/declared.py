@@ -1,0 +1,345 @@
+"""What the generic paths share, and cvxpy's DPP path, the reference.
+
+For fixed XVs Z the sparse problem is the formulation's convex problem plus two
+linking constraints that the core owns::
+
+    f == K_XZ @ β        (dual ν)
+    u == R @ β           (dual η),   ‖w‖² := ‖u‖²,  RᵀR = K_ZZ
+
+Z enters the Lagrangian only through ``K_XZ`` and ``K_ZZ``; with cvxpy's sign
+convention (Lagrangian = objective + ν·(f − K_XZ β) + η·(u − R β))::
+
+    ∂W/∂K_XZ = −ν βᵀ        ∂W/∂K_ZZ = Σ_k c_k β_k β_kᵀ,  c_k = −η_k·u_k / (2‖u_k‖²)
+
+where c_k = ∂L/∂‖w_k‖² follows from stationarity in u. The kernel's
+vector-Jacobian products turn these into ∂W/∂Z in O(N·Nz·d)
+(`sparsify.core.kernel_blocks.link_gradient`).
+
+`DeclaredMarginal` holds the declaration, its checks, Lemma 1 and the failure
+reports; `CvxpyMarginal` makes ``K_XZ`` and ``R`` cvxpy Parameters, so the
+problem is DPP: compiled once per fit and re-solved with new parameter values
+at each evaluation. `sparsify.core.conic.ConicMarginal`, the default, adds the
+links to the conic data itself.
+"""
+
+from __future__ import annotations
+
+import warnings
+from abc import abstractmethod
+from dataclasses import dataclass
+from typing import Any
+
+import cvxpy as cp
+import numpy as np
+from numpy.typing import NDArray
+
+from sparsify.core.formulation import Declaration, Formulation, Outputs
+from sparsify.core.kernel_blocks import (
+    conditioning_note,
+    diagonal_scale,
+    expansion_factor,
+    kernel_blocks,
+    link_gradient,
+)
+from sparsify.core.marginal import (
+    Evaluation,
+    Marginal,
+    NonDifferentiableWarning,
+    check_expansion_vectors,
+)
+from sparsify.core.memory import check_memory
+from sparsify.core.solvers import (
+    SolverBackend,
+    SolverError,
+    Unsolved,
+    resolve_backends,
+    solve_problem,
+    status_hint,
+)
+from sparsify.kernels import Kernel
+
+__all__ = ["CvxpyMarginal", "DeclaredMarginal", "LinkSolution", "norm_multiplier"]
+
+Array = NDArray[np.float64]
+
+
+class DeclaredMarginal(Marginal):
+    """What the generic paths share: the declaration, its checks, Lemma 1 and the reports.
+
+    A subclass adds the linking constraints f = K_XZ β and u = R β its own way
+    and implements `_solve_links`, which returns the solution at the current
+    kernel blocks. Not for direct use: `ConicMarginal` (the default) and
+    `CvxpyMarginal` (cvxpy's DPP path, the reference) are the two.
+    """
+
+    #: whether the path solves through cvxpy's own ``solve`` (backends with a cvxpy name)
+    _cvxpy_only = False
+
+    def __init__(
+        self,
+        formulation: Formulation,
+        X: Array,
+        y: NDArray[Any] | None,
+        kernel: Kernel,
+        n_expansion: int,
+        solver: str = "auto",
+        tol: float = 1e-9,
+        jitter: float = 1e-10,
+    ) -> None:
+        self.formulation = formulation
+        self.formulation_name = formulation.name or type(formulation).__name__
+        self.X = np.asarray(X, dtype=float)
+        self._check_inputs(y, n_expansion)
+        self.y = y
+        self.kernel = kernel
+        self.n_expansion = int(n_expansion)
+        self.tol = tol
+        #: mean kernel diagonal on X: far from 1, the solvers meet a badly scaled problem
+        self.kernel_scale = diagonal_scale(kernel, self.X, self.formulation_name)
+        self.jitter = jitter * max(self.kernel_scale, 1e-300)
+        self.backends = resolve_backends(solver, cvxpy_only=self._cvxpy_only)
+        self._warned = False
+        self._K_zz = np.zeros((0, 0))
+
+    # -- construction -------------------------------------------------------------------------
+
+    def _check_inputs(self, y: NDArray[Any] | None, n_expansion: int) -> None:
+        # the estimators validate their data; a direct caller gets the same clear errors
+        X, name = self.X, self.formulation_name
+        if X.ndim != 2 or X.shape[0] < 1 or X.shape[1] < 1:
+            raise ValueError(f"The {name!r} formulation needs X of shape (n_samples, "
+                             f"n_features) with at least one of each; got shape {X.shape}.")
+        if not np.isfinite(X).all():
+            raise ValueError(f"X passed to the {name!r} formulation contains NaN or infinity; "
+                             "remove or impute those values.")
+        if y is not None and len(y) != len(X):
+            raise ValueError(f"X has {len(X)} samples but y has {len(y)}; pass one target per "
+                             "sample.")
+        if int(n_expansion) < 1:
+            raise ValueError(f"n_expansion must be at least 1; got {n_expansion}.")
+
+    def _fail(self, what: str) -> ValueError:
+        return ValueError(f"The {self.formulation_name!r} formulation {what}")
+
+    def _declare(self) -> Declaration:
+        """Hand the formulation f and u (plain variables) and check what it declares."""
+        N, Nz = len(self.X), self.n_expansion
+        K = int(self.formulation.n_outputs(self.y))
+        self.n_outputs = K
+        self.f = cp.Variable((N,) if K == 1 else (N, K), name="f")
+        self.u = cp.Variable((Nz,) if K == 1 else (Nz, K), name="u")
+        norms = ((cp.sum_squares(self.u),) if K == 1
+                 else tuple(cp.sum_squares(self.u[:, k]) for k in range(K)))
+        outputs = Outputs(f=self.f, norm_w2=cp.sum_squares(self.u), norms_w2=norms, y=self.y,
+                          n_samples=N, n_outputs=K, norm_w=cp.norm(cp.vec(self.u, order="F")),
+                          X=self.X)
+        decl = self.formulation.declare(outputs)
+        if not isinstance(decl, Declaration):
+            raise self._fail(f"must return a sparsify.Declaration from declare(); got "
+                             f"{type(decl).__name__}.")
+        if not isinstance(decl.objective, cp.Minimize):
+            raise self._fail("must declare a cp.Minimize objective (negate a Maximize one).")
+        problem = cp.Problem(decl.objective, list(decl.constraints))
+        if not problem.is_dcp():
+            raise self._fail("is not DCP (disciplined convex): check the curvature of its "
+                             "objective and constraints.")
+        parts = [decl.objective, *decl.constraints]
+        if isinstance(decl.intercept, cp.Expression):
+            parts.append(decl.intercept)
+        if any(part.parameters() for part in parts):
+            raise self._fail("creates cvxpy Parameters of its own; pass hyperparameters as "
+                             "plain numbers (the core owns every Parameter).")
+        used = {v.id for part in (decl.objective, *decl.constraints) for v in part.variables()}
+        if self.f.id not in used:
+            raise self._fail("ignores the outputs f: declare the loss or constraints over "
+                             "out.f so that the data enter the problem.")
+        self.declaration = decl
+        return decl
+
+    # -- evaluation ---------------------------------------------------------------------------
+
+    @abstractmethod
+    def _solve_links(self, K_xz: Array, K_zz: Array) -> LinkSolution:
+        """Solve with w = Σ_j β_j φ(z_j) at these kernel blocks (K_ZZ with its jitter)."""
+
+    def _report(self, failed: Unsolved, backends: list[SolverBackend]) -> SolverError:
+        codes = [status for _, status in failed.statuses]
+        error = SolverError(
+            f"The {' then '.join(b.name for b in backends)} solver did not solve the "
+            f"{self.formulation_name!r} formulation (N={len(self.X)}, Nz={self.n_expansion}): "
+            f"{failed}. {status_hint(codes)}{self._scale_note()}{conditioning_note(self._K_zz)}"
+        )
+        error.__cause__ = failed.cause
+        return error
+
+    def _scale_note(self) -> str:
+        if 1e-6 <= abs(self.kernel_scale) <= 1e6:
+            return ""
+        return (f" The kernel's diagonal on X averages {self.kernel_scale:.1e}, far from 1: "
+                "standardise the features or lower gamma.")
+
+    def evaluate(self, Z: Array, grad: bool = True) -> Evaluation:
+        Z = check_expansion_vectors(Z, self.n_expansion, self.X.shape[1], self.formulation_name)
+        K_xz, K_zz = kernel_blocks(self.kernel, self.X, Z)
+        self._K_zz = K_zz
+        sol = self._solve_links(K_xz, K_zz + self.jitter * np.eye(len(Z)))
+        intercept = self.declaration.intercept
+        b_array = np.asarray(
+            intercept.value if isinstance(intercept, cp.Expression) else intercept, dtype=float)
+        b = float(b_array) if b_array.ndim == 0 else b_array
+        accuracy = sol.accuracy * max(1.0, abs(sol.value))
+        if not grad:
+            return Evaluation(sol.value, None, sol.beta, b, sol.backend, accuracy)
+        gradient = link_gradient(self.kernel, self.X, Z, K_xz, K_zz, sol.nu, sol.beta, sol.c)
+        if not self._warned:
+            reason = self.formulation.nondifferentiable(self.y, sol.nu)
+            if reason:
+                self._warned = True
+                warnings.warn(
+                    f"W(Z) of the {self.formulation_name!r} formulation is not differentiable "
+                    f"here: {reason}. The returned gradient is one subgradient.",
+                    NonDifferentiableWarning,
+                    stacklevel=2,
+                )
+        return Evaluation(sol.value, gradient, sol.beta, b, sol.backend, accuracy)
+
+
+@dataclass(frozen=True)
+class LinkSolution:
+    """A generic path's solution: W, β, the dual ν of the link f = K_XZ β (cvxpy's sign:
+    Lagrangian = objective + ν·(f − K_XZ β)) and c_k = ∂L/∂‖w_k‖² per output."""
+
+    value: float
+    beta: Array
+    nu: Array
+    c: Array
+    backend: str
+    accuracy: float
+
+
+def norm_multiplier(u: Array, eta: Array) -> Array:
+    """c_k = ∂L/∂‖w_k‖² per output from the stationarity in u of a formulation that sees u
+    only through its norms: ∂L/∂u_k = 2 c_k u_k, read off the dual η_k of the row it is in.
+
+    Examples
+    --------
+    >>> u = np.array([[3.0], [4.0]]); norm_multiplier(u, -2 * 0.5 * u)
+    array([0.5])
+    """
+    uu = (u * u).sum(0)
+    return np.where(uu > 0, -(eta * u).sum(0) / (2 * np.where(uu > 0, uu, 1.0)), 0.0)
+
+
+class CvxpyMarginal(DeclaredMarginal):
+    """W(Z) and ∇W(Z) of a formulation through cvxpy's DPP compilation (the reference path).
+
+    The links are cvxpy constraints with ``K_XZ`` and ``R`` as Parameters, so
+    the problem compiles once and cvxpy re-solves it with new parameter
+    values. Compiling densifies cvxpy's parameter tensor, about N·(N·Nz)
+    numbers: this path is for small problems and for the tests, where it is the
+    reference of `sparsify.core.conic.ConicMarginal`, the default generic path.
+
+    Parameters
+    ----------
+    formulation : Formulation
+        The convex kernel learning algorithm.
+    X : ndarray of shape (N, d)
+        Training inputs.
+    y : ndarray of shape (N,) or None
+        Targets as the formulation expects them.
+    kernel : Kernel
+        Kernel with vector-Jacobian products.
+    n_expansion : int
+        Number of XVs Nz.
+    solver : str, default="auto"
+        A registered backend that cvxpy can call, or "auto": Clarabel, falling
+        back to OSQP (quadratic programs only) and then ECOS when a backend does
+        not return an optimal status.
+    tol : float, default=1e-9
+        Solver accuracy (gap and feasibility).
+    jitter : float, default=1e-10
+        Added to the diagonal of K_ZZ, relative to the mean kernel diagonal on
+        X, so that XVs that come close keep K_ZZ positive definite.
+
+    Examples
+    --------
+    >>> import numpy as np, cvxpy as cp
+    >>> from sparsify import Formulation, Declaration, RBF
+    >>> class Ridge(Formulation):
+    ...     name = "ridge"
+    ...     def declare(self, out):
+    ...         return Declaration(cp.Minimize(cp.sum_squares(out.f - out.y) + out.norm_w2))
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.normal(size=(20, 2)); y = np.sin(X[:, 0])
+    >>> W = CvxpyMarginal(Ridge(), X, y, RBF(0.5), n_expansion=3)
+    >>> ev = W.evaluate(X[:3])
+    >>> ev.grad.shape, ev.coef.shape
+    ((3, 2), (3,))
+    """
+
+    _cvxpy_only = True
+
+    def __init__(
+        self,
+        formulation: Formulation,
+        X: Array,
+        y: NDArray[Any] | None,
+        kernel: Kernel,
+        n_expansion: int,
+        solver: str = "auto",
+        tol: float = 1e-9,
+        jitter: float = 1e-10,
+    ) -> None:
+        super().__init__(formulation, X, y, kernel, n_expansion, solver, tol, jitter)
+        N, Nz = len(self.X), self.n_expansion
+        # compiling densifies cvxpy's parameter tensor: a row per constraint entry that
+        # holds a Parameter (f's N·K link rows at least) by a column per parameter entry
+        K = int(formulation.n_outputs(y))
+        check_memory(8 * N * K * (N * Nz + Nz * Nz + 1),
+                     f"cvxpy's DPP path for the {self.formulation_name!r} formulation with "
+                     f"N={N}, Nz={Nz}",
+                     "Use sparsify.core.conic.ConicMarginal (solver names select it through "
+                     "make_marginal), whose memory grows like N·Nz.")
+        decl = self._declare()
+        self.K_xz = cp.Parameter((N, Nz), name="K_XZ")
+        self.R = cp.Parameter((Nz, Nz), name="R")
+        self.beta = cp.Variable(self.u.shape, name="beta")
+        self.link_f = self.f == self.K_xz @ self.beta
+        self.link_u = self.u == self.R @ self.beta
+        # a solver that stalls may retry with the objective rescaled (SolverBackend.attempts)
+        self.objective_scale = cp.Parameter(nonneg=True, name="objective_scale", value=1.0)
+        self.problem = cp.Problem(cp.Minimize(self.objective_scale * decl.objective.expr),
+                                  [self.link_f, self.link_u, *decl.constraints])
+        if not self.problem.is_dpp():
+            raise self._fail("is not DPP: it must not multiply the framework's objects in a "
+                             "way that puts a Parameter times a Parameter (for example "
+                             "quad_form with a Parameter matrix).")
+        if not self.problem.is_qp():
+            capable = [b for b in self.backends if not b.quadratic_only]
+            if not capable:
+                raise ValueError(
+                    f"The solver {self.backends[0].name!r} handles quadratic programs only and "
+                    f"the {self.formulation_name!r} formulation is not one; use "
+                    "solver='clarabel' or solver='ecos'."
+                )
+            self.backends = capable
+
+    def _solve_links(self, K_xz: Array, K_zz: Array) -> LinkSolution:
+        self.K_xz.value, self.R.value = K_xz, expansion_factor(K_zz)
+        try:
+            solved = solve_problem(self.problem, self.backends, self.tol,
+                                   has_solution=lambda: self.link_f.dual_value is not None,
+                                   objective_scale=self.objective_scale)
+        except Unsolved as failed:
+            raise self._report(failed, self.backends) from failed.cause
+        s = solved.objective_scale
+        Nz = self.n_expansion
+        eta = np.asarray(self.link_u.dual_value, dtype=float).reshape(Nz, -1) / s
+        return LinkSolution(
+            value=float(self.problem.value) / s,
+            beta=np.asarray(self.beta.value, dtype=float),
+            nu=np.asarray(self.link_f.dual_value, dtype=float) / s,
+            c=norm_multiplier(np.asarray(self.u.value, dtype=float).reshape(Nz, -1), eta),
+            backend=solved.backend.name,
+            accuracy=solved.accuracy,
+        )
