@@ -14,8 +14,9 @@ rounds of pairwise label switching (`switch_labels`) and re-solves; or, with
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
@@ -24,12 +25,10 @@ from sparsify.algorithms.s3vm.engines import _Dense, _Progress, _Sparse, _State
 from sparsify.algorithms.s3vm.labels import ranked_labels, switch_labels
 from sparsify.algorithms.s3vm.mkl import alternate, combined_kernel, uniform_weights
 from sparsify.algorithms.s3vm.smooth import smooth_f_step
+from sparsify.core.formulation import Formulation
 from sparsify.kernels import Kernel
 
-if TYPE_CHECKING:
-    from sparsify.algorithms.s3vm.estimator import SemiSupervisedSVC
-
-__all__ = ["Search", "annealing_stages", "search_labels", "supervised_start",
+__all__ = ["Search", "SearchSettings", "annealing_stages", "search_labels", "supervised_start",
            "switching_f_step"]
 
 Array = NDArray[np.float64]
@@ -46,6 +45,21 @@ def annealing_stages(c_final: float, annealed: bool = True) -> list[float]:
     return [c_final * 10.0 ** (k - 5) for k in range(6)] if annealed else [c_final]
 
 
+@dataclass(frozen=True)
+class SearchSettings:
+    """What the label search needs of the estimator: C, the convex stage's formulation, the
+    switching and MKL limits, and the smooth stages' L-BFGS budget."""
+
+    C: float
+    formulation: Callable[[float, NDArray[np.bool_]], Formulation]
+    solver_tol: float
+    p: float
+    mkl_max_iter: int
+    mkl_tol: float
+    max_switch_rounds: int
+    max_iter: int
+
+
 @dataclass
 class Search:
     """The outcome of `search_labels`: θ, the final convex solve, all labels, θ-steps taken."""
@@ -57,25 +71,25 @@ class Search:
 
 
 def supervised_start(
-    est: SemiSupervisedSVC, kernels: list[Kernel], X: Array, lab_idx: NDArray[np.intp],
+    settings: SearchSettings, kernels: list[Kernel], X: Array, lab_idx: NDArray[np.intp],
     unl_idx: NDArray[np.intp], y_lab: Array, theta: Array,
 ) -> tuple[Array, Array]:
     """θ and decision values on the unlabeled points of a (MKL) SVM on the labeled points."""
     XL = X[lab_idx]
     grams = [k(XL, XL) for k in kernels]
-    form = est._formulation(est.C, np.ones(len(lab_idx), dtype=bool))
+    form = settings.formulation(settings.C, np.ones(len(lab_idx), dtype=bool))
     sol: list[Any] = []
 
     def step(th: Array, iteration: int) -> Array:
         K = sum(t * G for t, G in zip(th, grams, strict=True))
-        sol[:] = [form.solve_precomputed(K, y_lab, est.solver_tol)]
+        sol[:] = [form.solve_precomputed(K, y_lab, settings.solver_tol)]
         beta = sol[0].coef
         return np.array([t * t * float(beta @ G @ beta)
                          for t, G in zip(th, grams, strict=True)])
 
-    if len(kernels) > 1 and est.mkl_max_iter > 0:
-        theta = alternate(step, len(kernels), est.p, theta0=theta,
-                          max_iter=est.mkl_max_iter, tol=est.mkl_tol).theta
+    if len(kernels) > 1 and settings.mkl_max_iter > 0:
+        theta = alternate(step, len(kernels), settings.p, theta0=theta,
+                          max_iter=settings.mkl_max_iter, tol=settings.mkl_tol).theta
     else:
         step(theta, 0)
     beta, b = sol[0].coef, sol[0].intercept
@@ -86,7 +100,7 @@ def supervised_start(
     return theta, scores
 
 
-def switching_f_step(est: SemiSupervisedSVC, engine: _Dense | _Sparse, theta: Array, y: Array,
+def switching_f_step(settings: SearchSettings, engine: _Dense | _Sparse, theta: Array, y: Array,
                      unl_idx: NDArray[np.intp], stages: list[float], progress: _Progress,
                      move: bool = True) -> _State:
     """Algorithm 1 at fixed θ: per stage, a convex solve and label switching.
@@ -103,7 +117,7 @@ def switching_f_step(est: SemiSupervisedSVC, engine: _Dense | _Sparse, theta: Ar
         for _ in range(passes):
             state = progress.solved(engine.solve(theta, y, c_star, move=move))
             switched = 0
-            for _ in range(est.max_switch_rounds if len(unl_idx) else 0):
+            for _ in range(settings.max_switch_rounds if len(unl_idx) else 0):
                 k = switch_labels(y, state.outputs, unl_idx)
                 if not k:
                     break
@@ -118,7 +132,7 @@ def switching_f_step(est: SemiSupervisedSVC, engine: _Dense | _Sparse, theta: Ar
     return state
 
 
-def search_labels(est: SemiSupervisedSVC, engine: _Dense | _Sparse, kernels: list[Kernel],
+def search_labels(settings: SearchSettings, engine: _Dense | _Sparse, kernels: list[Kernel],
                   X: Array, labeled: NDArray[np.bool_], y_lab: Array, r: float,
                   c_final: float, smooth: bool, progress: _Progress) -> Search:
     """Algorithm 2: the temporary labels, the annealed f-steps and the Lp-norm θ-steps.
@@ -126,7 +140,7 @@ def search_labels(est: SemiSupervisedSVC, engine: _Dense | _Sparse, kernels: lis
     ``smooth`` runs `smooth_f_step` instead of `switching_f_step`; its labels
     are then the signs of the final outputs.
     """
-    M, p = len(kernels), float(est.p)
+    M, p = len(kernels), float(settings.p)
     lab_idx, unl_idx = np.flatnonzero(labeled), np.flatnonzero(~labeled)
     # steps 1-4: uniform θ, a supervised (MKL) SVM on the labeled points,
     # temporary labels by ranking its decision values with ratio r
@@ -134,7 +148,7 @@ def search_labels(est: SemiSupervisedSVC, engine: _Dense | _Sparse, kernels: lis
     y_all = np.zeros(len(X))
     y_all[lab_idx] = y_lab
     if len(unl_idx):
-        theta, scores = supervised_start(est, kernels, X, lab_idx, unl_idx, y_lab, theta)
+        theta, scores = supervised_start(settings, kernels, X, lab_idx, unl_idx, y_lab, theta)
         n_pos = round(r * len(unl_idx))
         y_all[unl_idx] = ranked_labels(scores, n_pos)
         progress.log(f"{len(lab_idx)} labeled, {len(unl_idx)} unlabeled points, r = {r:.3f}, "
@@ -147,23 +161,23 @@ def search_labels(est: SemiSupervisedSVC, engine: _Dense | _Sparse, kernels: lis
         todo = stages if iteration == 0 else stages[-1:]
         if smooth:
             assert isinstance(engine, _Dense)
-            state[:] = [smooth_f_step(engine, th, y_all, labeled, float(est.C), r, todo,
-                                      state[0].coef if state else None, est.max_iter,
+            state[:] = [smooth_f_step(engine, th, y_all, labeled, float(settings.C), r, todo,
+                                      state[0].coef if state else None, settings.max_iter,
                                       progress)]
         else:
             # sparse: the XVs move in the first f-step and in the final one below;
             # the f-steps between θ-steps keep them (libsvm re-solves, no L-BFGS)
-            state[:] = [switching_f_step(est, engine, th, y_all, unl_idx, todo, progress,
+            state[:] = [switching_f_step(settings, engine, th, y_all, unl_idx, todo, progress,
                                          move=iteration == 0)]
         return engine.norms2(th, state[0])
 
     n_mkl_iter = 0
-    if M > 1 and est.mkl_max_iter > 0:
-        res = alternate(f_step, M, p, theta0=theta, max_iter=est.mkl_max_iter,
-                        tol=est.mkl_tol)
+    if M > 1 and settings.mkl_max_iter > 0:
+        res = alternate(f_step, M, p, theta0=theta, max_iter=settings.mkl_max_iter,
+                        tol=settings.mkl_tol)
         theta, n_mkl_iter = res.theta, res.n_iter
         if isinstance(engine, _Sparse) and res.n_iter > 0:
-            state[:] = [switching_f_step(est, engine, theta, y_all, unl_idx, stages[-1:],
+            state[:] = [switching_f_step(settings, engine, theta, y_all, unl_idx, stages[-1:],
                                          progress)]
     else:
         f_step(theta, 0)

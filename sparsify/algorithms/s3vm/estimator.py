@@ -24,7 +24,7 @@ from sklearn.utils import Tags, check_random_state
 from sklearn.utils._param_validation import Interval, Options, StrOptions
 from sklearn.utils.validation import validate_data
 
-from sparsify.algorithms.s3vm.annealing import search_labels
+from sparsify.algorithms.s3vm.annealing import SearchSettings, search_labels
 from sparsify.algorithms.s3vm.engines import StageSettings, _Dense, _Progress, _Sparse
 from sparsify.algorithms.s3vm.formulation import S3VM
 from sparsify.algorithms.s3vm.kernel_spec import default_mkl_kernels, resolve_kernels
@@ -416,8 +416,11 @@ class SemiSupervisedSVC(ClassifierMixin, SparseKernelEstimator):
             engine = _Sparse(settings, X_fit, kernels, labeled, nz, int(seed))
 
         progress = _Progress(self.verbose)
-        found = search_labels(self, engine, kernels, X_fit, labeled, y_lab, r, c_final, smooth,
-                              progress)
+        found = search_labels(
+            SearchSettings(self.C, self._formulation, self.solver_tol, self.p,
+                           self.mkl_max_iter, self.mkl_tol, self.max_switch_rounds,
+                           self.max_iter),
+            engine, kernels, X_fit, labeled, y_lab, r, c_final, smooth, progress)
         theta, final = found.theta, found.state
         Z, coef, support = engine.expansion(final)
         self._set_expansions(
