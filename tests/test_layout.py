@@ -28,12 +28,6 @@ MODULES = {_module_name(p): p for p in PACKAGE.rglob("*.py")}
 #: the C extensions (built from the .c file of the same name): they import no sparsify module
 EXTENSIONS = {_module_name(p) for p in PACKAGE.rglob("*.c")}
 
-#: Edges that the parallel branch of issue 41 (driver-41: one fit driver, `fit_distributed`
-#: removed) takes out; each must still exist here, so that the merge removes its entry.
-#: import edges allowed to close a cycle for now (none: a cycle is a defect to fix)
-PENDING_EDGES: set[tuple[str, str]] = set()
-#: (importer, module, name) private imports across packages allowed for now (none)
-PENDING_PRIVATE: set[tuple[str, str, str]] = set()
 
 
 def _package(module: str) -> str:
@@ -149,10 +143,6 @@ def test_the_cycle_finder_finds_a_cycle_through_a_function_level_import() -> Non
 
 def test_there_are_no_import_cycles_function_level_imports_included() -> None:
     graph = _graph(IMPORTS)
-    stale = {edge for edge in PENDING_EDGES if edge[1] not in graph[edge[0]]}
-    assert not stale, f"no longer imported: remove {sorted(stale)} from PENDING_EDGES"
-    for importer, module in PENDING_EDGES:
-        del graph[importer][module]
     cycles = strongly_connected(graph)
     message = "\n".join(
         "import cycle among " + ", ".join(c) + ":\n" + "\n".join(
@@ -172,9 +162,7 @@ def test_no_private_name_is_imported_across_packages() -> None:
         owner = i.module if i.module in MODULES else i.module.rpartition(".")[0]
         if _package(i.importer) != (_package(owner) if owner in MODULES else owner):
             crossing.add((i.importer, i.module, i.name))
-    stale = PENDING_PRIVATE - crossing
-    assert not stale, f"no longer imported: remove {sorted(stale)} from PENDING_PRIVATE"
-    assert crossing <= PENDING_PRIVATE, sorted(crossing - PENDING_PRIVATE)
+    assert not crossing, sorted(crossing)
 
 
 def test_the_core_imports_no_algorithm_baseline_or_command_line() -> None:
