@@ -64,8 +64,9 @@ SHARED: dict[str, SharedParameter] = {
         "in k-means."),
     "solver": SharedParameter(
         "str", "auto", "str",
-        '"auto": the formulation\'s own solver if it has one, else the default\n'
-        'backend; or a backend name ("clarabel", "ecos", "osqp", "scs").'),
+        '"auto": the formulation\'s own solver if it has one, else the generic\n'
+        "path's backends in turn (the structured interior point, Clarabel, OSQP,\n"
+        'ECOS); or a backend name ("structured", "clarabel", "ecos", "osqp", "scs").'),
     "max_iter": SharedParameter(
         "int", 200, "int",
         "Maximum L-BFGS iterations per problem (0 keeps the initial XVs)."),

@@ -88,7 +88,8 @@ class SparseOneClassSVM(SparseOutlierDetector):
         kept. W is not convex in Z, so a few starts avoid poor local minima, as
         in k-means.
     solver : str, default="auto"
-        Solver backend: "clarabel", "ecos", "osqp" or "auto".
+        "auto" (the structured interior point, then Clarabel, OSQP, ECOS) or a
+        backend name: "structured", "clarabel", "ecos", "osqp", "scs".
     max_iter : int, default=200
         Maximum L-BFGS iterations per problem (0 keeps the initial XVs).
     tol : float, default=1e-6

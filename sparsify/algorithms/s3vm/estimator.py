@@ -148,8 +148,8 @@ class SemiSupervisedSVC(ClassifierMixin, SparseKernelEstimator):
     solver : str, default="auto"
         "auto": libsvm on the precomputed kernel for the dense problem and the
         SVM's exact dual solver with per-point costs for the sparse one; a
-        cvxpy backend name ("clarabel", "ecos", "osqp") solves the generic
-        declaration instead (the reference; slow for large N).
+        backend name ("structured", "clarabel", "ecos", "osqp", "scs") solves
+        the generic declaration instead (the reference).
     random_state : int, RandomState instance or None, default=None
         Seed of the initial XVs (sparse version).
     verbose : int, default=0

@@ -86,9 +86,9 @@ class SparseSVC(SparseKernelClassifier):
         in k-means.
     solver : str, default="auto"
         "auto" takes the SVM's exact fast path (a dedicated dual solver,
-        warm-started between L-BFGS evaluations); a cvxpy backend name
-        ("clarabel", "ecos", "osqp") solves the generic cvxpy declaration
-        instead, the fast path's reference.
+        warm-started between L-BFGS evaluations); a backend name
+        ("structured", "clarabel", "ecos", "osqp", "scs") solves the generic
+        declaration instead, the fast path's reference.
     max_iter : int, default=200
         Maximum L-BFGS iterations per problem (0 keeps the initial XVs).
     tol : float, default=1e-6

@@ -72,9 +72,9 @@ class SparseSVR(SparseKernelRegressor):
         kept. W is not convex in Z, so a few starts avoid poor local minima, as
         in k-means.
     solver : str, default="auto"
-        "auto": the exact dual solver; a cvxpy backend name ("clarabel",
-        "ecos", "osqp", "scs") solves the generic cvxpy declaration instead, its
-        reference.
+        "auto": the exact dual solver; a backend name ("structured",
+        "clarabel", "ecos", "osqp", "scs") solves the generic declaration
+        instead, its reference.
     max_iter : int, default=200
         Maximum L-BFGS iterations per problem (0 keeps the initial XVs).
     tol : float, default=1e-6
