@@ -21,11 +21,13 @@ from sklearn.utils.estimator_checks import parametrize_with_checks
 from sparsify import (
     Declaration,
     Formulation,
+    SemiSupervisedSVC,
     SparseKernelClassifier,
     SparseKernelLogisticRegression,
     SparseKernelRegressor,
     SparseKernelRidge,
     SparseKernelTransformer,
+    SparseKFD,
     SparseOutlierDetector,
     SparseSVC,
     SparseSVR,
@@ -313,3 +315,21 @@ def test_n_iter_no_change_stops_once_w_has_levelled_off(make, data) -> None:
     # "auto" leaves a fit below 10 000 points to tol and max_iter
     auto = make(n_iter_no_change="auto", max_iter=60, tol=0.0, random_state=0).fit(X, y)
     assert int(auto.n_iter_[0]) == int(full.n_iter_[0])
+
+
+@pytest.mark.parametrize("cls", [SparseSVC, SparseSVR, SemiSupervisedSVC, SparseKFD])
+def test_a_cost_too_large_for_float64_is_refused_before_the_fit(cls, monkeypatch) -> None:
+    from sparsify.core.params import MAX_C
+
+    costs = [name for name in ("C", "C_star") if name in cls().get_params()]
+    assert costs
+    X, y = np.random.default_rng(0).normal(size=(20, 2)), np.repeat([-1, 1], 10)
+    # any solve would mean the check came too late
+    monkeypatch.setattr("sparsify.core.estimator.optimise_start",
+                        lambda *a, **k: pytest.fail("a fit started"))
+    for name in costs:
+        est = cls(**{name: 1e300})
+        with pytest.raises(ValueError, match=rf"^{name}=1e\+300 is too large: above 1e\+12 .*"
+                                             rf"Use {name} <= 1e\+12"):
+            est.fit(X, y)
+        cls(**{name: MAX_C})._validate_params()  # the bound itself is taken

@@ -30,9 +30,6 @@ from sparsify.cli.report import (
     _print_fit_report,
 )
 
-#: The largest C a fit takes: beyond it ½‖w‖² falls below the rounding of C·Σξ in float64, the
-#: problem is a hard margin the solvers cannot tell from infeasible, and they fail or stall.
-MAX_C = 1e12
 #: The largest target magnitude of a regressor: squared errors of larger targets overflow float64
 #: in the solvers' sums.
 MAX_TARGET = 1e100
@@ -49,11 +46,9 @@ def _announce(args: argparse.Namespace) -> None:
 
 def _check_scale(params: dict[str, object], y: object, regressor: bool, source: str) -> None:
     """Refuse a C or targets too large for float64 solvers, saying which and what to do."""
-    C = params.get("C")
-    if isinstance(C, int | float) and not isinstance(C, bool) and C > MAX_C:
-        raise ValueError(f"C={C:g} is too large: above {MAX_C:g} the margin term ½‖w‖² is lost "
-                         "in the rounding of C·Σξ (float64), and the solvers cannot solve the "
-                         f"problem. Use C <= {MAX_C:g}: its margin is as hard as float64 can tell.")
+    from sparsify.core.params import check_cost_scale  # with scikit-learn: after the first line
+
+    check_cost_scale(params)
     if regressor:
         largest = float(np.max(np.abs(np.asarray(y, dtype=np.float64))))
         if largest > MAX_TARGET:

@@ -46,6 +46,7 @@ from sparsify.core.optimize import (
     sampling_plateau,
     warn_if_not_converged,
 )
+from sparsify.core.params import check_cost_scale
 from sparsify.core.persistence import VersionedPickleMixin
 from sparsify.core.registry import get_registry
 from sparsify.core.shared_params import SHARED, SHARED_PARAMS, parameter_docs
@@ -344,6 +345,12 @@ class SparseKernelEstimator(KernelMachineMixin, BaseEstimator):
             _generate_init(cls)
 
     # ------------------------------------------------------------------ the formulation
+
+    def _validate_params(self) -> None:
+        """scikit-learn's parameter checks, then a cost C (or C*) too large for float64 solvers
+        (`sparsify.core.params.check_cost_scale`), before any work."""
+        super()._validate_params()
+        check_cost_scale(self.get_params(deep=False))
 
     def _formulation_type(self) -> type[Formulation]:
         """The formulation class; an estimator may choose it per instance (SparseKFD's
