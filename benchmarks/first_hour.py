@@ -194,22 +194,22 @@ def report(rows: list[dict[str, Any]], args: argparse.Namespace, cores: int,
     settings = list(_settings(cores))
     one = settings[1]
     shows = (
-        "What a new user meets first, timed on this page's machine, each table's rows side by "
-        "side in one run. With a CPU hog (a busy loop) on every core, a fit with sparsify's "
-        "BLAS thread sizing "
-        "(`sparsify.core.threads`: one thread per 5·10⁷ multiply-adds of a W(Z) evaluation, "
-        "so one for Banana) runs as fast as with one BLAS thread, where the BLAS's own default "
-        "of one thread per core (the third row: what the Banana fit ran with before) runs "
-        "several times slower; the goal is at most 1.5 × one thread. For the one-vs-rest fit "
-        "with `n_jobs=2` the third row nests a thread per core inside each worker process, "
-        "which joblib's share (one each here) and the sizing avoid. `sparsify --version` "
-        "imports nothing but the standard library, `sparsify "
-        "predict` reads the model file with numpy alone (neither scikit-learn nor cvxpy), and "
-        "`sparsify fit` prints its first line before it imports them; the goals are 0.3 s, "
-        "1 s for 50 rows, and a first line at once. The README's test command (every test but "
-        "those marked slow) is timed once, on the machine as idle as it could be had, with its "
-        "load before and after; the goal is 5 minutes on 2 idle cores. Other times are medians "
-        f"over {args.repeats} runs; the settings alternate, so the load is shared alike.")
+        "What a new user meets first, each table's rows side by side in one run: fit times "
+        "with sparsify's BLAS thread sizing against one thread and a thread per core while a "
+        "CPU hog runs on every core (goal: at most 1.5 × one thread), the start-up of "
+        "`sparsify --version`, `predict` and `fit` (goals 0.3 s, 1 s for 50 rows, a first "
+        "line at once), and the README's test command (goal: 5 minutes on 2 idle cores).")
+    setup = (
+        "`sparsify.core.threads` gives one BLAS thread per 5·10⁷ multiply-adds of a W(Z) "
+        "evaluation, so one for Banana; the third setting of each fit is the BLAS's own "
+        "default of one thread per core (what the Banana fit ran with before), which for the "
+        "one-vs-rest fit with `n_jobs=2` nests a thread per core inside each worker process. "
+        "`sparsify --version` imports nothing but the standard library, `sparsify predict` "
+        "reads the model file with numpy alone (neither scikit-learn nor cvxpy), and "
+        "`sparsify fit` prints its first line before it imports them. The README's test "
+        "command (every test but those marked slow) is timed once, on the machine as idle as "
+        "it could be had, with its load before and after. Other times are medians over "
+        f"{args.repeats} runs; the settings alternate, so the load is shared alike.")
     # a run of some --parts keeps the others' rows, so every command that made them is shown
     commands = "\n".join(dict.fromkeys(r.get("command", args.command) for r in rows))
     provenance = [
@@ -218,6 +218,8 @@ def report(rows: list[dict[str, Any]], args: argparse.Namespace, cores: int,
         f"jobs share the machine); total {wall / 60:.1f} min; peak memory of a child process "
         f"{resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024:.0f} MiB."]
     lines = [
+        setup,
+        "",
         f"## BLAS threads, with a CPU hog on each of the {cores} cores",
         "",
         "The ratio is the median over the rounds of each round's fit time against the same "

@@ -441,7 +441,7 @@ def report(rows: list[dict[str, Any]], command: str, wall: float,
     return result_page(
         "The generic path at the speed of its structure", shows,
         "OPENBLAS_NUM_THREADS=1 " + command,
-        ["## Verdicts", "", *[f"- {v}" for v in verdicts], "", *lines],
+        [*lines, "", "## Verdicts", "", *[f"- {v}" for v in verdicts]],
         [f"Machine: {os.cpu_count()} CPUs ({cpu_name()}), "
          f"{available_memory() / 2**30:.0f} GiB available, Python "
          f"{platform.python_version()}, numpy {np.__version__}, cvxpy {cp.__version__}, "

@@ -407,17 +407,44 @@ def _write_atomic(path: Path, text: str) -> None:
     os.replace(fh.name, path)
 
 
+def split_setup(body: str) -> tuple[str, str]:
+    """``body`` split into its tables and the set-up text a script wrote before them.
+
+    The set-up, protocol and verdict paragraphs before the first table's section go to
+    the end of the page (`result_page`), so its first screen is what it shows, the
+    command and a table; the heading that leads the first table stays with it. The
+    set-up's own ``## `` headings become ``### `` there.
+
+    Examples
+    --------
+    >>> split_setup("Data: 40 points.\\n\\n## Results\\n\\n| a |\\n|---|")
+    ('## Results\\n\\n| a |\\n|---|', '### Set-up\\n\\nData: 40 points.')
+    """
+    lines = body.strip().splitlines()
+    first = next((i for i, line in enumerate(lines) if line.startswith("|")), None)
+    if first is None:
+        return body.strip(), ""
+    lead = max((i for i in range(first) if lines[i].startswith("## ")), default=first)
+    setup = "\n".join("#" + line if line.startswith("## ") else line
+                      for line in lines[:lead]).strip()
+    if setup and not setup.startswith("### "):
+        setup = "### Set-up\n\n" + setup
+    return "\n".join(lines[lead:]).strip(), setup
+
+
 def result_page(title: str, shows: str, command: str, body: list[str],
                 provenance: list[str]) -> str:
     """A result page in the order every page of docs/results follows.
 
     What the page shows (one paragraph), the command that regenerates it, the tables and
     findings (``body``), and last, under "Provenance", where, when and under what load the
-    numbers were measured.
+    numbers were measured, then how (the set-up text ``body`` had before its first
+    table: `split_setup`).
     """
-    parts = [f"# {title}", shows, f"```\n{command}\n```", "\n".join(body).strip(),
-             "## Provenance", "\n".join(provenance).strip()]
-    return "\n\n".join(parts) + "\n"
+    tables, setup = split_setup("\n".join(body))
+    parts = [f"# {title}", shows, f"```\n{command}\n```", tables, "## Provenance",
+             "\n".join(provenance).strip(), setup]
+    return "\n\n".join(part for part in parts if part) + "\n"
 
 
 def notes_sections(path: Path) -> list[str]:
