@@ -369,6 +369,6 @@ def test_an_estimator_whose_formulation_has_no_distributed_solver_refuses(client
             return {}
 
     X, y = make_ringnorm(40, random_state=0)
-    with pytest.raises(TypeError, match="the 'klr' formulation's marginal does not take row "
-                                        "blocks"):
+    with pytest.raises(ValueError, match="The 'klr' formulation over row blocks needs the "
+                                         "structured interior point, which cannot take it"):
         OtherSVC(n_expansion=4).fit(da.from_array(X, chunks=20), da.from_array(y, chunks=20))

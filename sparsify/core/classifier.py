@@ -380,8 +380,7 @@ class SparseKernelClassifier(ClassifierMixin, SparseKernelEstimator):
         ``n_expansion`` fits its full SVM on the rows collected to the driver,
         and Platt scaling fits its fold models over the blocks.
         """
-        formulation = self._make_formulation()
-        self._refuse_on_blocks(source, formulation, {
+        self._refuse_on_blocks({
             "sample_weight (fit without it, or on numpy arrays)": sample_weight is not None})
         self.classes_, counts = source.classes()
         if len(self.classes_) < 2:

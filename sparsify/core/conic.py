@@ -48,7 +48,7 @@ from sparsify.core.memory import check_memory
 from sparsify.core.solvers import Attempt, SolverBackend, Unsolved, solve_with_attempts
 from sparsify.kernels import Kernel
 
-__all__ = ["ConicMarginal", "estimate_memory", "make_marginal"]
+__all__ = ["ConicMarginal", "compile_linked", "estimate_memory", "make_marginal", "unpack"]
 
 Array = NDArray[np.float64]
 
@@ -80,6 +80,7 @@ class _Compiled:
     var_id: int
     chain: Any
     inverse_data: Any
+    offsets: dict[int, int]  # each cvxpy variable's first column
 
 
 class ConicMarginal(DeclaredMarginal):
@@ -188,38 +189,10 @@ class ConicMarginal(DeclaredMarginal):
 
     def _compile(self, layout: str) -> _Compiled | str:
         """The problem compiled for ``layout`` (a cvxpy solver name), or why cvxpy cannot."""
-        if layout in self._compiled:
-            return self._compiled[layout]
-        try:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")  # cvxpy's notes about its own reductions
-                data, chain, inverse_data = self.problem.get_problem_data(layout)
-        except cp.error.SolverError as exc:
-            reason = " ".join(str(exc).split()).rstrip(".")
-            self._compiled[layout] = reason
-            return reason
-        offsets = next(dict(inv.var_offsets) for inv in reversed(inverse_data)
-                       if hasattr(inv, "var_offsets"))
-        own = read_problem_data(layout, data)
-        del data
-        # cvxpy keeps its parametrised program for re-solves, which this path never asks
-        # for: about as large again as the problem's data
-        cache = getattr(self.problem, "_cache", None)
-        if cache is not None and hasattr(cache, "param_prog"):
-            cache.param_prog = None
-        n_own = own.n
-        N, Nz, K = len(self.X), self.n_expansion, self.n_outputs
-        # u: the formulation's own columns, or new ones when it never uses ‖w‖
-        off_u = offsets.get(self.u.id, n_own)
-        n = max(n_own, off_u + Nz * K)
-        solver_inverse = inverse_data[-1].inverse_data
-        own = own.widened(n)
-        own.offset = float(solver_inverse["offset"])
-        layout_ = LinkLayout(n, offsets[self.f.id], off_u, N, Nz, K)
-        compiled = _Compiled(LinkedProblem(own, layout_), n_own, solver_inverse["var_id"],
-                             chain, inverse_data)
-        self._compiled[layout] = compiled
-        return compiled
+        if layout not in self._compiled:
+            self._compiled[layout] = compile_linked(self.problem, self.f, self.u, len(self.X),
+                                                    self.n_expansion, self.n_outputs, layout)
+        return self._compiled[layout]
 
     def _ready(self, backend: SolverBackend) -> str | None:
         """Prepare ``backend`` for this problem; None, or why it cannot take it."""
@@ -299,13 +272,48 @@ class ConicMarginal(DeclaredMarginal):
                              backend=solved.backend.name, accuracy=solved.accuracy)
 
     def _unpack(self, compiled: _Compiled, x: Array, value: float) -> None:
-        """Set the formulation's variables (the intercept's among them) from the solution."""
-        solution = Solution(cp.OPTIMAL, value - compiled.problem.own.offset,
-                            {compiled.var_id: x}, {}, {})
-        for reduction, inverse in reversed(list(zip(compiled.chain.reductions[:-1],
-                                                    compiled.inverse_data[:-1], strict=True))):
-            solution = reduction.invert(solution, inverse)
-        self.problem.unpack(solution)
+        unpack(self.problem, compiled, x, value)
+
+
+def compile_linked(problem: cp.Problem, f: cp.Variable, u: cp.Variable, N: int, Nz: int,
+                   K: int, layout: str) -> _Compiled | str:
+    """The declared ``problem`` over f and u compiled for ``layout`` (a cvxpy solver name)
+    as a `LinkedProblem`, or why cvxpy cannot compile it for that layout."""
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # cvxpy's notes about its own reductions
+            data, chain, inverse_data = problem.get_problem_data(layout)
+    except cp.error.SolverError as exc:
+        return " ".join(str(exc).split()).rstrip(".")
+    offsets = next(dict(inv.var_offsets) for inv in reversed(inverse_data)
+                   if hasattr(inv, "var_offsets"))
+    own = read_problem_data(layout, data)
+    del data
+    # cvxpy keeps its parametrised program for re-solves, which this path never asks
+    # for: about as large again as the problem's data
+    cache = getattr(problem, "_cache", None)
+    if cache is not None and hasattr(cache, "param_prog"):
+        cache.param_prog = None
+    n_own = own.n
+    # u: the formulation's own columns, or new ones when it never uses ‖w‖
+    off_u = offsets.get(u.id, n_own)
+    n = max(n_own, off_u + Nz * K)
+    solver_inverse = inverse_data[-1].inverse_data
+    own = own.widened(n)
+    own.offset = float(solver_inverse["offset"])
+    layout_ = LinkLayout(n, offsets[f.id], off_u, N, Nz, K)
+    return _Compiled(LinkedProblem(own, layout_), n_own, solver_inverse["var_id"], chain,
+                     inverse_data, offsets)
+
+
+def unpack(problem: cp.Problem, compiled: _Compiled, x: Array, value: float) -> None:
+    """Set the declaration's variables (the intercept's among them) from the solution x."""
+    solution = Solution(cp.OPTIMAL, value - compiled.problem.own.offset,
+                        {compiled.var_id: x}, {}, {})
+    for reduction, inverse in reversed(list(zip(compiled.chain.reductions[:-1],
+                                                compiled.inverse_data[:-1], strict=True))):
+        solution = reduction.invert(solution, inverse)
+    problem.unpack(solution)
 
 
 def make_marginal(

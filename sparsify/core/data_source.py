@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from sparsify.core.marginal import Marginal
 
 __all__ = ["BlockProblem", "DataSource", "InMemoryRows", "RowBlocks", "RowTarget",
-           "as_dask_array", "is_dask_collection"]
+           "as_dask_array", "is_dask_collection", "payload_bytes"]
 
 Array = NDArray[np.float64]
 
@@ -134,6 +134,24 @@ class BlockProblem(ABC):
     @abstractmethod
     def close(self) -> None:
         """Release the blocks on the workers."""
+
+
+def payload_bytes(obj: Any) -> int:
+    """The payload size of arrays and numbers in nested tuples and lists (what a map over
+    row blocks sends and receives, Dask's own messages not counted).
+
+    Examples
+    --------
+    >>> payload_bytes((np.zeros(3), [1.0, 2]))
+    40
+    """
+    if isinstance(obj, np.ndarray):
+        return int(obj.nbytes)
+    if isinstance(obj, (list, tuple)):
+        return sum(payload_bytes(item) for item in obj)
+    if isinstance(obj, (float, int, np.floating, np.integer, bool)):
+        return 8
+    return 0
 
 
 def as_dask_array(data: Any, name: str) -> Any:

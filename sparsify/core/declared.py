@@ -58,7 +58,7 @@ from sparsify.core.solvers import (
 )
 from sparsify.kernels import Kernel
 
-__all__ = ["CvxpyMarginal", "DeclaredMarginal", "LinkSolution", "norm_multiplier"]
+__all__ = ["CvxpyMarginal", "DeclaredMarginal", "LinkSolution", "declare", "norm_multiplier"]
 
 Array = NDArray[np.float64]
 
@@ -123,38 +123,9 @@ class DeclaredMarginal(Marginal):
 
     def _declare(self) -> Declaration:
         """Hand the formulation f and u (plain variables) and check what it declares."""
-        N, Nz = len(self.X), self.n_expansion
-        K = int(self.formulation.n_outputs(self.y))
-        self.n_outputs = K
-        self.f = cp.Variable((N,) if K == 1 else (N, K), name="f")
-        self.u = cp.Variable((Nz,) if K == 1 else (Nz, K), name="u")
-        norms = ((cp.sum_squares(self.u),) if K == 1
-                 else tuple(cp.sum_squares(self.u[:, k]) for k in range(K)))
-        outputs = Outputs(f=self.f, norm_w2=cp.sum_squares(self.u), norms_w2=norms, y=self.y,
-                          n_samples=N, n_outputs=K, norm_w=cp.norm(cp.vec(self.u, order="F")),
-                          X=self.X)
-        decl = self.formulation.declare(outputs)
-        if not isinstance(decl, Declaration):
-            raise self._fail(f"must return a sparsify.Declaration from declare(); got "
-                             f"{type(decl).__name__}.")
-        if not isinstance(decl.objective, cp.Minimize):
-            raise self._fail("must declare a cp.Minimize objective (negate a Maximize one).")
-        problem = cp.Problem(decl.objective, list(decl.constraints))
-        if not problem.is_dcp():
-            raise self._fail("is not DCP (disciplined convex): check the curvature of its "
-                             "objective and constraints.")
-        parts = [decl.objective, *decl.constraints]
-        if isinstance(decl.intercept, cp.Expression):
-            parts.append(decl.intercept)
-        if any(part.parameters() for part in parts):
-            raise self._fail("creates cvxpy Parameters of its own; pass hyperparameters as "
-                             "plain numbers (the core owns every Parameter).")
-        used = {v.id for part in (decl.objective, *decl.constraints) for v in part.variables()}
-        if self.f.id not in used:
-            raise self._fail("ignores the outputs f: declare the loss or constraints over "
-                             "out.f so that the data enter the problem.")
-        self.declaration = decl
-        return decl
+        self.declaration, self.f, self.u, self.n_outputs = declare(
+            self.formulation, self.y, len(self.X), self.n_expansion, self.X)
+        return self.declaration
 
     # -- evaluation ---------------------------------------------------------------------------
 
@@ -343,3 +314,48 @@ class CvxpyMarginal(DeclaredMarginal):
             backend=solved.backend.name,
             accuracy=solved.accuracy,
         )
+
+
+def declare(formulation: Formulation, y: NDArray[Any] | None, n_samples: int,
+            n_expansion: int, X: Array | None = None
+            ) -> tuple[Declaration, cp.Variable, cp.Variable, int]:
+    """The formulation's declaration over new variables f and u, checked.
+
+    Returns the declaration, f, u and the number of outputs K. ``X`` is what the
+    formulation sees as ``out.X`` (None where the rows are not on this machine:
+    over row blocks).
+    """
+    name = formulation.name or type(formulation).__name__
+
+    def fail(what: str) -> ValueError:
+        return ValueError(f"The {name!r} formulation {what}")
+
+    N, Nz = n_samples, n_expansion
+    K = int(formulation.n_outputs(y))
+    f = cp.Variable((N,) if K == 1 else (N, K), name="f")
+    u = cp.Variable((Nz,) if K == 1 else (Nz, K), name="u")
+    norms = ((cp.sum_squares(u),) if K == 1
+             else tuple(cp.sum_squares(u[:, k]) for k in range(K)))
+    outputs = Outputs(f=f, norm_w2=cp.sum_squares(u), norms_w2=norms, y=y,
+                      n_samples=N, n_outputs=K, norm_w=cp.norm(cp.vec(u, order="F")), X=X)
+    decl = formulation.declare(outputs)
+    if not isinstance(decl, Declaration):
+        raise fail(f"must return a sparsify.Declaration from declare(); got "
+                   f"{type(decl).__name__}.")
+    if not isinstance(decl.objective, cp.Minimize):
+        raise fail("must declare a cp.Minimize objective (negate a Maximize one).")
+    problem = cp.Problem(decl.objective, list(decl.constraints))
+    if not problem.is_dcp():
+        raise fail("is not DCP (disciplined convex): check the curvature of its "
+                   "objective and constraints.")
+    parts = [decl.objective, *decl.constraints]
+    if isinstance(decl.intercept, cp.Expression):
+        parts.append(decl.intercept)
+    if any(part.parameters() for part in parts):
+        raise fail("creates cvxpy Parameters of its own; pass hyperparameters as "
+                   "plain numbers (the core owns every Parameter).")
+    used = {v.id for part in (decl.objective, *decl.constraints) for v in part.variables()}
+    if f.id not in used:
+        raise fail("ignores the outputs f: declare the loss or constraints over "
+                   "out.f so that the data enter the problem.")
+    return decl, f, u, K

@@ -36,6 +36,7 @@ from sparsify.core.data_source import (
     RowBlocks,
     RowTarget,
 )
+from sparsify.core.declared_blocks import DeclaredBlocks
 from sparsify.core.formulation import Formulation
 from sparsify.core.marginal import Marginal
 from sparsify.core.optimize import (
@@ -480,7 +481,8 @@ class SparseKernelEstimator(KernelMachineMixin, BaseEstimator):
         callback, verbose = (self.callback, self.verbose) if report else (None, 0)
         problem = formulation.row_blocks(source, target, kernel, n_expansion, self.solver_tol)
         if problem is None:
-            raise TypeError(self._no_row_blocks(formulation))
+            problem = DeclaredBlocks(formulation, source, target, kernel, n_expansion,
+                                     self.solver_tol)
         try:
             runs = []
             for seed, name in zip(seeds, names, strict=True):
@@ -497,16 +499,8 @@ class SparseKernelEstimator(KernelMachineMixin, BaseEstimator):
             problem.close()
         return runs
 
-    def _no_row_blocks(self, formulation: Formulation) -> str:
-        return (f"{type(self).__name__} cannot fit on dask collections: the "
-                f"{formulation.name!r} formulation's marginal does not take row blocks. Pass "
-                "numpy arrays (X.compute()).")
-
-    def _refuse_on_blocks(self, source: RowBlocks, formulation: Formulation,
-                          refused: dict[str, bool]) -> None:
+    def _refuse_on_blocks(self, refused: dict[str, bool]) -> None:
         """Refuse, before any work, what a fit over row blocks cannot do, saying why."""
-        if type(formulation).row_blocks is Formulation.row_blocks:
-            raise TypeError(self._no_row_blocks(formulation))
         reasons = {
             f"solver={self.solver!r} (the generic cvxpy path needs the rows in memory; "
             "use solver='auto')": self.solver != "auto",

@@ -52,7 +52,8 @@ class Outputs:
     X : ndarray of shape (N, d) or None
         The training inputs, for a structure built from them (a k-nearest-neighbour
         graph's Laplacian, say); constants to the problem, so Lemma 1's gradient
-        stays exact.
+        stays exact. None in a fit over row blocks (dask collections), where the
+        rows stay on the workers: a formulation that needs X refuses it then.
     """
 
     f: cp.Variable
@@ -216,11 +217,12 @@ class Formulation(ABC):
                    n_expansion: int, tol: float) -> BlockProblem | None:
         """Optional: this formulation's problem over row blocks on a Dask cluster, or None.
 
-        Override this for a formulation whose exact W(Z) and ∇W(Z) are a map over
-        row blocks (the SVM's, kernel ridge's); the fit driver then fits it on
-        dask collections (`sparsify.core.data_source.RowBlocks`), each
-        evaluation moving only Nz-sized objects. The default has none: its
-        estimator refuses dask collections.
+        Override this for a formulation with a faster exact W(Z) and ∇W(Z) over
+        row blocks (the SVM's, kernel ridge's), each evaluation moving only
+        Nz-sized objects. The default has none: the fit driver then solves the
+        declared problem over the blocks with the structured interior point
+        (`sparsify.core.declared_blocks.DeclaredBlocks`), or refuses, with the
+        reason, a problem that does not split by row blocks.
         """
         return None
 

@@ -78,7 +78,7 @@ class SparseKernelRegressor(RegressorMixin, SparseKernelEstimator):
         if is_dask_collection(X) or is_dask_collection(y):
             # the rows stay on the workers: each evaluation of W(Z) is a map over their blocks
             source = RowBlocks(X, y, type(self).__name__)
-            self._refuse_on_blocks(source, self._make_formulation(), {})
+            self._refuse_on_blocks({})
             self.n_features_in_ = source.n_features
             self._fit_problems(source, [RowTarget()])
             return self

@@ -39,7 +39,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from sparsify.algorithms.svm.distributed_smoothed import smoothed_path
-from sparsify.core.data_source import BlockProblem, RowBlocks, RowTarget
+from sparsify.core.data_source import BlockProblem, RowBlocks, RowTarget, payload_bytes
 from sparsify.core.errors import SolverError
 from sparsify.core.kernel_blocks import (
     BLOCK_ROWS,
@@ -350,8 +350,8 @@ class DistributedSVMMarginal(Marginal):
         elif tokens != self._tokens:
             raise _BlockLost
         results = [result for _, result in results]
-        self.sent_bytes += len(self.blocks) * _nbytes(args) + _nbytes(per_block or ())
-        self.received_bytes += _nbytes(results)
+        self.sent_bytes += len(self.blocks) * payload_bytes(args) + payload_bytes(per_block or ())
+        self.received_bytes += payload_bytes(results)
         return results
 
     def _relocate(self) -> bool:
@@ -520,17 +520,6 @@ class DistributedSVMMarginal(Marginal):
             f"The distributed SVM solver's polish did not settle in "
             f"{self.max_polish_rounds} rounds (formulation 'svm'). Fit on the data in "
             "memory, or loosen solver_tol.")
-
-
-def _nbytes(obj: Any) -> int:
-    """The payload size of arrays and numbers in nested tuples and lists."""
-    if isinstance(obj, np.ndarray):
-        return int(obj.nbytes)
-    if isinstance(obj, (list, tuple)):
-        return sum(_nbytes(item) for item in obj)
-    if isinstance(obj, (float, int, np.floating, np.integer, bool)):
-        return 8
-    return 0
 
 
 def make_blocks(client: Any, X: Any, labels: Any, positive: Any, C: float,

@@ -16,12 +16,13 @@ from typing import Any, ClassVar
 
 import cvxpy as cp
 import numpy as np
+from numpy.typing import NDArray
 
 from sparsify.core.backends.scs import refine
 from sparsify.core.conic_data import LinkedProblem
 from sparsify.core.solvers import Attempt, ConicResult, SolverBackend
 from sparsify.core.structured.cones import Cones
-from sparsify.core.structured.ipm import IPMSettings, Iterate, solve
+from sparsify.core.structured.ipm import IPMResult, IPMSettings, Iterate, solve
 from sparsify.core.structured.kkt import KKTStructure, StructureError
 
 __all__ = ["StructuredBackend"]
@@ -58,17 +59,26 @@ class StructuredBackend(SolverBackend):
         return self._interior_point_attempts(tol)
 
     def prepare(self, problem: LinkedProblem) -> str | None:
+        structure = self.structure(problem)
+        if isinstance(structure, str):
+            return structure
+        problem.cache[self.name] = {"structure": structure, "start": None}
+        return None
+
+    def structure(self, problem: LinkedProblem, plan: bool = True,
+                  dense: NDArray[np.intp] | None = None) -> KKTStructure | str:
+        """The problem's KKT structure (only its partition without ``plan``; ``dense``
+        columns in the Schur complement), or why this backend cannot take the problem."""
         reason = super().prepare(problem)
         if reason is not None:
             return reason
         own, layout = problem.own, problem.layout
         cones = Cones(own.cones.nonneg, own.cones.soc)
         try:
-            structure = KKTStructure(own.P, own.A, own.cones.zero, cones, layout)
+            return KKTStructure(own.P, own.A, own.cones.zero, cones, layout, plan=plan,
+                                dense=dense)
         except StructureError as exc:
             return str(exc)
-        problem.cache[self.name] = {"structure": structure, "start": None}
-        return None
 
     def memory(self, problem: LinkedProblem) -> int:
         """Bytes beyond the evaluation's own: the blocks, their inverses, the sparse pieces.
@@ -85,6 +95,12 @@ class StructuredBackend(SolverBackend):
         return int(5 * 8 * structure.block_entries + 12 * 12 * own_nnz
                    + 8 * layout.N * layout.Nz * layout.K)
 
+    @staticmethod
+    def status(result: IPMResult) -> str:
+        """cvxpy's status name for the interior point's outcome, or an error text."""
+        return _STATUS.get(result.status, f"error (the interior point {result.status} after "
+                                          f"{result.iterations} iterations)")
+
     def solve(self, problem: LinkedProblem, attempt: Attempt) -> ConicResult:
         state = problem.cache[self.name]
         own = problem.own
@@ -94,8 +110,7 @@ class StructuredBackend(SolverBackend):
         assert problem.Phi is not None and attempt.objective_scale == 1.0
         start = state["start"] if warm else None
         result = solve(state["structure"], own.c, own.b, problem.Phi, settings, start)
-        status = _STATUS.get(result.status, f"error (the interior point {result.status} after "
-                                            f"{result.iterations} iterations)")
+        status = self.status(result)
         point = result.point
         x, z = point.x, np.concatenate([point.nu, point.y])
         if status in (cp.OPTIMAL, cp.OPTIMAL_INACCURATE):

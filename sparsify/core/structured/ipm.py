@@ -228,7 +228,7 @@ def solve(st: KKTStructure, c: Array, b: Array, Phi: Array,
         factor = st.factor(Phi, None)
         x, nu, y = _refined(factor, (-c, np.zeros(len(st.F)), b.copy()), settings.refine)
         point = Iterate(x, nu, y, np.zeros(0))
-        gap_abs, gap_rel, pres, dres = problem.measures(point, problem.residuals(point))
+        _, gap_rel, pres, dres = problem.measures(point, problem.residuals(point))
         ok = pres <= settings.tol_feas and dres <= settings.tol_feas
         return IPMResult("optimal" if ok else "stalled", point, 1, gap_rel, pres, dres)
     p = _start(problem, cones, settings.refine)
@@ -243,18 +243,16 @@ def solve(st: KKTStructure, c: Array, b: Array, Phi: Array,
     for iteration in range(settings.max_iter + 1):
         res = problem.residuals(p)
         measures = problem.measures(p, res)
-        gap_abs, gap_rel, pres, dres = measures
-        worst = max(min(gap_rel, gap_abs), pres, dres)
+        _, gap_rel, pres, dres = measures
+        worst = _worst(measures)
         if best is None or worst < best[0]:
             best = (worst, p, (gap_rel, pres, dres))
-        if (pres <= settings.tol_feas and dres <= settings.tol_feas
-                and (gap_abs <= settings.tol_gap_abs or gap_rel <= settings.tol_gap_rel)):
+        if converged(measures, settings):
             status = "optimal"
             break
         if iteration == settings.max_iter:
             break
-        if history and (history[-1][3] < 1e-8 or not np.isfinite(worst)
-                        or worst > 1e6 * best[0]):
+        if stalled(history, worst, best[0]):
             status = "stalled"
             break
         z = p.y[zero:]
@@ -267,8 +265,7 @@ def solve(st: KKTStructure, c: Array, b: Array, Phi: Array,
         dx, dnu, dy, ds = _direction(factor, W, res, -lam, zero, 0)
         ds_t, dz_t = W.apply_inverse(ds), W.apply(dy[zero:])
         alpha = min(1.0, cones.max_step(lam, ds_t), cones.max_step(lam, dz_t))
-        gap = float(p.s @ z)
-        sigma = min(1.0, max(0.0, 1 - alpha + alpha ** 2 * float(ds @ dy[zero:]) / gap)) ** 3
+        sigma = centring(alpha, float(ds @ dy[zero:]), float(p.s @ z))
         # corrector
         r_c = -cones.jordan(lam, lam) + sigma * mu * e - cones.jordan(ds_t, dz_t)
         # refined once the gap is small: far from the optimum a direction's round-off is
@@ -290,6 +287,31 @@ def solve(st: KKTStructure, c: Array, b: Array, Phi: Array,
             status = "optimal_inaccurate"
         measures = (np.nan, gap_rel, pres, dres)
     return IPMResult(status, p, len(history), measures[1], measures[2], measures[3], history)
+
+
+def converged(measures: tuple[float, float, float, float], settings: IPMSettings) -> bool:
+    """The stopping rule (Clarabel's) on (gap_abs, gap_rel, primal, dual residual)."""
+    gap_abs, gap_rel, pres, dres = measures
+    return (pres <= settings.tol_feas and dres <= settings.tol_feas
+            and (gap_abs <= settings.tol_gap_abs or gap_rel <= settings.tol_gap_rel))
+
+
+def _worst(measures: tuple[float, float, float, float]) -> float:
+    """The iterate's distance from optimal: the largest of gap and residuals."""
+    gap_abs, gap_rel, pres, dres = measures
+    return max(min(gap_rel, gap_abs), pres, dres)
+
+
+def stalled(history: list[tuple[float, float, float, float]], worst: float, best: float
+            ) -> bool:
+    """Steps too short to move, or residuals blown up: no further iteration will help."""
+    return bool(history) and (history[-1][3] < 1e-8 or not np.isfinite(worst)
+                              or worst > 1e6 * best)
+
+
+def centring(alpha: float, dsdz: float, gap: float) -> float:
+    """Mehrotra's σ = (μ_aff / μ)³ from the predictor's step α, Δsᵀ Δz and the gap sᵀz."""
+    return min(1.0, max(0.0, 1 - alpha + alpha ** 2 * dsdz / gap)) ** 3
 
 
 def _norm_inf(v: Array) -> float:

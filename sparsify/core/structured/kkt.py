@@ -168,6 +168,17 @@ class KKTStructure:
         The cone rows (the nonnegative orthant, then second-order cones).
     layout : LinkLayout
         Where f and u are.
+    partition : (ndarray, ndarray), optional
+        The Schur complement's own unknowns, given rather than chosen: the columns
+        besides u (sorted) and the rows (sorted, none of them a cone row). A part
+        of a problem split over row blocks takes the whole problem's
+        (`sparsify.core.structured.parts`), so that the parts' Schur complements add up.
+    plan : bool, default=True
+        Without it only the partition is found (what a split needs), not the index
+        maps and buffers a factorisation needs.
+    dense : ndarray, optional
+        Columns the Schur complement takes whatever their number of entries (a
+        split's variables that meet points of two row blocks).
 
     Raises
     ------
@@ -178,7 +189,8 @@ class KKTStructure:
     """
 
     def __init__(self, P: sp.spmatrix | None, A: sp.spmatrix, zero: int, cones: Cones,
-                 layout: LinkLayout) -> None:
+                 layout: LinkLayout, partition: tuple[Index, Index] | None = None,
+                 plan: bool = True, dense: Index | None = None) -> None:
         m, n = A.shape
         if n != layout.n or m != zero + cones.size:
             raise ValueError(f"The conic data ({m} rows, {n} columns) do not match the layout "
@@ -194,13 +206,17 @@ class KKTStructure:
             self.cone_of_row[zero + rows] = which[:, None]
         own = np.ones(n, bool)
         own[self.F] = own[self.U] = False
-        self._partition(np.flatnonzero(own))
-        self._index()
-        self._plan()
+        if partition is None:
+            self._partition(np.flatnonzero(own), dense)
+        else:
+            self._given(np.flatnonzero(own), *partition)
+        if plan:
+            self._index()
+            self._plan()
 
     # -- partition --------------------------------------------------------------------------
 
-    def _partition(self, own: Index) -> None:
+    def _partition(self, own: Index, dense: Index | None = None) -> None:
         """Choose the Schur unknowns: the densest columns and rows first, until blocks are small."""
         A_own = sp.csc_matrix(self.A[:, own])
         P_off = sp.csc_matrix(self.P[own][:, own])
@@ -212,6 +228,8 @@ class KKTStructure:
         threshold = 32
         while True:
             glob = col_degree > threshold
+            if dense is not None:
+                glob |= np.isin(own, dense)
             forced = np.zeros(self.m, bool)
             while True:  # until no variable is lonely and no block is short of variables
                 local = own[~glob]
@@ -251,6 +269,28 @@ class KKTStructure:
                     f"complement (limits {BLOCK_LIMIT} and {SCHUR_EXTRA_LIMIT})")
             threshold //= 2
         self.local, self.glob = local, own[glob]
+        self.block_rows = np.flatnonzero(~schur_row)
+        self.schur_rows = np.flatnonzero(schur_row)
+        self.expanded = np.flatnonzero(expanded)
+        self._labels, self._sizes = labels, sizes
+
+    def _given(self, own: Index, glob: Index, schur_rows: Index) -> None:
+        """The partition ``(glob, schur_rows)`` as given; only the blocks are found."""
+        is_glob = np.isin(own, glob)
+        local = own[~is_glob]
+        schur_row = np.zeros(self.m, bool)
+        schur_row[schur_rows] = True
+        expanded = np.asarray(self.cones.soc, dtype=int) > SOC_DENSE_LIMIT
+        if expanded.any() or (schur_row[self.zero:]).any():
+            raise StructureError("a given partition takes no cone row into the Schur "
+                                 "complement and no second-order cone of over "
+                                 f"{SOC_DENSE_LIMIT} rows")
+        labels, sizes = self._components(local, sp.csr_matrix(self.A[:, local]), schur_row,
+                                         expanded)
+        if sizes.max(initial=0) > BLOCK_LIMIT:
+            raise StructureError(f"the formulation's own variables stay coupled in blocks of "
+                                 f"up to {sizes.max()} unknowns (limit {BLOCK_LIMIT})")
+        self.local, self.glob = local, own[is_glob]
         self.block_rows = np.flatnonzero(~schur_row)
         self.schur_rows = np.flatnonzero(schur_row)
         self.expanded = np.flatnonzero(expanded)
@@ -481,21 +521,27 @@ class KKTStructure:
 
     # -- factorisation ----------------------------------------------------------------------
 
-    def factor(self, Phi: Array, scaling: Scaling | None) -> KKTFactor:
-        """Factor the KKT matrix at whitened rows ``Phi`` and NT scaling (None: W = I)."""
-        return KKTFactor(self, PhiMap(Phi, self.layout.K, self._work), scaling)
+    def factor(self, Phi: Array, scaling: Scaling | None, decompose: bool = True) -> KKTFactor:
+        """Factor the KKT matrix at whitened rows ``Phi`` and NT scaling (None: W = I);
+        without ``decompose``, only its Schur complement's share (`KKTFactor`)."""
+        return KKTFactor(self, PhiMap(Phi, self.layout.K, self._work), scaling, decompose)
 
 
 class KKTFactor:
     """One factorisation of the KKT matrix (`KKTStructure.factor`); `solve` uses it.
 
     Its blocks live in a buffer of the structure's, so a factorisation is valid until
-    the structure's next one (an interior point needs only the latest).
+    the structure's next one (an interior point needs only the latest). Without
+    ``decompose`` the Schur complement ``S`` is only formed, not factored: a part
+    of a problem split over row blocks hands its share of S, and of each solve's
+    right-hand side (`reduce`), to the driver, which solves with the sum and
+    returns the Schur unknowns to each part (`expand`).
     """
 
     flat: Array
 
-    def __init__(self, st: KKTStructure, phi: PhiMap, scaling: Scaling | None) -> None:
+    def __init__(self, st: KKTStructure, phi: PhiMap, scaling: Scaling | None,
+                 decompose: bool = True) -> None:
         self.st, self.phi, self.scaling = st, phi, scaling
         cones = st.cones
         # the diagonal part of W² per cone row (orthant: w²; expanded cones: β²)
@@ -548,19 +594,9 @@ class KKTFactor:
         S[n_u:, :n_u] = S_ue.T
         S[n_u:, n_u:] = C_EE - M[e][:, e].toarray()
         self.S = S
-        with warnings.catch_warnings():
-            warnings.simplefilter("error", scipy.linalg.LinAlgWarning)
-            try:
-                self.lu = scipy.linalg.lu_factor(S, check_finite=False)
-            except scipy.linalg.LinAlgWarning:
-                # exactly singular (a variable nothing bounds, dependent rows): the same
-                # small primal-dual regularisation as a singular block's
-                self.regularised = True
-                sign = np.concatenate([np.ones(n_u + st.n_g), -np.ones(st.n_r),
-                                       np.tile([1.0, -1.0], st.n_x // 2)])
-                scale = max(float(np.abs(S).max()), 1.0) * 1e-10
-                warnings.simplefilter("ignore", scipy.linalg.LinAlgWarning)
-                self.lu = scipy.linalg.lu_factor(S + np.diag(scale * sign), check_finite=False)
+        if decompose:
+            self.lu = schur_lu(S, n_u + st.n_g, st.n_r, st.n_x)
+            self.regularised |= self.lu[2]
 
     def _assemble(self, d: Array, scaling: Scaling | None, flat: Array) -> Array:
         """The blocks, one after another in the buffer ``flat``: P, the rows' entries, −D."""
@@ -630,11 +666,20 @@ class KKTFactor:
 
     def solve(self, r_x: Array, r_link: Array, r_rows: Array) -> tuple[Array, Array, Array]:
         """Solve the KKT system for right-hand sides (x, link rows, own rows): (x, ν, y)."""
+        rhs_S = self.reduce(r_x, r_link, r_rows)
+        xs = scipy.linalg.lu_solve(self.lu[:2], rhs_S, check_finite=False)
+        return self.expand(xs, r_x, r_link)
+
+    def reduce(self, r_x: Array, r_link: Array, r_rows: Array) -> Array:
+        """The Schur complement's right-hand side for the KKT right-hand side (x, link, rows).
+
+        It keeps the blocks' part of the solve in the structure's scratch for `expand`.
+        """
         st, phi = self.st, self.phi
         F, U, n = st.F, st.U, st.n
         f0 = r_link
-        shifted, q_in, t, q_out = (_scratch(st._work, key, size) for key, size in (
-            ("shifted", n + st.m), ("q_in", st.n_q), ("t", st.n_q), ("q_out", st.n_q)))
+        shifted, q_in, t = (_scratch(st._work, key, size) for key, size in (
+            ("shifted", n + st.m), ("q_in", st.n_q), ("t", st.n_q)))
         shifted[:n], shifted[n:] = r_x, r_rows
         shifted[st._f0_rows] -= st._to_f0 @ f0
         n_f, n_u = len(F), len(U)
@@ -645,7 +690,16 @@ class KKTFactor:
                                 shifted[st.glob], shifted[n + st.schur_rows],
                                 np.zeros(st.n_x)])
         rhs_S[n_u:] -= g[n_f + n_u:]
-        xs = scipy.linalg.lu_solve(self.lu, rhs_S, check_finite=False)
+        return rhs_S
+
+    def expand(self, xs: Array, r_x: Array, r_link: Array) -> tuple[Array, Array, Array]:
+        """The KKT solution (x, ν, y) from the Schur unknowns ``xs``, after `reduce` on the
+        same right-hand side (of which it reads r_x and r_link again)."""
+        st, phi = self.st, self.phi
+        F, U, n = st.F, st.U, st.n
+        f0 = r_link
+        n_u = len(U)
+        t, q_out = st._work["t"], _scratch(st._work, "q_out", st.n_q)
         xu = xs[:n_u]
         phi_u = phi(xu)
         xy = np.empty(n + st.m)  # [x; y]
@@ -669,6 +723,29 @@ class KKTFactor:
         z = y[st.zero:]
         out_rows[st.zero:] -= z if self.scaling is None else self.scaling.squared(z)
         return out_x, out_link, out_rows
+
+
+def schur_lu(S: Array, n_primal: int, n_rows: int, n_expansion: int
+             ) -> tuple[Array, NDArray[np.int32], bool]:
+    """LU of the Schur complement S (unknowns: ``n_primal`` primal, ``n_rows`` rows, then
+    ``n_expansion`` expansion unknowns), and whether it had to be regularised.
+
+    An exactly singular S (a variable nothing bounds, dependent rows) gets the same
+    small primal-dual regularisation as a singular block's; the caller's iterative
+    refinement against the true matrix undoes it.
+    """
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", scipy.linalg.LinAlgWarning)
+        try:
+            lu, piv = scipy.linalg.lu_factor(S, check_finite=False)
+            return lu, piv, False
+        except scipy.linalg.LinAlgWarning:
+            sign = np.concatenate([np.ones(n_primal), -np.ones(n_rows),
+                                   np.tile([1.0, -1.0], n_expansion // 2)])
+            scale = max(float(np.abs(S).max()), 1.0) * 1e-10
+            warnings.simplefilter("ignore", scipy.linalg.LinAlgWarning)
+            lu, piv = scipy.linalg.lu_factor(S + np.diag(scale * sign), check_finite=False)
+            return lu, piv, True
 
 
 def _scratch(work: dict[str, Array], key: str, shape: int | tuple[int, ...]) -> Array:

@@ -1,0 +1,377 @@
+"""A declared formulation over row blocks on a Dask cluster: one problem, many workers.
+
+The declaration is compiled once on the driver (it needs y and the sizes, not
+X: ``out.X`` is None here) and its KKT structure found there; the problem is
+then split by the row blocks of X (`sparsify.core.structured.parts.split`) and
+each part goes, once per problem, to an actor on the worker that holds its
+block (`BlockActor`). Per evaluation the driver sends Z and the whitening T;
+each block computes its kernel rows and Φ_j = K_{X_j Z} T where its rows are,
+and the structured interior point runs on the driver over the parts
+(`sparsify.core.structured.parts.solve_parts`): per iteration each block
+receives and returns O(Nz²) numbers. ∇W is Lemma 1 summed over the blocks
+(each its K_XZ term from its own ν_j) plus the K_ZZ term on the driver.
+
+The driver holds the compiled problem (a few hundred bytes per point: y, the
+formulation's conic data and the partition); the blocks hold everything of
+size N·Nz. A formulation whose problem does not split by row blocks (a graph
+over all points, a second-order cone over many points) is refused with the
+reason, as is one the structured backend does not take (exponential cones).
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import cvxpy as cp
+import numpy as np
+from numpy.typing import NDArray
+
+from sparsify.core.backends.structured import StructuredBackend
+from sparsify.core.conic import compile_linked, unpack
+from sparsify.core.data_source import BlockProblem, RowBlocks, RowTarget, payload_bytes
+from sparsify.core.declared import declare
+from sparsify.core.errors import SolverError
+from sparsify.core.formulation import Formulation
+from sparsify.core.kernel_blocks import BLOCK_ROWS, diagonal_scale, whitening
+from sparsify.core.marginal import Evaluation, Marginal, check_expansion_vectors
+from sparsify.core.memory import check_memory
+from sparsify.core.structured.ipm import IPMSettings
+from sparsify.core.structured.kkt import SCHUR_EXTRA_LIMIT, StructureError
+from sparsify.core.structured.parts import BlockPart, SubProblem, crossing, solve_parts, split
+from sparsify.kernels import Kernel
+
+__all__ = ["BlockActor", "DeclaredBlocks", "DeclaredBlocksMarginal", "on_actors"]
+
+Array = NDArray[np.float64]
+
+#: Bytes per point and output the driver needs to compile the declaration and find its
+#: partition: cvxpy's compilation peaks at 1-2.2 KB per point for the ε-SVR and the
+#: Huber SVM (docs/results/declared_dask.md)
+DRIVER_BYTES_PER_POINT = 3000
+
+
+def on_actors(actors: list[Any], method: str, *args: Any) -> list[Any]:
+    """``method(*args)`` on every actor at once; their results in order."""
+    futures = [getattr(actor, method)(*args) for actor in actors]
+    return [future.result() for future in futures]
+
+
+class BlockActor:
+    """A row block on its worker (a Dask actor): its rows, its part of the problem, its Φ_j.
+
+    Parameters
+    ----------
+    X : ndarray of shape (n, d)
+        The block's rows.
+    labels : ndarray of shape (n,) or None
+        Their labels, for drawing initial rows evenly from the classes.
+    sub : SubProblem
+        The block's part of the problem.
+    kernel : Kernel
+    """
+
+    def __init__(self, X: Any, labels: Any, sub: SubProblem, kernel: Kernel) -> None:
+        self.X = np.ascontiguousarray(X, dtype=np.float64)
+        self.labels = None if labels is None else np.asarray(labels)
+        self.part = BlockPart(sub)
+        self.kernel, self.K = kernel, sub.layout.K
+
+    def call(self, method: str, *args: Any) -> Any:
+        """``BlockPart.method(*args)`` on the block's part."""
+        return getattr(self.part, method)(*args)
+
+    def prepare(self, Z: Array, T: Array) -> None:
+        """The block's K_XZ and Φ_j = K_XZ T for this evaluation."""
+        self.K_xz = self.kernel(self.X, Z)
+        self.part.set_phi(self.K_xz @ T)
+
+    def _nu(self) -> Array:
+        nu: Array = self.part.final().nu.reshape(self.K, -1).T  # (n, K)
+        return nu
+
+    def link_terms(self, u: Array) -> Array:
+        """(Φ_j u_k)ᵀ ν_k for each output k, the block's share of c_k's numerator."""
+        assert self.part.Phi is not None
+        terms: Array = ((self.part.Phi @ u) * self._nu()).sum(0)
+        return terms
+
+    def gradient(self, Z: Array, B: Array) -> Array:
+        """The block's K_XZ term of Lemma 1: ∂W/∂K_XZ = −ν βᵀ through the kernel."""
+        V = self._nu()
+        gradient = np.zeros_like(Z)
+        for start in range(0, len(self.X), BLOCK_ROWS):
+            rows = slice(start, start + BLOCK_ROWS)
+            gradient += self.kernel.vjp_z(self.X[rows], Z, -V[rows] @ B.T, self.K_xz[rows])
+        return gradient
+
+    def diagonal_sum(self) -> float:
+        """Σ k(x, x) over the block: the jitter is relative to their mean."""
+        return diagonal_scale(self.kernel, self.X) * len(self.X)
+
+    def sample(self, label: Any, n: int, seed: int) -> tuple[Array, int]:
+        """Up to ``n`` random rows (of class ``label``; None: any) and how many there are."""
+        index = (np.arange(len(self.X)) if label is None or self.labels is None
+                 else np.flatnonzero(self.labels == label))
+        pick = np.random.default_rng(seed).choice(len(index), min(n, len(index)), replace=False)
+        return self.X[index[np.sort(pick)]], len(index)
+
+
+class DeclaredBlocks(BlockProblem):
+    """A declared formulation's problem over the row blocks of a `RowBlocks` source.
+
+    Parameters
+    ----------
+    formulation : Formulation
+    source : RowBlocks
+    target : RowTarget
+        The problem's targets: ±1 for ``positive`` (a classifier's), else y itself.
+    kernel : Kernel
+    n_expansion : int
+    tol : float
+        Solver accuracy, as ``solver_tol``.
+
+    Raises
+    ------
+    ValueError
+        Where the problem does not split by row blocks, the structured backend
+        cannot take it, or it has per-row weights; each with the reason.
+    MemoryEstimateError
+        Where the driver or a worker would not hold its share.
+    """
+
+    def __init__(self, formulation: Formulation, source: RowBlocks, target: RowTarget,
+                 kernel: Kernel, n_expansion: int, tol: float) -> None:
+        from distributed import wait
+
+        self.name = formulation.name or type(formulation).__name__
+        self.client, self.kernel, self.tol = source.client, kernel, tol
+        self.n_expansion, self.n_features = int(n_expansion), source.n_features
+        what = f"The {self.name!r} formulation over row blocks"
+        if target.row_weight is not None or target.label_weights:
+            raise ValueError(f"{what} takes no class or row weights; fit without "
+                             "class_weight, or on numpy arrays.")
+        N = source.n_samples
+        labels = source.labels() if source.y is not None else None
+        y = (None if labels is None else labels.astype(float) if target.positive is None
+             else np.where(labels == target.positive, 1.0, -1.0))
+        check_memory(DRIVER_BYTES_PER_POINT * N * int(formulation.n_outputs(y)) + 2**20,
+                     f"{what}, compiled on the driver (N={N}),",
+                     "Use a driver with more memory, or a subsample of the rows.")
+        #: the labels of y, for initial rows drawn evenly from them
+        self.classes = [None] if labels is None else list(np.unique(labels))
+        self.declaration, f, u, K = declare(formulation, y, N, self.n_expansion)
+        self.problem = cp.Problem(self.declaration.objective,
+                                  list(self.declaration.constraints))
+        self.backend = StructuredBackend("structured")
+        compiled = compile_linked(self.problem, f, u, N, self.n_expansion, K,
+                                  self.backend.layout)
+        chunks = [int(c) for c in source.X.chunks[0]]
+        bounds = np.concatenate([[0], np.cumsum(chunks)])
+        structure: Any = compiled
+        if not isinstance(compiled, str):
+            # the variables that meet points of two row blocks (b) go to the Schur
+            # complement; the partition only: the parts plan their own factorisations
+            dense = crossing(compiled.problem.own, compiled.problem.layout, bounds)
+            structure = (f"{len(dense)} of its variables couple points of different row "
+                         "blocks, so it does not split by row blocks"
+                         if len(dense) > SCHUR_EXTRA_LIMIT else
+                         self.backend.structure(compiled.problem, plan=False, dense=dense))
+        if isinstance(structure, str):
+            raise ValueError(f"{what} needs the structured interior point, which cannot take "
+                             f"it: {structure}. Fit on numpy arrays.")
+        assert not isinstance(compiled, str)
+        self.compiled = compiled
+        linked = compiled.problem
+        try:
+            self.master, subs = split(linked.own, linked.layout, structure, bounds)
+        except StructureError as error:
+            raise ValueError(f"{what}: {error}. Fit on numpy arrays.") from None
+        self.K, self.N = K, N
+        self._intercept_columns()
+        X_parts = self.client.compute(list(source.X.to_delayed().ravel()))
+        y_parts = (self.client.compute(list(source.y.to_delayed().ravel()))
+                   if source.y is not None else [None] * len(chunks))
+        wait(X_parts)
+        who = self.client.who_has(X_parts)
+        where = [list(who[part.key])[:1] or None for part in X_parts]
+        self._check_workers(subs, where)
+        # each part goes straight to its block's worker (not through the task graph), and
+        # an actor lives while its future does
+        parts = [self.client.scatter(sub, workers=w, hash=False)
+                 for sub, w in zip(subs, where, strict=True)]
+        self._futures = [self.client.submit(BlockActor, x, lab, sub, kernel, actor=True,
+                                            workers=w, allow_other_workers=w is None)
+                         for x, lab, sub, w in zip(X_parts, y_parts, parts, where, strict=True)]
+        self.actors: list[Any] = [future.result() for future in self._futures]
+        # released (the actors hold them); cancelling would end the actors too
+        del X_parts, y_parts, parts, subs
+        diagonal = sum(on_actors(self.actors, "diagonal_sum")) / N
+        self.jitter = 1e-10 * max(diagonal, 1e-300)  # as in memory (`DeclaredMarginal`)
+
+    def _intercept_columns(self) -> None:
+        """Where the declared intercept's variables are among the Schur unknowns; refuse
+        an intercept of per-point variables (the driver holds only the Schur unknowns)."""
+        intercept = self.declaration.intercept
+        self._columns = np.zeros(0, np.intp)
+        if not isinstance(intercept, cp.Expression):
+            return
+        cols = np.concatenate([self.compiled.offsets[v.id] + np.arange(v.size)
+                               for v in intercept.variables()] or [np.zeros(0, np.intp)])
+        if not np.isin(cols, self.master.columns).all():
+            raise ValueError(f"The {self.name!r} formulation's intercept depends on per-point "
+                             "variables, which stay on the workers over row blocks; fit on "
+                             "numpy arrays.")
+        self._columns = cols
+
+    def intercept(self, v: Array, value: float) -> float | Array:
+        """The declared intercept at the Schur unknowns ``v`` (u and the dense variables)."""
+        intercept = self.declaration.intercept
+        if isinstance(intercept, cp.Expression):
+            x = np.zeros(self.compiled.n_own)
+            cols = self.master.columns
+            keep = cols < len(x)
+            x[cols[keep]] = v[:len(cols)][keep]
+            unpack(self.problem, self.compiled, x, value)
+        b = np.asarray(intercept.value if isinstance(intercept, cp.Expression) else intercept,
+                       dtype=float)
+        return float(b) if b.ndim == 0 else b
+
+    def _check_workers(self, subs: list[SubProblem], where: list[list[str] | None]) -> None:
+        """Refuse where a worker's blocks would exceed its memory limit.
+
+        A block holds its rows, K_XZ and Φ_j (n × Nz each), the sandwich's scaled copy of
+        Φ_j per output and its part's KKT structure (about twelve copies of its
+        nonzeros at 12 bytes, and five of its blocks' entries, as the structured
+        backend's own estimate).
+        """
+        need: dict[str, int] = {}
+        Nz = self.n_expansion
+        for sub, w in zip(subs, where, strict=True):
+            n = sub.points[1] - sub.points[0]
+            nnz = sub.A.nnz + sub.P.nnz + len(sub.c) + len(sub.b)
+            key = w[0] if w else "?"
+            need[key] = need.get(key, 0) + 8 * n * (self.n_features + (2 + self.K) * Nz) \
+                + 12 * 12 * nnz + 5 * 8 * 10 * nnz
+        workers = self.client.scheduler_info().get("workers", {})
+        for address, bytes_ in need.items():
+            limit = int(workers.get(address, {}).get("memory_limit") or 0)
+            if limit:
+                check_memory(bytes_, f"The {self.name!r} formulation's row blocks on worker "
+                             f"{address} (Nz={Nz})", "Use more workers, more memory per "
+                             "worker, or fewer XVs.", limit=limit)
+
+    def marginal(self) -> DeclaredBlocksMarginal:
+        return DeclaredBlocksMarginal(self)
+
+    def initial_rows(self, n: int, balanced: bool, seed: int) -> Array:
+        """``n`` rows drawn uniformly from the blocks (evenly over the labels of y with
+        ``balanced``); only the drawn rows travel."""
+        rng = np.random.default_rng(seed)
+        groups = self.classes if balanced else [None]
+        wanted = [n // len(groups) + (k < n % len(groups)) for k in range(len(groups))]
+        chosen = []
+        for group, count in zip(groups, wanted, strict=True):
+            seeds = rng.integers(np.iinfo(np.int32).max, size=len(self.actors))
+            parts = [f.result() for f in [actor.sample(group, count, int(s))
+                                          for actor, s in zip(self.actors, seeds, strict=True)]]
+            pool = np.vstack([rows for rows, _ in parts if len(rows)])
+            weight = np.concatenate([np.full(len(rows), c / len(rows))
+                                     for rows, c in parts if len(rows)])
+            if len(pool) < count:
+                raise ValueError(f"n_expansion={n} asks for {count} XVs from the data, which "
+                                 f"has {len(pool)} rows; use fewer XVs.")
+            chosen.append(pool[rng.choice(len(pool), count, replace=False,
+                                          p=weight / weight.sum())])
+        return np.vstack(chosen)
+
+    def close(self) -> None:
+        self.actors = []
+        self.client.cancel(self._futures)
+
+
+class DeclaredBlocksMarginal(Marginal):
+    """W(Z) and ∇W(Z) of a declared formulation over row blocks (`DeclaredBlocks`).
+
+    Attributes
+    ----------
+    sent_bytes, received_bytes : int
+        Payload bytes sent to and returned by the blocks in the last evaluation
+        (arrays and numbers; Dask's own messages not counted).
+    iterations : int
+        Interior-point iterations of the last evaluation.
+    last_solve_seconds : float
+        Time in the interior point (its calls to the blocks included).
+    """
+
+    def __init__(self, blocks: DeclaredBlocks) -> None:
+        self.blocks = blocks
+        self.formulation_name = blocks.name
+        self.n_expansion = blocks.n_expansion
+        self.sent_bytes = self.received_bytes = self.iterations = 0
+        self.last_solve_seconds = 0.0
+
+    def _call(self, method: str, *args: Any) -> list[Any]:
+        """``BlockPart.method(*args)`` on every block's part, in parallel."""
+        futures = [actor.call(method, *args) for actor in self.blocks.actors]
+        try:
+            results = [future.result() for future in futures]
+        except Exception as error:  # a worker left, or its part failed
+            raise SolverError(
+                f"The structured interior point over row blocks lost a block in "
+                f"{method} (formulation {self.formulation_name!r}): "
+                f"{type(error).__name__}: {error}. Check the workers' logs (memory "
+                "limits, preemption) and fit again.") from error
+        self.sent_bytes += len(futures) * (payload_bytes(args) + 8)
+        self.received_bytes += payload_bytes(results)
+        return results
+
+    def evaluate(self, Z: Array, grad: bool = True) -> Evaluation:
+        blocks = self.blocks
+        Z = check_expansion_vectors(Z, self.n_expansion, blocks.n_features,
+                                    self.formulation_name)
+        self.sent_bytes = self.received_bytes = 0
+        kernel, K, Nz = blocks.kernel, blocks.K, self.n_expansion
+        K_zz = kernel(Z, Z)
+        T = whitening(K_zz + blocks.jitter * np.eye(len(Z)))
+        self._call_actors("prepare", Z, T)
+        start = time.perf_counter()
+        statuses = []
+        for attempt in blocks.backend.attempts(blocks.tol):
+            options = {k: v for k, v in attempt.options.items() if k != "warm_start"}
+            result, v, pcost = solve_parts(blocks.master, self._call, IPMSettings(**options))
+            status = blocks.backend.status(result)
+            statuses.append(f"{attempt.label}: {status}")
+            accuracy = (attempt.accuracy if status == cp.OPTIMAL
+                        else attempt.inaccurate if status == cp.OPTIMAL_INACCURATE else None)
+            if accuracy is not None:
+                break
+        else:
+            raise SolverError(
+                f"The structured interior point over row blocks did not solve the "
+                f"{self.formulation_name!r} formulation (N={blocks.N}, Nz={Nz}): "
+                f"{'; '.join(statuses)}. Loosen solver_tol, or fit on numpy arrays to let "
+                "the general conic solvers try.")
+        self.last_solve_seconds = time.perf_counter() - start
+        self.iterations = result.iterations
+        value = pcost + blocks.master.offset
+        u = v[:Nz * K].reshape((Nz, K), order="F")
+        uu = (u * u).sum(0)
+        terms = np.sum(self._call_actors("link_terms", u), axis=0)
+        c = np.where(uu > 0, terms / (2 * np.where(uu > 0, uu, 1.0)), 0.0)
+        B = T @ u
+        beta = B.ravel() if K == 1 else B
+        intercept = blocks.intercept(v, value)
+        accuracy *= max(1.0, abs(value))
+        if not grad:
+            return Evaluation(value, None, beta, intercept, "structured, row blocks", accuracy)
+        gradient = kernel.vjp_zz(Z, (B * c) @ B.T, K_zz)
+        gradient += np.sum(self._call_actors("gradient", Z, B), axis=0)
+        return Evaluation(value, gradient, beta, intercept, "structured, row blocks", accuracy)
+
+    def _call_actors(self, method: str, *args: Any) -> list[Any]:
+        """``BlockActor.method(*args)`` on every block, in parallel."""
+        results = on_actors(self.blocks.actors, method, *args)
+        self.sent_bytes += len(results) * payload_bytes(args)
+        self.received_bytes += payload_bytes(results)
+        return results

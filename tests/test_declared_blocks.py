@@ -1,0 +1,225 @@
+"""One declared problem split by row blocks: the parts' interior point is the whole one's.
+
+`sparsify.core.structured.parts` splits a point-separable problem into parts whose
+Schur complements, residuals and costs add up to the whole problem's; the parts'
+interior point takes the same iterations as `ipm.solve` with the sums in another
+order. So W agrees to far better than the gap it stops at (1e-11 relative here)
+and ν to far better than the 1e-6 of its scale the backend's gradients promise;
+the tests ask for those. Over a Dask cluster (`sparsify.core.declared_blocks`) the
+same holds for W(Z), ∇W(Z), β and b against the in-memory generic path, and each
+iteration moves O(Nz²) numbers per block, whatever the block's rows.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from sparsify import RBF, ConicMarginal, SparseKernelClassifier, SparseKernelRegressor
+from sparsify.core.backends import StructuredBackend
+from sparsify.core.kernel_blocks import whitening
+from sparsify.core.structured.ipm import IPMSettings, solve
+from sparsify.core.structured.kkt import StructureError
+from sparsify.core.structured.parts import LocalParts, crossing, solve_parts, split
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "examples"))
+from declared_formulations import (
+    EpsilonSVR,
+    HuberSVM,
+    KernelRidgeRegression,
+    LapRLS,
+    NuSVM,
+    QuantileRegression,
+)
+
+SETTINGS = IPMSettings(tol_gap_abs=1e-11, tol_gap_rel=1e-11, tol_feas=1e-10)
+
+
+def _data(n: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, 2))
+    labels = np.where(X[:, 0] + 0.3 * rng.normal(size=n) > 0, 1, -1)
+    return X, labels, np.sin(X[:, 0]) + 0.1 * rng.normal(size=n)
+
+
+FORMULATIONS = [
+    (HuberSVM(C=10.0), "labels"),          # a second-order cone per point, the intercept
+    (EpsilonSVR(C=10.0), "targets"),       # three orthant rows per point
+    (NuSVM(), "labels"),                   # a margin ρ and a dense row over every point
+    (QuantileRegression(), "targets"),
+    (KernelRidgeRegression(lam=0.1), "targets"),  # no cone: one Newton step
+]
+
+
+def _linked(formulation: Any, X: np.ndarray, y: np.ndarray, Nz: int) -> tuple[Any, ...]:
+    """The compiled problem, its structure and Φ at some XVs, as the structured backend has them."""
+    marginal = ConicMarginal(formulation, X, y, RBF(0.5), Nz, solver="structured")
+    compiled = marginal._compile(marginal.backends[0].layout)
+    marginal._ready(marginal.backends[0])
+    problem = compiled.problem
+    Z = X[:Nz] + 0.01
+    K_zz = RBF(0.5)(Z, Z) + marginal.jitter * np.eye(Nz)
+    Phi = RBF(0.5)(X, Z) @ whitening(K_zz)
+    return problem, problem.cache["structured"]["structure"], Phi
+
+
+@pytest.mark.parametrize("formulation, kind", FORMULATIONS,
+                         ids=[type(f).__name__ for f, _ in FORMULATIONS])
+def test_the_parts_solve_the_whole_problem(formulation: Any, kind: str) -> None:
+    X, labels, targets = _data(500)
+    y = labels if kind == "labels" else targets
+    problem, st, Phi = _linked(formulation, X, y, 8)
+    whole = solve(st, problem.own.c, problem.own.b, Phi, SETTINGS)
+    x = whole.point.x
+    W = 0.5 * x @ (st.P @ x) + problem.own.c @ x
+    bounds = [0, 120, 121, 390, 500]  # uneven, one of a single point
+    master, subs = split(problem.own, problem.layout, st, bounds)
+    parts = LocalParts(subs)
+    for part, sub in zip(parts.parts, subs, strict=True):
+        part.set_phi(Phi[slice(*sub.points)])
+    result, v, W_parts = solve_parts(master, parts, SETTINGS)
+    assert result.status == whole.status == "optimal"
+    assert abs(W_parts - W) <= 1e-11 * max(1.0, abs(W))
+    nu = np.concatenate([part.final().nu for part in parts.parts])
+    assert np.abs(nu - whole.point.nu).max() <= 1e-6 * max(1.0, np.abs(nu).max())
+    assert np.allclose(v[:len(master.columns)], x[master.columns], rtol=1e-6, atol=1e-8)
+
+
+def test_an_intercept_below_the_density_threshold_is_taken_out_of_the_blocks() -> None:
+    """At 24 points b meets too few to count as dense, so the whole problem's partition
+    has one block holding b and every point; `crossing` names it, and the split works."""
+    X, _, targets = _data(24)
+    problem, st, Phi = _linked(KernelRidgeRegression(lam=0.1), X, targets, 4)
+    bounds = [0, 8, 16, 24]
+    with pytest.raises(StructureError):
+        split(problem.own, problem.layout, st, bounds)
+    dense = crossing(problem.own, problem.layout, bounds)
+    assert len(dense) == 1  # b
+    st = StructuredBackend("structured").structure(problem, dense=dense)
+    master, subs = split(problem.own, problem.layout, st, bounds)
+    parts = LocalParts(subs)
+    for part, sub in zip(parts.parts, subs, strict=True):
+        part.set_phi(Phi[slice(*sub.points)])
+    _, _, W_parts = solve_parts(master, parts, SETTINGS)
+    x = solve(st, problem.own.c, problem.own.b, Phi, SETTINGS).point.x
+    W = 0.5 * x @ (st.P @ x) + problem.own.c @ x
+    assert abs(W_parts - W) <= 1e-11 * max(1.0, abs(W))
+
+
+def test_a_graph_over_all_points_does_not_split() -> None:
+    X, labels, _ = _data(300)
+    y = labels.astype(float)
+    y[::3] = np.nan  # unlabelled points
+    problem, st, _ = _linked(LapRLS(), X, y, 6)
+    with pytest.raises(StructureError, match="couple points of different row blocks"):
+        split(problem.own, problem.layout, st, [0, 150, 300])
+    split(problem.own, problem.layout, st, [0, 300])  # one block holds the whole graph
+
+
+# -- over a Dask cluster -------------------------------------------------------------------
+
+distributed = pytest.importorskip("distributed", reason="needs dask[distributed]")
+da = pytest.importorskip("dask.array", reason="needs dask[array]")
+
+
+def _blocks(client: Any, formulation: Any, X: np.ndarray, y: np.ndarray, positive: Any,
+            rows: int, Nz: int) -> Any:
+    from sparsify.core.data_source import RowBlocks, RowTarget
+    from sparsify.core.declared_blocks import DeclaredBlocks
+
+    source = RowBlocks(da.from_array(X, chunks=(rows, X.shape[1])),
+                       da.from_array(y, chunks=rows), "test")
+    return DeclaredBlocks(formulation, source, RowTarget(positive), RBF(0.5), Nz, 1e-9)
+
+
+@pytest.mark.parametrize("formulation, kind", FORMULATIONS[:3],
+                         ids=[type(f).__name__ for f, _ in FORMULATIONS[:3]])
+def test_over_row_blocks_w_and_its_gradient_are_the_in_memory_ones(
+        client: Any, formulation: Any, kind: str) -> None:
+    X, labels, targets = _data(1200, seed=1)
+    Nz = 10
+    Z = X[:Nz] + 0.01
+    y, positive = (labels, 1) if kind == "labels" else (targets, None)
+    local = ConicMarginal(formulation, X, y, RBF(0.5), Nz, solver="structured").evaluate(Z)
+    sizes = {}
+    for rows in (300, 600):
+        blocks = _blocks(client, formulation, X, y, positive, rows, Nz)
+        marginal = blocks.marginal()
+        remote = marginal.evaluate(Z)
+        n_blocks = len(blocks.actors)
+        blocks.close()
+        # both stop at a gap of 1e-11 of W (tol 1e-9, aimed at tol/100)
+        assert remote.value == pytest.approx(local.value, rel=1e-9)
+        assert np.abs(remote.grad - local.grad).max() <= 1e-6 * np.abs(local.grad).max()
+        assert np.allclose(remote.coef, local.coef, rtol=1e-6, atol=1e-8)
+        assert remote.intercept == pytest.approx(local.intercept, rel=1e-6, abs=1e-8)
+        sizes[rows] = (marginal.sent_bytes + marginal.received_bytes) / n_blocks \
+            / marginal.iterations
+    # per iteration a block's traffic is its share of the (Nz + a few)² Schur complement and
+    # a few vectors of that size: the same for 300 rows as for 600, and far below 300 numbers
+    n_schur = Nz + 3
+    assert sizes[300] == pytest.approx(sizes[600], rel=0.05)
+    assert sizes[600] <= 8 * 12 * (n_schur * n_schur + 10 * n_schur)
+
+
+class HuberClassifier(SparseKernelClassifier):
+    formulation_class = HuberSVM
+
+
+class QuantileRegressor(SparseKernelRegressor):
+    formulation_class = QuantileRegression
+
+
+@pytest.mark.parametrize("estimator, kind", [
+    (HuberClassifier(C=10.0, gamma=2.0, max_iter=8), "labels"),
+    (QuantileRegressor(gamma=2.0, max_iter=8), "targets"),
+], ids=["classifier", "regressor"])
+def test_a_declared_estimator_fits_dask_arrays_as_numpy_arrays(
+        client: Any, estimator: Any, kind: str) -> None:
+    """A ratio n_expansion draws the initial XVs from the rows collected once, as in memory;
+    both fits then follow the same W(Z) (equal to 1e-9) to the same model."""
+    X, labels, targets = _data(600, seed=2)
+    y = labels if kind == "labels" else targets
+    local = estimator.set_params(n_expansion=0.05, random_state=0).fit(X, y)
+    expected = local.predict(X)
+    remote = estimator.fit(da.from_array(X, chunks=(200, 2)), da.from_array(y, chunks=200))
+    assert np.array_equal(remote.expansion_vectors_.shape, local.expansion_vectors_.shape)
+    got = remote.predict(X)
+    if kind == "labels":
+        assert (got == expected).mean() >= 0.99
+    else:
+        assert np.abs(got - expected).max() <= 1e-4 * max(1.0, np.abs(expected).max())
+
+
+def test_a_formulation_that_does_not_split_is_refused_with_the_reason(client: Any) -> None:
+    from sparsify.algorithms.klr.formulation import KLR
+
+    X, labels, _ = _data(200)
+    with pytest.raises(ValueError, match="over row blocks needs the structured interior "
+                                         "point, which cannot take it"):
+        _blocks(client, KLR(), X, labels, 1, 100, 4)
+    from sparsify.core.data_source import RowBlocks, RowTarget
+    from sparsify.core.declared_blocks import DeclaredBlocks
+
+    source = RowBlocks(da.from_array(X, chunks=(100, 2)), da.from_array(labels, chunks=100),
+                       "test")
+    with pytest.raises(ValueError, match="takes no class or row weights"):
+        DeclaredBlocks(HuberSVM(), source, RowTarget(1, {1: 2.0}), RBF(0.5), 4, 1e-9)
+
+
+@pytest.mark.slow
+def test_the_scale_out_page_declared_recipe_runs() -> None:
+    """docs/scale-out.md's declared formulation on a LocalCluster of worker processes."""
+    from tests.test_docs_site import _code_blocks
+
+    block = next(b for b in _code_blocks("scale-out.md", "python") if "SparseL2SVC" in b)
+    namespace: dict[str, Any] = {"__name__": "docs_scale_out_declared"}
+    exec(compile(block, "docs/scale-out.md", "exec"), namespace)
+    clf = namespace["declared"]
+    assert clf.expansion_vectors_.shape == (20, 20)
+    # ringnorm's Bayes error is about 1.3 %
+    assert 1 - clf.score(namespace["X_test"], namespace["y_test"]) < 0.05
