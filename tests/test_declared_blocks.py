@@ -28,6 +28,7 @@ from sparsify.core.structured.parts import LocalParts, crossing, solve_parts, sp
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "examples"))
 from declared_formulations import (
+    CrammerSinger,
     EpsilonSVR,
     HuberSVM,
     KernelRidgeRegression,
@@ -136,14 +137,19 @@ def _blocks(client: Any, formulation: Any, X: np.ndarray, y: np.ndarray, positiv
     return DeclaredBlocks(formulation, source, RowTarget(positive), RBF(0.5), Nz, 1e-9)
 
 
-@pytest.mark.parametrize("formulation, kind", FORMULATIONS[:3],
-                         ids=[type(f).__name__ for f, _ in FORMULATIONS[:3]])
+ON_BLOCKS = [*FORMULATIONS[:3], (CrammerSinger(C=1.0), "codes")]  # K = 3 outputs
+
+
+@pytest.mark.parametrize("formulation, kind", ON_BLOCKS,
+                         ids=[type(f).__name__ for f, _ in ON_BLOCKS])
 def test_over_row_blocks_w_and_its_gradient_are_the_in_memory_ones(
         client: Any, formulation: Any, kind: str) -> None:
     X, labels, targets = _data(1200, seed=1)
     Nz = 10
     Z = X[:Nz] + 0.01
-    y, positive = (labels, 1) if kind == "labels" else (targets, None)
+    codes = np.digitize(targets, [-0.5, 0.5])  # three classes
+    y, positive = {"labels": (labels, 1), "targets": (targets, None),
+                   "codes": (codes, None)}[kind]
     local = ConicMarginal(formulation, X, y, RBF(0.5), Nz, solver="structured").evaluate(Z)
     sizes = {}
     for rows in (300, 600):
@@ -161,7 +167,7 @@ def test_over_row_blocks_w_and_its_gradient_are_the_in_memory_ones(
             / marginal.iterations
     # per iteration a block's traffic is its share of the (Nz + a few)² Schur complement and
     # a few vectors of that size: the same for 300 rows as for 600, and far below 300 numbers
-    n_schur = Nz + 3
+    n_schur = Nz * remote.coef.reshape(Nz, -1).shape[1] + 3
     assert sizes[300] == pytest.approx(sizes[600], rel=0.05)
     assert sizes[600] <= 8 * 12 * (n_schur * n_schur + 10 * n_schur)
 
@@ -209,6 +215,16 @@ def test_a_formulation_that_does_not_split_is_refused_with_the_reason(client: An
                        "test")
     with pytest.raises(ValueError, match="takes no class or row weights"):
         DeclaredBlocks(HuberSVM(), source, RowTarget(1, {1: 2.0}), RBF(0.5), 4, 1e-9)
+    bad = X.copy()
+    bad[3, 1] = np.nan
+    with pytest.raises(ValueError, match="X passed to test.fit contains NaN or infinity"):
+        RowBlocks(da.from_array(bad, chunks=(100, 2)), da.from_array(labels, chunks=100), "test")
+    targets = np.sin(X[:, 0])
+    targets[7] = np.inf
+    source = RowBlocks(da.from_array(X, chunks=(100, 2)), da.from_array(targets, chunks=100),
+                       "test")
+    with pytest.raises(ValueError, match="needs finite targets: y contains NaN or infinity"):
+        DeclaredBlocks(EpsilonSVR(), source, RowTarget(None), RBF(0.5), 4, 1e-9)
 
 
 @pytest.mark.slow

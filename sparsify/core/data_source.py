@@ -202,6 +202,12 @@ class RowBlocks(DataSource):
         self.X = self.X.rechunk({1: -1})
         if self.y is not None:
             self.y = self.y.rechunk((self.X.chunks[0],))
+        import dask.array as da
+
+        # one pass over the blocks, as the in-memory fit's check_array makes over X
+        if not bool(da.isfinite(self.X).all().compute()):
+            raise ValueError(f"X passed to {owner}.fit contains NaN or infinity; remove or "
+                             "impute those values.")
         self.owner = owner
         self.n_samples, self.n_features = (int(n) for n in self.X.shape)
         self.rows: InMemoryRows | None = None

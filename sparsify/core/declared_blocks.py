@@ -155,6 +155,11 @@ class DeclaredBlocks(BlockProblem):
         labels = source.labels() if source.y is not None else None
         y = (None if labels is None else labels.astype(float) if target.positive is None
              else np.where(labels == target.positive, 1.0, -1.0))
+        if y is not None and not np.isfinite(y[~np.isnan(y)] if formulation.unlabelled
+                                             else y).all():
+            raise ValueError(f"{what} needs finite targets: y contains "
+                             f"{'infinity' if formulation.unlabelled else 'NaN or infinity'}; "
+                             "remove or impute those values.")
         check_memory(DRIVER_BYTES_PER_POINT * N * int(formulation.n_outputs(y)) + 2**20,
                      f"{what}, compiled on the driver (N={N}),",
                      "Use a driver with more memory, or a subsample of the rows.")
