@@ -217,7 +217,7 @@ def test_a_formulation_that_does_not_split_is_refused_with_the_reason(client: An
         DeclaredBlocks(HuberSVM(), source, RowTarget(1, {1: 2.0}), RBF(0.5), 4, 1e-9)
     bad = X.copy()
     bad[3, 1] = np.nan
-    with pytest.raises(ValueError, match="X passed to test.fit contains NaN or infinity"):
+    with pytest.raises(ValueError, match=r"X passed to test\.fit contains NaN or infinity"):
         RowBlocks(da.from_array(bad, chunks=(100, 2)), da.from_array(labels, chunks=100), "test")
     targets = np.sin(X[:, 0])
     targets[7] = np.inf
