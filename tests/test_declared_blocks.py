@@ -239,3 +239,29 @@ def test_the_scale_out_page_declared_recipe_runs() -> None:
     assert clf.expansion_vectors_.shape == (20, 20)
     # ringnorm's Bayes error is about 1.3 %
     assert 1 - clf.score(namespace["X_test"], namespace["y_test"]) < 0.05
+
+
+def test_a_lost_worker_costs_a_restart_not_the_answer(client: Any) -> None:
+    """Closing a worker between evaluations: its blocks' actors are made again on the worker
+    left (rows computed again, parts sent again) and the evaluation gives the in-memory W."""
+    import logging
+
+    X, labels, _ = _data(800, seed=3)
+    Nz = 6
+    Z = X[:Nz] + 0.01
+    local = ConicMarginal(HuberSVM(C=10.0), X, labels, RBF(0.5), Nz, solver="structured")
+    # a cluster of its own (a worker of it is closed), its client the current one meanwhile
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
+                                  dashboard_address=":0", silence_logs=logging.ERROR) as cluster, \
+            distributed.Client(cluster, set_as_default=False) as own, own.as_current():
+        blocks = _blocks(own, HuberSVM(C=10.0), X, labels, 1, 200, Nz)
+        remote = blocks.marginal()
+        assert remote.evaluate(Z).value == pytest.approx(local.evaluate(Z).value, rel=1e-9)
+        worker = next(iter(cluster.workers.values()))
+        own.sync(worker.close)
+        a, b = remote.evaluate(Z + 0.01), local.evaluate(Z + 0.01)
+        assert a.value == pytest.approx(b.value, rel=1e-9)
+        assert np.abs(a.grad - b.grad).max() <= 1e-6 * np.abs(b.grad).max()
+        left = set(own.scheduler_info()["workers"])
+        assert all(set(own.who_has([f])[f.key]) <= left for f in blocks._futures)
+        blocks.close()

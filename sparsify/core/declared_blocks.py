@@ -21,6 +21,7 @@ reason, as is one the structured backend does not take (exponential cones).
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from typing import Any
 
 import cvxpy as cp
@@ -45,16 +46,39 @@ __all__ = ["BlockActor", "DeclaredBlocks", "DeclaredBlocksMarginal", "on_actors"
 
 Array = NDArray[np.float64]
 
+#: An evaluation starts over at most this many times after losing blocks with their workers.
+MAX_LOSSES = 3
+
+
+class _BlockLost(Exception):
+    """A call to the blocks failed (a worker left, or a part failed); the method's name."""
+
+
 #: Bytes per point and output the driver needs to compile the declaration and find its
 #: partition: cvxpy's compilation peaks at 1-2.2 KB per point for the ε-SVR and the
 #: Huber SVM (docs/results/declared_dask.md)
 DRIVER_BYTES_PER_POINT = 3000
 
 
-def on_actors(actors: list[Any], method: str, *args: Any) -> list[Any]:
-    """``method(*args)`` on every actor at once; their results in order."""
+def on_actors(actors: list[Any], method: str, *args: Any,
+              alive: Callable[[], bool] | None = None, poll: float = 2.0) -> list[Any]:
+    """``method(*args)`` on every actor at once; their results in order.
+
+    A call to an actor whose worker left may wait without end: every ``poll``
+    seconds of waiting, ``alive()`` says whether every actor's worker is still
+    there, and a RuntimeError is raised where one is not.
+    """
     futures = [getattr(actor, method)(*args) for actor in actors]
-    return [future.result() for future in futures]
+    results = []
+    for future in futures:
+        while True:
+            try:
+                results.append(future.result(timeout=None if alive is None else poll))
+                break
+            except TimeoutError:
+                if alive is not None and not alive():
+                    raise RuntimeError(f"a row block's worker left during {method}") from None
+    return results
 
 
 class BlockActor:
@@ -142,8 +166,6 @@ class DeclaredBlocks(BlockProblem):
 
     def __init__(self, formulation: Formulation, source: RowBlocks, target: RowTarget,
                  kernel: Kernel, n_expansion: int, tol: float) -> None:
-        from distributed import wait
-
         self.name = formulation.name or type(formulation).__name__
         self.client, self.kernel, self.tol = source.client, kernel, tol
         self.n_expansion, self.n_features = int(n_expansion), source.n_features
@@ -194,25 +216,63 @@ class DeclaredBlocks(BlockProblem):
             raise ValueError(f"{what}: {error}. Fit on numpy arrays.") from None
         self.K, self.N = K, N
         self._intercept_columns()
-        X_parts = self.client.compute(list(source.X.to_delayed().ravel()))
-        y_parts = (self.client.compute(list(source.y.to_delayed().ravel()))
-                   if source.y is not None else [None] * len(chunks))
+        # what makes a block's actor again where its worker leaves: its rows' tasks and part
+        self._subs = subs
+        self._X_tasks = list(source.X.to_delayed().ravel())
+        self._y_tasks = (list(source.y.to_delayed().ravel()) if source.y is not None
+                         else [None] * len(chunks))
+        self._futures: list[Any] = [None] * len(chunks)
+        self.actors: list[Any] = [None] * len(chunks)
+        self._start_actors(list(range(len(chunks))))
+        diagonal = sum(on_actors(self.actors, "diagonal_sum")) / N
+        self.jitter = 1e-10 * max(diagonal, 1e-300)  # as in memory (`DeclaredMarginal`)
+
+    def _start_actors(self, which: list[int]) -> None:
+        """Make the actors of blocks ``which`` on the workers that compute their rows."""
+        from distributed import wait
+
+        X_parts = self.client.compute([self._X_tasks[j] for j in which])
+        y_parts = [None if self._y_tasks[j] is None else self.client.compute(self._y_tasks[j])
+                   for j in which]
         wait(X_parts)
         who = self.client.who_has(X_parts)
         where = [list(who[part.key])[:1] or None for part in X_parts]
-        self._check_workers(subs, where)
-        # each part goes straight to its block's worker (not through the task graph), and
-        # an actor lives while its future does
-        parts = [self.client.scatter(sub, workers=w, hash=False)
-                 for sub, w in zip(subs, where, strict=True)]
-        self._futures = [self.client.submit(BlockActor, x, lab, sub, kernel, actor=True,
-                                            workers=w, allow_other_workers=w is None)
-                         for x, lab, sub, w in zip(X_parts, y_parts, parts, where, strict=True)]
-        self.actors: list[Any] = [future.result() for future in self._futures]
-        # released (the actors hold them); cancelling would end the actors too
-        del X_parts, y_parts, parts, subs
-        diagonal = sum(on_actors(self.actors, "diagonal_sum")) / N
-        self.jitter = 1e-10 * max(diagonal, 1e-300)  # as in memory (`DeclaredMarginal`)
+        self._check_workers([self._subs[j] for j in which], where)
+        # each part goes straight to its block's worker (not through the task graph)
+        parts = [self.client.scatter(self._subs[j], workers=w, hash=False)
+                 for j, w in zip(which, where, strict=True)]
+        for j, x, lab, sub, w in zip(which, X_parts, y_parts, parts, where, strict=True):
+            # an actor lives while its future does; its inputs are released once it holds
+            # them (cancelling them would end it too)
+            self._futures[j] = self.client.submit(BlockActor, x, lab, sub, self.kernel,
+                                                  actor=True, workers=w,
+                                                  allow_other_workers=w is None)
+        for j in which:
+            self.actors[j] = self._futures[j].result()
+
+    def _lost(self) -> list[int]:
+        """The blocks whose actor's worker has left the cluster."""
+        alive = set(self.client.scheduler_info().get("workers", {}))
+        who = self.client.who_has(self._futures)
+        return [j for j, future in enumerate(self._futures)
+                if not set(who.get(future.key, ())) & alive]
+
+    def alive(self) -> bool:
+        """Whether every block's worker is still in the cluster."""
+        return not self._lost()
+
+    def recover(self) -> bool:
+        """Make again, on the workers left, the blocks whose worker left; whether any had.
+
+        A block's actor holds its part of the problem and its rows; its rows are
+        computed again from their tasks, its part sent again from the driver. An
+        evaluation then starts over (each starts from the data, so nothing else is lost).
+        """
+        lost = self._lost()
+        if lost:
+            self.client.cancel([self._futures[j] for j in lost])
+            self._start_actors(lost)
+        return bool(lost)
 
     def _intercept_columns(self) -> None:
         """Where the declared intercept's variables are among the Schur unknowns; refuse
@@ -315,23 +375,48 @@ class DeclaredBlocksMarginal(Marginal):
         self.n_expansion = blocks.n_expansion
         self.sent_bytes = self.received_bytes = self.iterations = 0
         self.last_solve_seconds = 0.0
+        self.poll_seconds = 2.0  # how often a waiting call checks its blocks' workers
 
     def _call(self, method: str, *args: Any) -> list[Any]:
         """``BlockPart.method(*args)`` on every block's part, in parallel."""
-        futures = [actor.call(method, *args) for actor in self.blocks.actors]
+        return self._call_actors("call", method, *args)
+
+    def _call_actors(self, method: str, *args: Any) -> list[Any]:
+        """``BlockActor.method(*args)`` on every block, in parallel.
+
+        Raises `_BlockLost` where a block fails (its worker left, or its part failed:
+        `evaluate` tells the two apart).
+        """
         try:
-            results = [future.result() for future in futures]
-        except Exception as error:  # a worker left, or its part failed
-            raise SolverError(
-                f"The structured interior point over row blocks lost a block in "
-                f"{method} (formulation {self.formulation_name!r}): "
-                f"{type(error).__name__}: {error}. Check the workers' logs (memory "
-                "limits, preemption) and fit again.") from error
-        self.sent_bytes += len(futures) * (payload_bytes(args) + 8)
+            results = on_actors(self.blocks.actors, method, *args, alive=self.blocks.alive,
+                                poll=self.poll_seconds)
+        except Exception as error:
+            raise _BlockLost(method) from error
+        self.sent_bytes += len(results) * payload_bytes(args)
         self.received_bytes += payload_bytes(results)
         return results
 
     def evaluate(self, Z: Array, grad: bool = True) -> Evaluation:
+        """W(Z) and ∇W(Z); started over where blocks were lost with their workers (at most
+        `MAX_LOSSES` times)."""
+        for _ in range(MAX_LOSSES):
+            try:
+                return self._evaluate(Z, grad)
+            except _BlockLost as lost:
+                cause = lost.__cause__
+                if not self.blocks.recover():  # no worker left: the part itself failed
+                    raise SolverError(
+                        f"The structured interior point over row blocks failed in {lost} "
+                        f"(formulation {self.formulation_name!r}): {type(cause).__name__}: "
+                        f"{cause}. Fit on numpy arrays to let the general conic solvers "
+                        "try.") from cause
+        raise SolverError(
+            f"The structured interior point over row blocks lost row blocks {MAX_LOSSES} "
+            f"times in one evaluation (workers left the cluster; formulation "
+            f"{self.formulation_name!r}). Check the workers' logs (memory limits, "
+            "preemption) and fit again.")
+
+    def _evaluate(self, Z: Array, grad: bool) -> Evaluation:
         blocks = self.blocks
         Z = check_expansion_vectors(Z, self.n_expansion, blocks.n_features,
                                     self.formulation_name)
@@ -373,10 +458,3 @@ class DeclaredBlocksMarginal(Marginal):
         gradient = kernel.vjp_zz(Z, (B * c) @ B.T, K_zz)
         gradient += np.sum(self._call_actors("gradient", Z, B), axis=0)
         return Evaluation(value, gradient, beta, intercept, "structured, row blocks", accuracy)
-
-    def _call_actors(self, method: str, *args: Any) -> list[Any]:
-        """``BlockActor.method(*args)`` on every block, in parallel."""
-        results = on_actors(self.blocks.actors, method, *args)
-        self.sent_bytes += len(results) * payload_bytes(args)
-        self.received_bytes += payload_bytes(results)
-        return results
