@@ -265,3 +265,22 @@ def test_a_lost_worker_costs_a_restart_not_the_answer(client: Any) -> None:
         left = set(own.scheduler_info()["workers"])
         assert all(set(own.who_has([f])[f.key]) <= left for f in blocks._futures)
         blocks.close()
+
+
+def test_blocks_a_worker_cannot_hold_are_refused_before_they_are_made(client: Any) -> None:
+    from dataclasses import replace
+
+    from sparsify.core.errors import MemoryEstimateError
+
+    limits = {w: info["memory_limit"] for w, info in client.scheduler_info()["workers"].items()}
+    if not all(limits.values()):
+        pytest.skip("the test cluster's workers have no memory limit")
+    X, labels, _ = _data(200)
+    blocks = _blocks(client, HuberSVM(), X, labels, 1, 100, 4)
+    worker = next(iter(limits))
+    # a part whose blocks' entries (5 copies at 8 bytes) alone exceed the worker's limit
+    huge = replace(blocks._subs[0], block_entries=max(limits.values()) // 8)
+    with pytest.raises(MemoryEstimateError, match="row blocks on worker"):
+        blocks._check_workers([huge], [[worker]])
+    blocks._check_workers(blocks._subs, [[worker]] * len(blocks._subs))  # the real ones fit
+    blocks.close()

@@ -28,7 +28,7 @@ import cvxpy as cp
 import numpy as np
 from numpy.typing import NDArray
 
-from sparsify.core.backends.structured import StructuredBackend
+from sparsify.core.backends.structured import StructuredBackend, structure_bytes
 from sparsify.core.conic import compile_linked, unpack
 from sparsify.core.data_source import BlockProblem, RowBlocks, RowTarget, payload_bytes
 from sparsify.core.declared import declare
@@ -305,10 +305,8 @@ class DeclaredBlocks(BlockProblem):
     def _check_workers(self, subs: list[SubProblem], where: list[list[str] | None]) -> None:
         """Refuse where a worker's blocks would exceed its memory limit.
 
-        A block holds its rows, K_XZ and Φ_j (n × Nz each), the sandwich's scaled copy of
-        Φ_j per output and its part's KKT structure (about twelve copies of its
-        nonzeros at 12 bytes, and five of its blocks' entries, as the structured
-        backend's own estimate).
+        A block holds its rows, K_XZ and Φ_j (n × Nz·K each) and what its part's
+        structured solve needs (`structure_bytes`, the structured backend's estimate).
         """
         need: dict[str, int] = {}
         Nz = self.n_expansion
@@ -316,8 +314,8 @@ class DeclaredBlocks(BlockProblem):
             n = sub.points[1] - sub.points[0]
             nnz = sub.A.nnz + sub.P.nnz + len(sub.c) + len(sub.b)
             key = w[0] if w else "?"
-            need[key] = need.get(key, 0) + 8 * n * (self.n_features + (2 + self.K) * Nz) \
-                + 12 * 12 * nnz + 5 * 8 * 10 * nnz
+            need[key] = need.get(key, 0) + 8 * n * (self.n_features + 2 * Nz * self.K) \
+                + structure_bytes(sub.block_entries, nnz, n, Nz, self.K)
         workers = self.client.scheduler_info().get("workers", {})
         for address, bytes_ in need.items():
             limit = int(workers.get(address, {}).get("memory_limit") or 0)

@@ -91,6 +91,8 @@ class SubProblem:
         Its row block [start, stop) of the training points.
     columns, rows : ndarray
         Where its columns and rows are in the whole problem.
+    block_entries : int
+        Its blocks' packed entries (what its factorisations store).
     """
 
     P: sp.csr_matrix
@@ -105,6 +107,7 @@ class SubProblem:
     points: tuple[int, int]
     columns: Index
     rows: Index
+    block_entries: int
 
     def structure(self) -> KKTStructure:
         """The part's KKT structure, with the whole problem's Schur unknowns."""
@@ -263,6 +266,7 @@ def split(own: ConicData, layout: LinkLayout, st: KKTStructure,
         raise StructureError("its quadratic term couples the outputs of points in different "
                              "row blocks, so it does not split by row blocks")
     comp_block = np.where(high >= 0, high, 0)  # a block meeting no point: the first part
+    packed = st._sizes * (st._sizes + 1) // 2
     G = np.concatenate([st.U, st.glob])
     R0 = st.schur_rows
     zero, nonneg = own.cones.zero, own.cones.nonneg
@@ -300,7 +304,8 @@ def split(own: ConicData, layout: LinkLayout, st: KKTStructure,
         cones = Cones(int(((rows_j >= zero) & (rows_j < zero + nonneg)).sum()), socs)
         parts.append(SubProblem(P_j, c_j, A_j, b_j, n_r + int((rows_j < zero).sum()), cones,
                                 LinkLayout(len(cols), 0, n_f, b_ - a, layout.Nz, K),
-                                g_lo + n_u + np.arange(n_g), n_r, (a, b_), cols, rows))
+                                g_lo + n_u + np.arange(n_g), n_r, (a, b_), cols, rows,
+                                int(packed[comp_block == j].sum())))
     return master, parts
 
 
