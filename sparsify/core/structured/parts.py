@@ -89,8 +89,6 @@ class SubProblem:
         The dense rows (the first rows).
     points : (int, int)
         Its row block [start, stop) of the training points.
-    columns, rows : ndarray
-        Where its columns and rows are in the whole problem.
     block_entries : int
         Its blocks' packed entries (what its factorisations store).
     """
@@ -105,8 +103,6 @@ class SubProblem:
     glob: Index
     n_rows: int
     points: tuple[int, int]
-    columns: Index
-    rows: Index
     block_entries: int
 
     def structure(self) -> KKTStructure:
@@ -304,7 +300,7 @@ def split(own: ConicData, layout: LinkLayout, st: KKTStructure,
         cones = Cones(int(((rows_j >= zero) & (rows_j < zero + nonneg)).sum()), socs)
         parts.append(SubProblem(P_j, c_j, A_j, b_j, n_r + int((rows_j < zero).sum()), cones,
                                 LinkLayout(len(cols), 0, n_f, b_ - a, layout.Nz, K),
-                                g_lo + n_u + np.arange(n_g), n_r, (a, b_), cols, rows,
+                                g_lo + n_u + np.arange(n_g), n_r, (a, b_),
                                 int(packed[comp_block == j].sum())))
     return master, parts
 
