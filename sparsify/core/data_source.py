@@ -14,6 +14,7 @@ whose marginal accepts row blocks turns it into a `BlockProblem`
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -27,7 +28,8 @@ if TYPE_CHECKING:
     from sparsify.core.marginal import Marginal
 
 __all__ = ["BlockProblem", "DataSource", "InMemoryRows", "RowBlocks", "RowTarget",
-           "as_dask_array", "is_dask_collection", "payload_bytes"]
+           "as_dask_array", "check_worker_memory", "draw_rows", "is_dask_collection",
+           "payload_bytes"]
 
 Array = NDArray[np.float64]
 
@@ -152,6 +154,53 @@ def payload_bytes(obj: Any) -> int:
     if isinstance(obj, (float, int, np.floating, np.integer, bool)):
         return 8
     return 0
+
+
+def check_worker_memory(client: Any, needs: Iterable[tuple[str | None, int]],
+                        what: str) -> None:
+    """Refuse, before any block is made, where the blocks a worker holds exceed its limit.
+
+    ``needs`` gives each block's worker (None where not known) and its bytes;
+    ``what`` names the blocks, with a ``{worker}`` field for the worker's address.
+    A worker without a memory limit is not checked.
+    """
+    total: dict[str, int] = {}
+    for worker, need in needs:
+        total[worker or "?"] = total.get(worker or "?", 0) + need
+    workers = client.scheduler_info().get("workers", {})
+    for address, need in total.items():
+        limit = int(workers.get(address, {}).get("memory_limit") or 0)
+        if limit:
+            check_memory(need, what.format(worker=address),
+                         "Use more workers, more memory per worker, or fewer XVs.", limit=limit)
+
+
+def draw_rows(sample: Callable[[Any, int, NDArray[np.int64]], list[tuple[Array, int]]],
+              n_blocks: int, n: int, groups: list[Any], seed: int) -> Array:
+    """``n`` rows drawn uniformly from row blocks, dealt as evenly as their order allows
+    over ``groups`` (``[None]``: every row).
+
+    ``sample(group, count, seeds)`` asks every block k (with seed ``seeds[k]``) for
+    at most ``count`` random rows of ``group`` and how many it has; the driver draws
+    from that pool with each row weighted by its block's count over the rows sent,
+    which is a uniform draw over the group's rows. Only those rows travel.
+    """
+    rng = np.random.default_rng(seed)
+    wanted = [n // len(groups) + (k < n % len(groups)) for k in range(len(groups))]
+    chosen = []
+    for group, count in zip(groups, wanted, strict=True):
+        if count == 0:
+            continue
+        parts = sample(group, count, rng.integers(np.iinfo(np.int32).max, size=n_blocks))
+        pool = np.vstack([rows for rows, _ in parts if len(rows)])
+        weight = np.concatenate([np.full(len(rows), c / len(rows))
+                                 for rows, c in parts if len(rows)])
+        if len(pool) < count:
+            raise ValueError(f"n_expansion={n} asks for {count} XVs from "
+                             f"{'the data' if group is None else f'class {group!r}'}, which "
+                             f"has {len(pool)} rows; use fewer XVs.")
+        chosen.append(pool[rng.choice(len(pool), count, replace=False, p=weight / weight.sum())])
+    return np.vstack(chosen)
 
 
 def as_dask_array(data: Any, name: str) -> Any:

@@ -30,7 +30,14 @@ from numpy.typing import NDArray
 
 from sparsify.core.backends.structured import StructuredBackend, structure_bytes
 from sparsify.core.conic import compile_linked, unpack
-from sparsify.core.data_source import BlockProblem, RowBlocks, RowTarget, payload_bytes
+from sparsify.core.data_source import (
+    BlockProblem,
+    RowBlocks,
+    RowTarget,
+    check_worker_memory,
+    draw_rows,
+    payload_bytes,
+)
 from sparsify.core.declared import declare
 from sparsify.core.errors import SolverError
 from sparsify.core.formulation import Formulation
@@ -308,21 +315,18 @@ class DeclaredBlocks(BlockProblem):
         A block holds its rows, K_XZ and Φ_j (n × Nz·K each) and what its part's
         structured solve needs (`structure_bytes`, the structured backend's estimate).
         """
-        need: dict[str, int] = {}
-        Nz = self.n_expansion
-        for sub, w in zip(subs, where, strict=True):
+        Nz, K = self.n_expansion, self.K
+
+        def need(sub: SubProblem) -> int:
             n = sub.points[1] - sub.points[0]
             nnz = sub.A.nnz + sub.P.nnz + len(sub.c) + len(sub.b)
-            key = w[0] if w else "?"
-            need[key] = need.get(key, 0) + 8 * n * (self.n_features + 2 * Nz * self.K) \
-                + structure_bytes(sub.block_entries, nnz, n, Nz, self.K)
-        workers = self.client.scheduler_info().get("workers", {})
-        for address, bytes_ in need.items():
-            limit = int(workers.get(address, {}).get("memory_limit") or 0)
-            if limit:
-                check_memory(bytes_, f"The {self.name!r} formulation's row blocks on worker "
-                             f"{address} (Nz={Nz})", "Use more workers, more memory per "
-                             "worker, or fewer XVs.", limit=limit)
+            return 8 * n * (self.n_features + 2 * Nz * K) + structure_bytes(
+                sub.block_entries, nnz, n, Nz, K)
+
+        check_worker_memory(self.client, [(w[0] if w else None, need(sub))
+                                          for sub, w in zip(subs, where, strict=True)],
+                            f"The {self.name!r} formulation's row blocks on worker {{worker}} "
+                            f"(Nz={Nz})")
 
     def marginal(self) -> DeclaredBlocksMarginal:
         return DeclaredBlocksMarginal(self)
@@ -330,23 +334,12 @@ class DeclaredBlocks(BlockProblem):
     def initial_rows(self, n: int, balanced: bool, seed: int) -> Array:
         """``n`` rows drawn uniformly from the blocks (evenly over the labels of y with
         ``balanced``); only the drawn rows travel."""
-        rng = np.random.default_rng(seed)
-        groups = self.classes if balanced else [None]
-        wanted = [n // len(groups) + (k < n % len(groups)) for k in range(len(groups))]
-        chosen = []
-        for group, count in zip(groups, wanted, strict=True):
-            seeds = rng.integers(np.iinfo(np.int32).max, size=len(self.actors))
-            parts = [f.result() for f in [actor.sample(group, count, int(s))
-                                          for actor, s in zip(self.actors, seeds, strict=True)]]
-            pool = np.vstack([rows for rows, _ in parts if len(rows)])
-            weight = np.concatenate([np.full(len(rows), c / len(rows))
-                                     for rows, c in parts if len(rows)])
-            if len(pool) < count:
-                raise ValueError(f"n_expansion={n} asks for {count} XVs from the data, which "
-                                 f"has {len(pool)} rows; use fewer XVs.")
-            chosen.append(pool[rng.choice(len(pool), count, replace=False,
-                                          p=weight / weight.sum())])
-        return np.vstack(chosen)
+        def sample(group: Any, count: int, seeds: NDArray[np.int64]) -> list[tuple[Array, int]]:
+            return [f.result() for f in [actor.sample(group, count, int(s))
+                                         for actor, s in zip(self.actors, seeds, strict=True)]]
+
+        return draw_rows(sample, len(self.actors), n, self.classes if balanced else [None],
+                         seed)
 
     def close(self) -> None:
         self.actors = []

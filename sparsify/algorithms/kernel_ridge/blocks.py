@@ -17,10 +17,15 @@ import numpy as np
 import scipy.linalg
 from numpy.typing import NDArray
 
-from sparsify.core.data_source import BlockProblem, RowBlocks, RowTarget
+from sparsify.core.data_source import (
+    BlockProblem,
+    RowBlocks,
+    RowTarget,
+    check_worker_memory,
+    draw_rows,
+)
 from sparsify.core.kernel_blocks import BLOCK_ROWS, diagonal_scale, whitening
 from sparsify.core.marginal import Evaluation, Marginal, check_expansion_vectors
-from sparsify.core.memory import check_memory
 from sparsify.kernels import Kernel
 
 __all__ = ["RidgeBlocks", "RowBlockRidgeMarginal"]
@@ -142,18 +147,11 @@ class RidgeBlocks(BlockProblem):
         """Refuse, before any kernel block, where a worker's blocks would exceed its memory
         limit: each block holds its K_XZ and F (n × Nz each) beside its rows."""
         who = self.client.who_has(self.blocks)
-        need: dict[str, int] = {}
-        for block, n in zip(self.blocks, source.X.chunks[0], strict=True):
-            for address in list(who.get(block.key, ()))[:1]:
-                need[address] = need.get(address, 0) + 8 * int(n) * (
-                    2 * self.n_expansion + self.n_features + 2)
-        workers = self.client.scheduler_info().get("workers", {})
-        for address, bytes_ in need.items():
-            limit = int(workers.get(address, {}).get("memory_limit") or 0)
-            if limit:
-                check_memory(bytes_, f"Kernel ridge's blocks on worker {address} "
-                             f"(Nz={self.n_expansion})", "Use more workers, more memory per "
-                             "worker, or fewer XVs.", limit=limit)
+        check_worker_memory(
+            self.client, [(address, 8 * int(n) * (2 * self.n_expansion + self.n_features + 2))
+                          for block, n in zip(self.blocks, source.X.chunks[0], strict=True)
+                          for address in list(who.get(block.key, ()))[:1]],
+            f"Kernel ridge's blocks on worker {{worker}} (Nz={self.n_expansion})")
 
     def marginal(self) -> RowBlockRidgeMarginal:
         return RowBlockRidgeMarginal(self.client, self.blocks, self.alpha, self.kernel,
@@ -162,16 +160,13 @@ class RidgeBlocks(BlockProblem):
     def initial_rows(self, n: int, balanced: bool, seed: int) -> Array:
         """Uniform over the rows: each block sends up to ``n`` random rows and its count, and
         the driver draws from them, each weighted by its block's count over the rows sent."""
-        rng = np.random.default_rng(seed)
-        seeds = rng.integers(np.iinfo(np.int32).max, size=len(self.blocks))
-        parts = self.client.gather([self.client.submit(_sample, b, n, int(seeds[k]), pure=False)
-                                    for k, b in enumerate(self.blocks)])
-        pool = np.vstack([rows for rows, _ in parts if len(rows)])
-        weight = np.concatenate([np.full(len(rows), count / len(rows))
-                                 for rows, count in parts if len(rows)])
-        if len(pool) < n:
-            raise ValueError(f"n_expansion={n} asks for more XVs than the {len(pool)} rows.")
-        return pool[rng.choice(len(pool), n, replace=False, p=weight / weight.sum())]
+        def sample(_: Any, count: int, seeds: NDArray[np.int64]) -> list[tuple[Array, int]]:
+            parts: list[tuple[Array, int]] = self.client.gather(
+                [self.client.submit(_sample, b, count, int(seeds[k]), pure=False)
+                 for k, b in enumerate(self.blocks)])
+            return parts
+
+        return draw_rows(sample, len(self.blocks), n, [None], seed)
 
     def close(self) -> None:
         self.client.cancel(self.blocks)

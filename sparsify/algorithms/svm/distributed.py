@@ -39,7 +39,14 @@ import numpy as np
 from numpy.typing import NDArray
 
 from sparsify.algorithms.svm.distributed_smoothed import smoothed_path
-from sparsify.core.data_source import BlockProblem, RowBlocks, RowTarget, payload_bytes
+from sparsify.core.data_source import (
+    BlockProblem,
+    RowBlocks,
+    RowTarget,
+    check_worker_memory,
+    draw_rows,
+    payload_bytes,
+)
 from sparsify.core.errors import SolverError
 from sparsify.core.kernel_blocks import (
     BLOCK_ROWS,
@@ -49,7 +56,6 @@ from sparsify.core.kernel_blocks import (
     whitened_rows,
 )
 from sparsify.core.marginal import Evaluation, Marginal, check_expansion_vectors
-from sparsify.core.memory import check_memory
 from sparsify.kernels import Kernel
 from sparsify.svm_dual import local_cd, polish_affordable, warm_active_set
 
@@ -305,18 +311,12 @@ class DistributedSVMMarginal(Marginal):
 
         An evaluation holds each block's K_XZ and B (n × Nz each) beside its rows.
         """
-        need: dict[str, int] = {}
-        for where, (n, d) in zip(self._where, shapes, strict=True):
-            key = where[0] if where else "?"
-            need[key] = need.get(key, 0) + 8 * n * (2 * self.n_expansion + d
-                                                    + self.scratch_per_row)
-        workers = self.client.scheduler_info().get("workers", {})
-        for address, bytes_ in need.items():
-            limit = int(workers.get(address, {}).get("memory_limit") or 0)
-            if limit:
-                check_memory(bytes_, f"The distributed {self.title} solver's blocks on worker "
-                             f"{address} (Nz={self.n_expansion})", "Use more workers, more "
-                             "memory per worker, or fewer XVs.", limit=limit)
+        check_worker_memory(
+            self.client, [(where[0] if where else None,
+                           8 * n * (2 * self.n_expansion + d + self.scratch_per_row))
+                          for where, (n, d) in zip(self._where, shapes, strict=True)],
+            f"The distributed {self.title} solver's blocks on worker {{worker}} "
+            f"(Nz={self.n_expansion})")
 
     def _map(self, fn: Any, *args: Any, per_block: list[tuple[Any, ...]] | None = None
              ) -> list[Any]:
@@ -554,35 +554,17 @@ def make_blocks(client: Any, X: Any, labels: Any, positive: Any, C: float,
 
 def initial_rows(client: Any, blocks: list[Any], n_expansion: int, classes: list[Any] | None,
                  seed: int) -> Array:
-    """Nz initial XVs drawn from the blocks' rows: at random, or evenly over ``classes``.
+    """Nz initial XVs drawn from the blocks' rows: at random, or evenly over ``classes``
+    (`sparsify.core.data_source.draw_rows`; ``classes=None`` draws from every row)."""
 
-    Each block sends at most Nz random rows of each class asked for and how many
-    it has; the driver draws from that pool with each row weighted by its block's
-    count over the rows sent, which is a uniform draw over the rows of the class.
-    Only those rows travel. ``classes=None`` draws from every row.
-    """
-    rng = np.random.default_rng(seed)
-    groups = [None] if classes is None else list(classes)
-    # deal the XVs over the groups as evenly as their order allows
-    wanted = [n_expansion // len(groups) + (k < n_expansion % len(groups))
-              for k in range(len(groups))]
-    chosen = []
-    for group, n in zip(groups, wanted, strict=True):
-        if n == 0:
-            continue
-        seeds = rng.integers(np.iinfo(np.int32).max, size=len(blocks))
-        parts = client.gather([client.submit(_sample, block, group, n, int(seeds[k]),
-                                             pure=False)
-                               for k, block in enumerate(blocks)])
-        pool = np.vstack([rows for rows, _ in parts if len(rows)])
-        weight = np.concatenate([np.full(len(rows), count / len(rows))
-                                 for rows, count in parts if len(rows)])
-        if len(pool) < n:
-            raise ValueError(f"n_expansion={n_expansion} asks for {n} XVs from "
-                             f"{'the data' if group is None else f'class {group!r}'}, which "
-                             f"has {len(pool)} rows; use fewer XVs.")
-        chosen.append(pool[rng.choice(len(pool), n, replace=False, p=weight / weight.sum())])
-    return np.vstack(chosen)
+    def sample(group: Any, n: int, seeds: NDArray[np.int64]) -> list[tuple[Array, int]]:
+        parts: list[tuple[Array, int]] = client.gather(
+            [client.submit(_sample, block, group, n, int(seeds[k]), pure=False)
+             for k, block in enumerate(blocks)])
+        return parts
+
+    return draw_rows(sample, len(blocks), n_expansion,
+                     [None] if classes is None else list(classes), seed)
 
 
 class SVMBlocks(BlockProblem):
