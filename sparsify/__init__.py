@@ -25,6 +25,7 @@ _LAZY = {
     "SparseKernelRegressor": "sparsify.core.regressor",
     "SparseKernelRidge": "sparsify.algorithms.kernel_ridge.estimator",
     "SparseSVR": "sparsify.algorithms.svr.estimator",
+    "SparseSearchCV": "sparsify.model_selection",
     "SparseKernelPCA": "sparsify.algorithms.kernel_pca.estimator",
     "SparseOutlierDetector": "sparsify.core.outlier",
     "SparseKernelTransformer": "sparsify.core.transformer",
@@ -91,6 +92,7 @@ __all__ = [
     "SparseOutlierDetector",
     "SparseSVC",
     "SparseSVR",
+    "SparseSearchCV",
     "SumKernel",
     "TaylorGaussianFeatures",
     "TaylorRBF",
@@ -154,4 +156,5 @@ if TYPE_CHECKING:  # static analysers and IDEs see the eager imports
     from sparsify.kernels.manifold import ManifoldKernel
     from sparsify.kernels.taylor import TaylorGaussianFeatures
     from sparsify.kernels.taylor_rbf import TaylorRBF
+    from sparsify.model_selection import SparseSearchCV
     from sparsify.onnx.convert import to_onnx

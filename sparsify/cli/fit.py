@@ -29,6 +29,7 @@ from sparsify.cli.report import (
     _kernel_gamma,
     _print_fit_report,
 )
+from sparsify.core.distinct import count_distinct
 
 #: The largest target magnitude of a regressor: squared errors of larger targets overflow float64
 #: in the solvers' sums.
@@ -142,7 +143,7 @@ def _cmd_fit(args: argparse.Namespace) -> int:
                           f"{[_label(c) for c in classes]}): the test error counts them as "
                           "wrong. Code the labels of both files alike (-1/+1 or 0/1).",
                           UserWarning, stacklevel=1)
-    n_distinct = len(np.unique(X, axis=0))
+    n_distinct = count_distinct(X)
     if isinstance(n_expansion, int) and n_expansion > n_distinct:
         raise ValueError(f"--n-expansion {n_expansion} asks for more expansion vectors than the "
                          f"{n_distinct} distinct training points; lower it or use "

@@ -33,6 +33,7 @@ from sklearn.utils.validation import (
 
 from sparsify.core.calibration import fit_platt, platt_proba
 from sparsify.core.data_source import InMemoryRows, RowBlocks, RowTarget, is_dask_collection
+from sparsify.core.distinct import count_distinct
 from sparsify.core.estimator import SparseKernelEstimator, _fit_start, _problem_name
 from sparsify.core.optimize import CLASSIFIER_INIT_METHODS
 from sparsify.kernels import RBF, Kernel, Linear, Polynomial
@@ -143,7 +144,7 @@ def resolve_n_expansion(
     The full SVM is fitted with ``sample_weight`` (its costs C · sample_weight),
     so a weighted sparse machine is compared with the weighted full one.
     """
-    n_distinct = len(np.unique(X, axis=0))
+    n_distinct = count_distinct(X)
     if isinstance(n_expansion, float):
         full = full_svm(kernel, full_C).fit(X, y, sample_weight=sample_weight)
         full_nsv = int(full.n_support_.sum())
@@ -499,7 +500,7 @@ class SparseKernelClassifier(ClassifierMixin, SparseKernelEstimator):
         for i, (train, _) in enumerate(folds):
             formulation = self._make_formulation(None if weights is None else weights[train])
             rows = source.rows if isinstance(source, RowBlocks) else source
-            n_distinct = None if rows is None else len(np.unique(rows.X[train], axis=0))
+            n_distinct = None if rows is None else count_distinct(rows.X[train])
             for k, t in enumerate(signs):
                 if len(np.unique(t[train])) < 2:
                     continue  # filled with the one class's sign

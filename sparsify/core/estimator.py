@@ -17,7 +17,9 @@ parameters and the formulation's own, so an algorithm's estimator is a few lines
 from __future__ import annotations
 
 import inspect
+import time
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from numbers import Integral, Real
 from typing import Any, ClassVar
 
@@ -30,6 +32,7 @@ from sklearn.utils._param_validation import Interval, RealNotInt, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from sparsify.core.conic import make_marginal
+from sparsify.core.continuation import STAGE_WINDOW, Continuation, Stage, sample_sizes
 from sparsify.core.data_source import (
     DataSource,
     InMemoryRows,
@@ -37,10 +40,13 @@ from sparsify.core.data_source import (
     RowTarget,
 )
 from sparsify.core.declared_blocks import DeclaredBlocks
+from sparsify.core.distinct import count_distinct
 from sparsify.core.formulation import Formulation
-from sparsify.core.marginal import Marginal
+from sparsify.core.lbfgs import CurvatureMemory
+from sparsify.core.marginal import Evaluation, Marginal
 from sparsify.core.optimize import (
     INIT_METHODS,
+    OptimizeResult,
     initial_expansion_vectors,
     minimize_marginal,
     problem_line,
@@ -52,6 +58,7 @@ from sparsify.core.persistence import VersionedPickleMixin
 from sparsify.core.registry import get_registry
 from sparsify.core.shared_params import SHARED, SHARED_PARAMS, parameter_docs
 from sparsify.core.threads import limit_blas_threads
+from sparsify.core.warm import WarmStart, previous_problems, resize
 from sparsify.kernels import Kernel, make_kernel, scale_gamma
 
 __all__ = ["SHARED_PARAMS", "KernelMachineMixin", "SparseKernelEstimator", "check_solver",
@@ -82,12 +89,17 @@ def _fit_start(
     verbose: int,
     problem: str = "",
     plateau: tuple[int, float] | None = None,
+    continuation: Continuation | None = None,
+    solution: Evaluation | None = None,
 ) -> dict[str, Any]:
     """One start of one problem on rows in memory; module level so joblib can ship it.
 
     ``problem`` names it in the ``verbose=2`` lines, in `IterationInfo` and in
     the convergence warning; ``verbose=1`` prints one line when it is done.
-    ``plateau`` is `minimize_marginal`'s.
+    ``plateau`` is `minimize_marginal`'s; ``continuation`` runs the early
+    iterations on nested samples drawn from ``seed`` (`sparsify.core.continuation`);
+    ``solution`` (a warm start's β and b at the XVs ``init``) guesses the first
+    inner solution.
     """
     # BLAS threads sized to this problem, in whichever process runs it (the main one, or a
     # joblib worker holding its share of the CPUs)
@@ -95,16 +107,27 @@ def _fit_start(
         Z0 = (np.array(init, dtype=np.float64) if not isinstance(init, str)
               else initial_expansion_vectors(X, n_expansion, init, seed, y=y))
         marginal = make_marginal(formulation, X, y, kernel, n_expansion, solver, solver_tol)
-        return optimise_start(marginal, Z0, max_iter, tol, callback, verbose, problem, plateau)
+        if solution is not None:
+            marginal.warm_start(Z0, solution)
+        stages = [] if continuation is None else continuation.stages(
+            X, y, seed, lambda f, X_m, y_m: make_marginal(f, X_m, y_m, kernel, n_expansion,
+                                                          solver, solver_tol))
+        return optimise_start(marginal, Z0, max_iter, tol, callback, verbose, problem, plateau,
+                              stages)
 
 
 def optimise_start(marginal: Marginal, Z0: Array, max_iter: int, tol: float,
-              callback: Callable[..., Any] | None, verbose: int, problem: str,
-              plateau: tuple[int, float] | None) -> dict[str, Any]:
+                   callback: Callable[..., Any] | None, verbose: int, problem: str,
+                   plateau: tuple[int, float] | None, stages: Sequence[Stage] = ()
+                   ) -> dict[str, Any]:
     """L-BFGS over the XVs from ``Z0``, its progress line, and the start's result.
 
     The one L-BFGS run of every fit: each start of each problem, in memory or over
-    row blocks, and each convex stage of the semi-supervised SVM.
+    row blocks, and each convex stage of the semi-supervised SVM. With
+    ``stages`` (samples of the points, `sparsify.core.continuation`) the
+    iterations run on each sample in turn until its W levels off within its
+    sampling error, then on ``marginal``'s points from the XVs reached, within
+    one budget of ``max_iter`` iterations.
 
     Returns
     -------
@@ -122,8 +145,8 @@ def optimise_start(marginal: Marginal, Z0: Array, max_iter: int, tol: float,
     >>> run["Z"].shape, run["n_iter"] <= 5
     ((3, 1), True)
     """
-    res = minimize_marginal(marginal, Z0, max_iter=max_iter, tol=tol, callback=callback,
-                            verbose=verbose >= 2, problem=problem, plateau=plateau)
+    res = _continue_over_samples(marginal, Z0, max_iter, tol, callback, verbose, problem,
+                                 plateau, stages)
     if verbose:
         print(problem_line(problem, res), flush=True)
     return {
@@ -136,6 +159,75 @@ def optimise_start(marginal: Marginal, Z0: Array, max_iter: int, tol: float,
         "problem": problem,
         "result": res,
     }
+
+
+def _continue_over_samples(marginal: Marginal, Z0: Array, max_iter: int, tol: float,
+                           callback: Callable[..., Any] | None, verbose: int, problem: str,
+                           plateau: tuple[int, float] | None, stages: Sequence[Stage]
+                           ) -> OptimizeResult:
+    """`minimize_marginal` on each sample of ``stages``, then on ``marginal``; one result.
+
+    The history joins the samples' W (each an estimate of the whole set's, its
+    losses weighted N/m) and the whole set's; a sample's run that the callback
+    or a failed solve stopped goes straight to the whole set for β and b.
+    """
+    began = time.perf_counter()
+    Z, used, n_eval = np.asarray(Z0, dtype=float), 0, 0
+    history: list[NDArray[np.float64]] = []
+    samples: list[tuple[int, int]] = []
+    solution, stopped = None, ""
+    memory = CurvatureMemory() if stages else None
+    for stage in stages:
+        if used >= max_iter or stopped:
+            break
+        sample = stage.make()
+        sample.exact = False
+        if solution is not None:
+            sample.warm_start(Z, solution)
+        name = ", ".join(p for p in (problem, f"{stage.n_points} points") if p)
+        res = minimize_marginal(sample, Z, max_iter=max_iter - used, tol=tol, callback=callback,
+                                verbose=verbose >= 2, problem=name,
+                                plateau=(STAGE_WINDOW, 1.0 / np.sqrt(stage.n_points)),
+                                first_iteration=used, start_time=began, memory=memory)
+        Z, solution = res.Z, res.evaluation
+        history.append(res.history if not history else res.history[1:])
+        used, n_eval = used + res.n_iter, n_eval + res.n_evaluations
+        samples.append((stage.n_points, res.n_iter))
+        if res.stop in ("callback", "failed solve"):
+            stopped = res.stop  # the whole set then only gives β and b at the XVs reached
+    if solution is not None:
+        marginal.warm_start(Z, solution)
+    marginal.exact = True
+    left = 0 if stopped else max_iter - used
+    res = minimize_marginal(marginal, Z, max_iter=left, tol=tol, callback=callback,
+                            verbose=verbose >= 2, problem=problem, plateau=plateau,
+                            first_iteration=used, start_time=began, memory=memory)
+    if not stages:
+        return res
+    samples.append((stages[0].n_total, res.n_iter))
+    history.append(res.history if not history else res.history[1:])
+    out = replace(res, history=np.concatenate(history), n_iter=used + res.n_iter,
+                  n_evaluations=n_eval + res.n_evaluations,
+                  seconds=time.perf_counter() - began, samples=samples)
+    if left == 0 and max_iter > 0:  # the samples used the budget, or were stopped
+        why = stopped or "max_iter"
+        out = replace(out, stop=why, converged=why == "callback",
+                      message=f"stopped on a sample of the points ({why})")
+    return out
+
+
+def _point_losses(target: NDArray[Any] | None) -> Callable[[Array], Array]:
+    """Each point's loss under a model's decision values, for placing new XVs
+    (`sparsify.core.warm.grow`): the hinge max(0, 1 − y f) for ±1 targets, |y − f| for real
+    ones, 1 without targets; 0 for an unlabelled point (NaN)."""
+    if target is None:
+        return lambda decision: np.ones(len(decision))
+    y = np.asarray(target, dtype=float)
+    labelled = np.isfinite(y)
+    y0 = np.where(labelled, y, 0.0)
+    if np.isin(y[labelled], (-1.0, 1.0)).all():
+        return lambda decision: np.where(labelled, np.maximum(0.0, 1.0 - y0 * decision[:, 0]), 0.0)
+    return lambda decision: np.where(labelled, np.abs(y0 - decision[:, 0]), 0.0)
 
 
 def _problem_name(classes: NDArray[Any], k: int, n_problems: int, j: int, n_init: int) -> str:
@@ -276,8 +368,8 @@ class KernelMachineMixin(VersionedPickleMixin):
         return tags
 
 
-#: The constraint on ``n_iter_no_change``, offered by the estimators with an exact fast path
-#: (their fits reach large N; `SparseKernelEstimator._plateau` reads it).
+#: The constraint on the shared parameter ``n_iter_no_change`` (`SparseKernelEstimator._plateau`
+#: reads it).
 N_ITER_NO_CHANGE_CONSTRAINT: list[Any] = [Interval(Integral, 1, None, closed="left"),
                                           StrOptions({"auto"}), None]
 
@@ -307,6 +399,12 @@ class SparseKernelEstimator(KernelMachineMixin, BaseEstimator):
     #: names.
     formulation_class: ClassVar[type[Formulation] | None] = None
 
+    #: Whether ``_formulation_params(weights)`` multiplies each point's loss by its weight (the
+    #: SVM's and the SVR's cost C per point), so that a sample of m points weighted N/m stands
+    #: for all N: the driver then runs a fit's early iterations on nested samples
+    #: (`sparsify.core.continuation`) where the estimator's ``continuation`` is "auto".
+    weighted_points: ClassVar[bool] = False
+
     #: The task's defaults of `SHARED_PARAMS` that differ.
     default_params: ClassVar[dict[str, Any]] = {}
 
@@ -326,6 +424,8 @@ class SparseKernelEstimator(KernelMachineMixin, BaseEstimator):
         "coef0": [Real],
         "init": [StrOptions(set(INIT_METHODS))],
         "n_init": [Interval(Integral, 1, None, closed="left")],
+        "warm_start": ["boolean"],
+        "n_iter_no_change": N_ITER_NO_CHANGE_CONSTRAINT,
         "solver": [str],
         "max_iter": [Interval(Integral, 0, None, closed="left")],
         "tol": [Interval(Real, 0.0, None, closed="left")],
@@ -394,14 +494,29 @@ class SparseKernelEstimator(KernelMachineMixin, BaseEstimator):
 
     # ------------------------------------------------------------------ the fit
 
-    def _plateau(self, n_samples: int) -> tuple[int, float] | None:
+    def _plateau(self, n_samples: int, continued: bool = False) -> tuple[int, float] | None:
         """`minimize_marginal`'s plateau test for a fit on ``n_samples`` points.
 
         From the estimator's ``n_iter_no_change`` where it offers one (the
         estimators with an exact fast path, whose fits reach large N); none
-        otherwise.
+        otherwise. ``continued``: after a continuation over the data.
         """
-        return sampling_plateau(n_samples, getattr(self, "n_iter_no_change", None))
+        return sampling_plateau(n_samples, getattr(self, "n_iter_no_change", None), continued)
+
+    def _continuation(self, n_samples: int, n_expansion: int,
+                      weights: Array | None) -> Continuation | None:
+        """The nested samples of a fit on ``n_samples`` points in memory, or None.
+
+        Only where `weighted_points` lets a sample's weights N/m stand for the
+        whole set, ``continuation`` is "auto", and there are enough points for
+        one sample before the whole set (`sparsify.core.continuation.sample_sizes`).
+        """
+        if not self.weighted_points or getattr(self, "continuation", None) != "auto":
+            return None
+        sizes = sample_sizes(n_samples, n_expansion)
+        if len(sizes) == 1:
+            return None
+        return Continuation(tuple(sizes), self._make_formulation, weights)
 
     def _resolve_n_expansion(self, X: Array, target: NDArray[Any] | None, kernel: Kernel,
                              weights: Array | None) -> tuple[int, int | None]:
@@ -410,7 +525,7 @@ class SparseKernelEstimator(KernelMachineMixin, BaseEstimator):
         Here a ratio is of the distinct training points; a task or an algorithm
         with a full model overrides this (the classifiers: the full SVM's NSV).
         """
-        n_distinct = len(np.unique(X, axis=0))
+        n_distinct = count_distinct(X)
         if isinstance(self.n_expansion, Integral):
             if int(self.n_expansion) > n_distinct:
                 raise ValueError(
@@ -432,31 +547,50 @@ class SparseKernelEstimator(KernelMachineMixin, BaseEstimator):
     def _run_problems(self, source: DataSource, targets: Sequence[Any],
                       formulation: Formulation, kernel: Kernel, sizes: list[int],
                       init: str | Array,
-                      names: list[str], rng: np.random.RandomState) -> list[dict[str, Any]]:
+                      names: list[str], rng: np.random.RandomState,
+                      weights: Array | None = None,
+                      previous: list[tuple[Array, Array, Any]] | None = None
+                      ) -> list[dict[str, Any]]:
         """Fit every (problem, start) pair; the best start of each.
 
         In memory the pairs run in parallel with ``n_jobs``; over row blocks one
         after the other, each evaluation a map over the blocks. ``names`` name the
         problems in progress lines and warnings; the starts are named after them.
-        Warns once for the problems ``max_iter`` stopped.
+        ``weights`` are the per-point weights ``formulation`` was made with, for
+        the samples of a continuation over the data; ``previous`` each problem's
+        (Z, β, b) of the last fit, a warm start (`sparsify.core.warm`): one start
+        from its XVs, resized to the problem's Nz, and no continuation. Warns once
+        for the problems ``max_iter`` stopped.
         """
-        n_init = self.n_init if isinstance(init, str) else 1  # given XVs: one start
+        n_init = 1 if previous is not None or not isinstance(init, str) else self.n_init
         seeds = rng.randint(np.iinfo(np.int32).max, size=(len(targets), n_init))
         starts = [[", ".join(p for p in (names[k], f"start {j + 1}" if n_init > 1 else "") if p)
                    for j in range(n_init)] for k in range(len(targets))]
         plateau = self._plateau(source.n_samples)
         if isinstance(source, RowBlocks):
+            inits = ([init] * len(targets) if previous is None
+                     else [Z for Z, _, _ in previous])  # over blocks: the XVs only
             runs = [run for k in range(len(targets)) for run in self._run_on_blocks(
-                source, targets[k], formulation, kernel, sizes[k], init, seeds[k], starts[k],
-                plateau)]
+                source, targets[k], formulation, kernel, sizes[k], inits[k], seeds[k],
+                starts[k], plateau)]
         else:
             assert isinstance(source, InMemoryRows)
             n_runs = len(targets) * n_init
+            warm: list[WarmStart | None] = [None] * len(targets)
+            if previous is not None:
+                warm = [resize(source.X, Z, coef, b, kernel, sizes[k], _point_losses(targets[k]),
+                               np.random.RandomState(seeds[k, 0]))
+                        for k, (Z, coef, b) in enumerate(previous)]
+            continued = [None if previous is not None
+                         else self._continuation(source.n_samples, nz, weights) for nz in sizes]
+            starting = [(init, None) if w is None else w for w in warm]
             runs = Parallel(n_jobs=self.n_jobs if n_runs > 1 else None)(
                 delayed(_fit_start)(
-                    source.X, targets[k], formulation, kernel, sizes[k], init, self.solver,
-                    self.solver_tol, self.max_iter, self.tol, int(seeds[k, j]), self.callback,
-                    self.verbose, starts[k][j], plateau)
+                    source.X, targets[k], formulation, kernel, sizes[k], starting[k][0],
+                    self.solver, self.solver_tol, self.max_iter, self.tol, int(seeds[k, j]),
+                    self.callback, self.verbose, starts[k][j],
+                    plateau if continued[k] is None else self._plateau(source.n_samples, True),
+                    continued[k], starting[k][1])
                 for k in range(len(targets))
                 for j in range(n_init)
             )
@@ -544,6 +678,7 @@ class SparseKernelEstimator(KernelMachineMixin, BaseEstimator):
         """
         if not isinstance(source, DataSource):
             source = InMemoryRows(source)
+        previous = self._previous_problems(source, len(targets))
         kernel = make_kernel(self.kernel, None, self._gamma(source, scale_weights),
                              self.degree, self.coef0)
         formulation = self._make_formulation(weights)
@@ -559,10 +694,22 @@ class SparseKernelEstimator(KernelMachineMixin, BaseEstimator):
         fits = self._run_problems(source, targets, formulation, kernel,
                                   [nz for nz, _ in resolved],
                                   self.init if init is None else init,
-                                  names or [""] * len(targets), rng)
+                                  names or [""] * len(targets), rng, weights, previous)
         nsv = [n for _, n in resolved]
         self._set_expansions(kernel, fits, None if nsv[0] is None else np.array(nsv))
         return kernel
+
+    def _previous_problems(self, source: DataSource, n_problems: int
+                           ) -> list[tuple[Array, Array, Any]] | None:
+        """The last fit's (Z, β, b) per problem, where ``warm_start`` asks for them and that fit
+        had as many problems on as many features; None for a cold start."""
+        if not getattr(self, "warm_start", False):
+            return None
+        previous = previous_problems(self)
+        if (previous is None or len(previous) != n_problems
+                or previous[0][0].shape[1] != source.n_features):
+            return None
+        return previous
 
     def _block_n_expansion(self, source: RowBlocks, target: RowTarget,
                            kernel: Kernel) -> tuple[int, int | None]:

@@ -19,6 +19,9 @@ from scipy.optimize import minimize
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import check_random_state
 
+from sparsify.core.continuation import STAGE_WINDOW
+from sparsify.core.distinct import distinct_rows
+from sparsify.core.lbfgs import CurvatureMemory, lbfgs
 from sparsify.core.marginal import Evaluation, Marginal
 from sparsify.core.solvers import SolverError
 
@@ -85,7 +88,9 @@ def initial_expansion_vectors(
     >>> int(np.isin(Z.ravel(), [0.0, 9.0]).sum())
     2
     """
-    distinct, first = np.unique(np.asarray(X, dtype=float), axis=0, return_index=True)
+    X = np.asarray(X, dtype=float)
+    first = distinct_rows(X)
+    distinct = X[first]
     if not 1 <= n_expansion <= len(distinct):
         raise ValueError(
             f"The number of expansion vectors must be between 1 and the number of distinct "
@@ -187,6 +192,10 @@ class OptimizeResult:
         What stopped it: "converged" (L-BFGS's ``tol`` test), "plateau" (the
         plateau test), "callback" (the callback returned True), "max_iter" (the
         iteration or evaluation budget), "failed solve", or "max_iter=0".
+    samples : list of (int, int)
+        With continuation over the data (`sparsify.core.continuation`): the
+        points and L-BFGS iterations of each sample, the whole set last; empty
+        otherwise.
     """
 
     Z: Array
@@ -198,6 +207,7 @@ class OptimizeResult:
     seconds: float = field(default=0.0)
     converged: bool = True
     stop: str = "converged"
+    samples: list[tuple[int, int]] = field(default_factory=list)
 
 
 def _check_finite(marginal: Marginal, ev: Evaluation) -> None:
@@ -221,6 +231,10 @@ def minimize_marginal(
     verbose: int = 0,
     problem: str = "",
     plateau: tuple[int, float] | None = None,
+    *,
+    first_iteration: int = 0,
+    start_time: float | None = None,
+    memory: CurvatureMemory | None = None,
 ) -> OptimizeResult:
     """Minimise W(Z) with L-BFGS (scipy) from ``Z0``.
 
@@ -249,6 +263,16 @@ def minimize_marginal(
         ``(n, rtol)``: also stop, as converged, when the last n iterations
         together lowered W by at most ``rtol · |W|``: W has levelled off. See
         `sampling_plateau` for the estimators' choice.
+    first_iteration : int, default=0
+        Iterations an earlier run of the same fit already made (on a sample of
+        the points, `sparsify.core.continuation`): the numbering of the
+        iterations in `IterationInfo` and the verbose lines goes on from there.
+    start_time : float, optional
+        ``time.perf_counter()`` when that fit began, for `IterationInfo.seconds`.
+    memory : CurvatureMemory, optional
+        Run `sparsify.core.lbfgs.lbfgs` on these curvature pairs (from a run on
+        another sample of the points; updated in place) instead of scipy's
+        L-BFGS-B, whose memory starts empty.
 
     Returns
     -------
@@ -273,6 +297,7 @@ def minimize_marginal(
         raise ValueError("Z0 contains NaN or infinity; pass finite initial XVs.")
     shape = Z0.shape
     start = time.perf_counter()
+    began = start if start_time is None else start_time
     best: list[tuple[Array, Evaluation]] = []
     last: dict[str, Any] = {}
     history: list[float] = []
@@ -303,11 +328,13 @@ def minimize_marginal(
         value = float(intermediate_result.fun) * scale
         history.append(value)
         grad = last["ev"].grad
-        info = IterationInfo(len(history) - 1, value, float(np.linalg.norm(grad)),
-                             z.reshape(shape), time.perf_counter() - start, problem)
+        info = IterationInfo(first_iteration + len(history) - 1, value,
+                             float(np.linalg.norm(grad)), z.reshape(shape),
+                             time.perf_counter() - began, problem)
         if verbose:
             where = f"{problem}: " if problem else ""
-            print(f"[sparsify] {where}iter {info.iteration:4d}/{max_iter}  W = {value:.8g}  "
+            print(f"[sparsify] {where}iter {info.iteration:4d}/{first_iteration + max_iter}  "
+                  f"W = {value:.8g}  "
                   f"|grad| = {info.grad_norm:.3g}  {info.seconds:.2f}s", flush=True)
         if callback is not None and callback(info):
             stopped_by[:] = ["callback"]
@@ -329,7 +356,21 @@ def minimize_marginal(
     message, n_iter, converged = "max_iter=0: the initial XVs are kept", 0, True
     stop = "max_iter=0"
     try:
-        if max_iter > 0:
+        if max_iter > 0 and memory is not None:
+            def iterated(x: Array, f: float) -> bool:
+                try:
+                    on_iteration(ScipyOptimizeResult(x=x, fun=f))
+                except StopIteration:
+                    return True
+                return False
+
+            run = lbfgs(fun, z0, memory, max_iter, tol, 4 * max_iter + 20, iterated,
+                        start=fun(z0))
+            n_iter = run.n_iter
+            converged = run.status not in ("max_iter", "max_evaluations")
+            stop = stopped_by[0] if stopped_by else "converged" if converged else "max_iter"
+            message = levelled[0] if levelled else f"L-BFGS: {run.status}"
+        elif max_iter > 0:
             res = minimize(
                 fun,
                 z0,
@@ -358,8 +399,8 @@ def minimize_marginal(
                           time.perf_counter() - start, converged, stop)
 
 
-def sampling_plateau(n_samples: int, n_iter_no_change: int | str | None
-                     ) -> tuple[int, float] | None:
+def sampling_plateau(n_samples: int, n_iter_no_change: int | str | None,
+                     continued: bool = False) -> tuple[int, float] | None:
     """The estimators' plateau test for `minimize_marginal`: W's own sampling error.
 
     W(Z) sums N per-point losses, so as an estimate of the objective on the
@@ -368,19 +409,31 @@ def sampling_plateau(n_samples: int, n_iter_no_change: int | str | None
     tell apart. ``"auto"`` applies the test from N = 10 000 points (as
     scikit-learn's ``early_stopping="auto"`` does), where each evaluation is
     costly and L-BFGS's per-iteration ``tol`` would run on through that slow tail.
+    After a continuation over the data (``continued``: the XVs come from
+    samples of the points, `sparsify.core.continuation`) "auto" applies the
+    samples' own window, `sparsify.core.continuation.STAGE_WINDOW`
+    iterations, on the whole set too: the whole set starts near the minimum
+    the samples found, where a further decrease of W lowers the training
+    objective without changing the test error (docs/theory.md).
 
     Examples
     --------
     >>> sampling_plateau(40_000, "auto")
     (10, 0.005)
+    >>> sampling_plateau(40_000, "auto", continued=True)
+    (3, 0.005)
     >>> sampling_plateau(400, "auto") is None
     True
     >>> sampling_plateau(400, 5)
     (5, 0.05)
     """
-    if n_iter_no_change is None or (n_iter_no_change == "auto" and n_samples < 10_000):
+    if n_iter_no_change is None or (n_iter_no_change == "auto" and n_samples < 10_000
+                                    and not continued):
         return None
-    n = 10 if n_iter_no_change == "auto" else int(n_iter_no_change)
+    if n_iter_no_change == "auto":
+        n = STAGE_WINDOW if continued else 10
+    else:
+        n = int(n_iter_no_change)
     return n, 1.0 / float(np.sqrt(n_samples))
 
 

@@ -7,7 +7,7 @@ the prediction is the kernel machine τ(x) = Σ_j β_j k(z_j, x) + b.
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -59,6 +59,9 @@ class SparseKernelRegressor(RegressorMixin, SparseKernelEstimator):
     """
 
     ratio_meaning: ClassVar[str] = "a fraction of the distinct training points"
+    #: A regression's test error still improves past W's sampling plateau (docs/theory.md),
+    #: so regressors run to ``tol`` or ``max_iter`` unless asked otherwise.
+    default_params: ClassVar[dict[str, Any]] = {"n_iter_no_change": None}
 
     def fit(self, X: ArrayLike, y: ArrayLike) -> SparseKernelRegressor:
         """Fit β, b and the XVs.

@@ -62,6 +62,14 @@ SHARED: dict[str, SharedParameter] = {
         "``n_jobs``); the one with the lowest W(Z), the training objective, is\n"
         "kept. W is not convex in Z, so a few starts avoid poor local minima, as\n"
         "in k-means."),
+    "warm_start": SharedParameter(
+        "bool", False, "bool",
+        "When True, `fit` starts from the last fit's XVs and solution, as\n"
+        "scikit-learn's ``warm_start``: at a larger Nz the new XVs go where the\n"
+        "last model's loss is largest, at a smaller one the XVs of largest |β|\n"
+        "stay; one start, no continuation (`sparsify.core.warm`). A search over\n"
+        "C, γ or Nz refits this way (`sparsify.SparseSearchCV`). Where the last\n"
+        "fit had another number of problems or features, the start is cold."),
     "solver": SharedParameter(
         "str", "auto", "str",
         '"auto": the formulation\'s own solver if it has one, else the generic\n'
@@ -73,6 +81,12 @@ SHARED: dict[str, SharedParameter] = {
     "tol": SharedParameter(
         "float", 1e-6, "float",
         "Stop when an iteration lowers W by less than this relative amount."),
+    "n_iter_no_change": SharedParameter(
+        "int | str | None", "auto", 'int, "auto" or None',
+        "Also stop when the last ``n_iter_no_change`` iterations together\n"
+        "lowered W by less than 1/√N of it, W's own sampling error: W has\n"
+        "levelled off (`sparsify.core.optimize.sampling_plateau`). \"auto\" is 10\n"
+        "from N = 10⁴ points on and no such test below; None never."),
     "solver_tol": SharedParameter("float", 1e-8, "float", "Accuracy of each convex solve."),
     "random_state": SharedParameter(
         "int | np.random.RandomState | None", None, "int, RandomState instance or None",
@@ -93,7 +107,7 @@ SHARED: dict[str, SharedParameter] = {
 
 #: Shared parameters whose type and description each estimator words itself (its own initial
 #: XVs and its own solvers); their defaults still come from the table.
-OWN_WORDS = ("init", "solver")
+OWN_WORDS = ("init", "solver", "n_iter_no_change")
 
 #: The shared parameters' defaults.
 SHARED_PARAMS: dict[str, Any] = {name: p.default for name, p in SHARED.items()}

@@ -87,6 +87,13 @@ class SparseKFD(SparseKernelClassifier):
         ``n_jobs``); the one with the lowest W(Z), the training objective, is
         kept. W is not convex in Z, so a few starts avoid poor local minima, as
         in k-means.
+    warm_start : bool, default=False
+        When True, `fit` starts from the last fit's XVs and solution, as
+        scikit-learn's ``warm_start``: at a larger Nz the new XVs go where the
+        last model's loss is largest, at a smaller one the XVs of largest |β|
+        stay; one start, no continuation (`sparsify.core.warm`). A search over
+        C, γ or Nz refits this way (`sparsify.SparseSearchCV`). Where the last
+        fit had another number of problems or features, the start is cold.
     solver : str, default="auto"
         Solver backend of the cvxpy solves (the SVM step; every W(Z) for
         ``method="convex"``).
@@ -94,6 +101,11 @@ class SparseKFD(SparseKernelClassifier):
         Maximum L-BFGS iterations per problem (0 keeps the initial XVs).
     tol : float, default=1e-6
         Stop when an iteration lowers W by less than this relative amount.
+    n_iter_no_change : int, "auto" or None, default="auto"
+        Also stop when the last ``n_iter_no_change`` iterations together lowered
+        W by less than 1/√N of it, W's own sampling error: W has levelled off
+        (`sparsify.core.optimize.sampling_plateau`). "auto" is 10 from N = 10⁴
+        points on and no such test below; None never.
     solver_tol : float, default=1e-8
         Accuracy of each convex solve.
     random_state : int, RandomState instance or None, default=None
@@ -161,9 +173,11 @@ class SparseKFD(SparseKernelClassifier):
         coef0: float = 0.0,
         init: str = "kmeans",
         n_init: int = 1,
+        warm_start: bool = False,
         solver: str = "auto",
         max_iter: int = 200,
         tol: float = 1e-6,
+        n_iter_no_change: int | str | None = "auto",
         solver_tol: float = 1e-8,
         random_state: int | np.random.RandomState | None = None,
         n_jobs: int | None = None,
@@ -180,9 +194,11 @@ class SparseKFD(SparseKernelClassifier):
         self.coef0 = coef0
         self.init = init
         self.n_init = n_init
+        self.warm_start = warm_start
         self.solver = solver
         self.max_iter = max_iter
         self.tol = tol
+        self.n_iter_no_change = n_iter_no_change
         self.solver_tol = solver_tol
         self.random_state = random_state
         self.n_jobs = n_jobs

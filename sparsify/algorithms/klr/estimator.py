@@ -96,6 +96,13 @@ class SparseKernelLogisticRegression(LogisticMixin, SparseKernelClassifier):
         ``n_jobs``); the one with the lowest W(Z), the training objective, is
         kept. W is not convex in Z, so a few starts avoid poor local minima, as
         in k-means.
+    warm_start : bool, default=False
+        When True, `fit` starts from the last fit's XVs and solution, as
+        scikit-learn's ``warm_start``: at a larger Nz the new XVs go where the
+        last model's loss is largest, at a smaller one the XVs of largest |β|
+        stay; one start, no continuation (`sparsify.core.warm`). A search over
+        C, γ or Nz refits this way (`sparsify.SparseSearchCV`). Where the last
+        fit had another number of problems or features, the start is cold.
     solver : str, default="auto"
         "auto" solves each fixed-Z problem by the formulation's exact fast path
         (damped Newton on the whitened coefficients, warm-started; no cvxpy);
@@ -174,6 +181,7 @@ class SparseKernelLogisticRegression(LogisticMixin, SparseKernelClassifier):
         coef0: float = 0.0,
         init: str = "random",
         n_init: int = 1,
+        warm_start: bool = False,
         solver: str = "auto",
         max_iter: int = 100,
         tol: float = 1e-6,
@@ -192,6 +200,7 @@ class SparseKernelLogisticRegression(LogisticMixin, SparseKernelClassifier):
         self.coef0 = coef0
         self.init = init
         self.n_init = n_init
+        self.warm_start = warm_start
         self.solver = solver
         self.max_iter = max_iter
         self.tol = tol

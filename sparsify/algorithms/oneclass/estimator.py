@@ -23,6 +23,7 @@ from sklearn.svm import OneClassSVM
 from sklearn.utils._param_validation import Interval
 
 from sparsify.algorithms.oneclass.formulation import OneClass
+from sparsify.core.distinct import count_distinct
 from sparsify.core.outlier import SparseOutlierDetector
 from sparsify.kernels import RBF, Kernel, Linear, Polynomial
 
@@ -87,6 +88,13 @@ class SparseOneClassSVM(SparseOutlierDetector):
         ``n_jobs``); the one with the lowest W(Z), the training objective, is
         kept. W is not convex in Z, so a few starts avoid poor local minima, as
         in k-means.
+    warm_start : bool, default=False
+        When True, `fit` starts from the last fit's XVs and solution, as
+        scikit-learn's ``warm_start``: at a larger Nz the new XVs go where the
+        last model's loss is largest, at a smaller one the XVs of largest |β|
+        stay; one start, no continuation (`sparsify.core.warm`). A search over
+        C, γ or Nz refits this way (`sparsify.SparseSearchCV`). Where the last
+        fit had another number of problems or features, the start is cold.
     solver : str, default="auto"
         "auto" (the structured interior point, then Clarabel, OSQP, ECOS) or a
         backend name: "structured", "clarabel", "ecos", "osqp", "scs".
@@ -94,6 +102,11 @@ class SparseOneClassSVM(SparseOutlierDetector):
         Maximum L-BFGS iterations per problem (0 keeps the initial XVs).
     tol : float, default=1e-6
         Stop when an iteration lowers W by less than this relative amount.
+    n_iter_no_change : int, "auto" or None, default="auto"
+        Also stop when the last ``n_iter_no_change`` iterations together lowered
+        W by less than 1/√N of it, W's own sampling error: W has levelled off
+        (`sparsify.core.optimize.sampling_plateau`). "auto" is 10 from N = 10⁴
+        points on and no such test below; None never.
     solver_tol : float, default=1e-8
         Accuracy of each convex solve.
     random_state : int, RandomState instance or None, default=None
@@ -166,9 +179,11 @@ class SparseOneClassSVM(SparseOutlierDetector):
         coef0: float = 0.0,
         init: str = "random",
         n_init: int = 1,
+        warm_start: bool = False,
         solver: str = "auto",
         max_iter: int = 200,
         tol: float = 1e-6,
+        n_iter_no_change: int | str | None = "auto",
         solver_tol: float = 1e-8,
         random_state: int | np.random.RandomState | None = None,
         n_jobs: int | None = None,
@@ -183,9 +198,11 @@ class SparseOneClassSVM(SparseOutlierDetector):
         self.coef0 = coef0
         self.init = init
         self.n_init = n_init
+        self.warm_start = warm_start
         self.solver = solver
         self.max_iter = max_iter
         self.tol = tol
+        self.n_iter_no_change = n_iter_no_change
         self.solver_tol = solver_tol
         self.random_state = random_state
         self.n_jobs = n_jobs
@@ -200,6 +217,6 @@ class SparseOneClassSVM(SparseOutlierDetector):
         """A ratio ``n_expansion`` is of the full OneClassSVM's number of support vectors."""
         if isinstance(self.n_expansion, Integral):
             return super()._resolve_n_expansion(X, target, kernel, weights)
-        n_distinct = len(np.unique(X, axis=0))
+        n_distinct = count_distinct(X)
         full_nsv = len(full_oneclass_svm(kernel, self.nu).fit(X).support_)
         return min(max(1, round(self.n_expansion * full_nsv)), n_distinct), full_nsv

@@ -31,6 +31,7 @@ from sparsify.algorithms.s3vm.kernel_spec import default_mkl_kernels, resolve_ke
 from sparsify.algorithms.s3vm.labels import split_labels, switch_labels, warn_if_one_sided
 from sparsify.algorithms.s3vm.mkl import combined_kernel
 from sparsify.algorithms.s3vm.smooth import s3vm_objective
+from sparsify.core.distinct import count_distinct
 from sparsify.core.estimator import SparseKernelEstimator, check_solver
 from sparsify.core.formulation import Formulation
 from sparsify.core.optimize import warn_if_not_converged
@@ -367,7 +368,7 @@ class SemiSupervisedSVC(ClassifierMixin, SparseKernelEstimator):
 
         At most the number of distinct training points; no full model is fitted (None).
         """
-        n_distinct, n_exp = len(np.unique(X, axis=0)), self.n_expansion
+        n_distinct, n_exp = count_distinct(X), self.n_expansion
         assert n_exp is not None  # the sparse model's
         nz = int(n_exp) if isinstance(n_exp, Integral) else max(1, round(float(n_exp) * len(X)))
         if nz > n_distinct:

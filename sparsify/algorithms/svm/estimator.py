@@ -56,6 +56,13 @@ class SparseSVC(SparseKernelClassifier):
         problem, seeded by ``random_state``), as ``SVC(probability=True)``;
         enables `predict_proba` and `predict_log_proba`. The model itself is
         the same as with ``probability=False``.
+    continuation : "auto" or None, default="auto"
+        "auto": on 4000 points or more (and at least 160 per XV), the first
+        L-BFGS iterations run on nested random samples of the points (stratified
+        by class), their losses weighted N/m, from the smallest allowed up to the
+        whole set, each sample until W levels off within its sampling error
+        (`sparsify.core.continuation`); the whole set then starts near the
+        minimum. None: every iteration on the whole set.
     n_iter_no_change : int, "auto" or None, default="auto"
         Also stop when the last ``n_iter_no_change`` iterations together
         lowered W by less than 1/√N of it, W's own sampling error: W has
@@ -84,6 +91,13 @@ class SparseSVC(SparseKernelClassifier):
         ``n_jobs``); the one with the lowest W(Z), the training objective, is
         kept. W is not convex in Z, so a few starts avoid poor local minima, as
         in k-means.
+    warm_start : bool, default=False
+        When True, `fit` starts from the last fit's XVs and solution, as
+        scikit-learn's ``warm_start``: at a larger Nz the new XVs go where the
+        last model's loss is largest, at a smaller one the XVs of largest |β|
+        stay; one start, no continuation (`sparsify.core.warm`). A search over
+        C, γ or Nz refits this way (`sparsify.SparseSearchCV`). Where the last
+        fit had another number of problems or features, the start is cold.
     solver : str, default="auto"
         "auto" takes the SVM's exact fast path (a dedicated dual solver,
         warm-started between L-BFGS evaluations); a backend name
@@ -158,6 +172,7 @@ class SparseSVC(SparseKernelClassifier):
     """
 
     formulation_class = SVM
+    weighted_points = True
 
     default_params: ClassVar[dict[str, Any]] = {"n_expansion": 0.1, "init": "auto"}
 
@@ -168,6 +183,7 @@ class SparseSVC(SparseKernelClassifier):
         "class_weight": [dict, StrOptions({"balanced"}), None],
         "probability": ["boolean"],
         "n_iter_no_change": N_ITER_NO_CHANGE_CONSTRAINT,
+        "continuation": [StrOptions({"auto"}), None],
     }
 
     def __init__(
@@ -178,6 +194,7 @@ class SparseSVC(SparseKernelClassifier):
         loss: str = "hinge",
         class_weight: dict[Any, float] | str | None = None,
         probability: bool = False,
+        continuation: str | None = "auto",
         n_iter_no_change: int | str | None = "auto",
         kernel: str | Kernel = "rbf",
         gamma: float | str = "scale",
@@ -185,6 +202,7 @@ class SparseSVC(SparseKernelClassifier):
         coef0: float = 0.0,
         init: str = "auto",
         n_init: int = 1,
+        warm_start: bool = False,
         solver: str = "auto",
         max_iter: int = 200,
         tol: float = 1e-6,
@@ -199,6 +217,7 @@ class SparseSVC(SparseKernelClassifier):
         self.loss = loss
         self.class_weight = class_weight
         self.probability = probability
+        self.continuation = continuation
         self.n_iter_no_change = n_iter_no_change
         self.kernel = kernel
         self.gamma = gamma
@@ -206,6 +225,7 @@ class SparseSVC(SparseKernelClassifier):
         self.coef0 = coef0
         self.init = init
         self.n_init = n_init
+        self.warm_start = warm_start
         self.solver = solver
         self.max_iter = max_iter
         self.tol = tol

@@ -8,7 +8,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
-from sklearn.utils._param_validation import Interval
+from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import _check_sample_weight
 
 from sparsify.algorithms.svr.formulation import SVR
@@ -44,6 +44,13 @@ class SparseSVR(SparseKernelRegressor):
     epsilon : float, default=0.1
         Half-width ε ≥ 0 of the tube inside which errors cost nothing, in the
         units of y.
+    continuation : "auto" or None, default="auto"
+        "auto": on 4000 points or more (and at least 160 per XV), the first
+        L-BFGS iterations run on nested random samples of the points (stratified
+        by class), their losses weighted N/m, from the smallest allowed up to the
+        whole set, each sample until W levels off within its sampling error
+        (`sparsify.core.continuation`); the whole set then starts near the
+        minimum. None: every iteration on the whole set.
     n_iter_no_change : int, "auto" or None, default=None
         Also stop when the last ``n_iter_no_change`` iterations together
         lowered W by less than 1/√N of it, W's own sampling error
@@ -71,6 +78,13 @@ class SparseSVR(SparseKernelRegressor):
         ``n_jobs``); the one with the lowest W(Z), the training objective, is
         kept. W is not convex in Z, so a few starts avoid poor local minima, as
         in k-means.
+    warm_start : bool, default=False
+        When True, `fit` starts from the last fit's XVs and solution, as
+        scikit-learn's ``warm_start``: at a larger Nz the new XVs go where the
+        last model's loss is largest, at a smaller one the XVs of largest |β|
+        stay; one start, no continuation (`sparsify.core.warm`). A search over
+        C, γ or Nz refits this way (`sparsify.SparseSearchCV`). Where the last
+        fit had another number of problems or features, the start is cold.
     solver : str, default="auto"
         "auto": the exact dual solver; a backend name ("structured",
         "clarabel", "ecos", "osqp", "scs") solves the generic declaration
@@ -117,12 +131,14 @@ class SparseSVR(SparseKernelRegressor):
     """
 
     formulation_class = SVR
+    weighted_points = True
 
     _parameter_constraints: ClassVar[dict[str, Any]] = {
         **SparseKernelRegressor._parameter_constraints,
         "C": [Interval(Real, 0.0, None, closed="neither")],
         "epsilon": [Interval(Real, 0.0, None, closed="left")],
         "n_iter_no_change": N_ITER_NO_CHANGE_CONSTRAINT,
+        "continuation": [StrOptions({"auto"}), None],
     }
 
     def __init__(
@@ -131,6 +147,7 @@ class SparseSVR(SparseKernelRegressor):
         *,
         C: float = 1.0,
         epsilon: float = 0.1,
+        continuation: str | None = "auto",
         n_iter_no_change: int | str | None = None,
         kernel: str | Kernel = "rbf",
         gamma: float | str = "scale",
@@ -138,6 +155,7 @@ class SparseSVR(SparseKernelRegressor):
         coef0: float = 0.0,
         init: str = "random",
         n_init: int = 1,
+        warm_start: bool = False,
         solver: str = "auto",
         max_iter: int = 200,
         tol: float = 1e-6,
@@ -150,6 +168,7 @@ class SparseSVR(SparseKernelRegressor):
         self.n_expansion = n_expansion
         self.C = C
         self.epsilon = epsilon
+        self.continuation = continuation
         self.n_iter_no_change = n_iter_no_change
         self.kernel = kernel
         self.gamma = gamma
@@ -157,6 +176,7 @@ class SparseSVR(SparseKernelRegressor):
         self.coef0 = coef0
         self.init = init
         self.n_init = n_init
+        self.warm_start = warm_start
         self.solver = solver
         self.max_iter = max_iter
         self.tol = tol
