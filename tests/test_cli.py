@@ -305,7 +305,8 @@ def test_plugins_json(capsys: pytest.CaptureFixture[str]) -> None:
 def test_every_option_is_documented(capsys: pytest.CaptureFixture[str]) -> None:
     parser = build_parser()
     subparsers = next(a for a in parser._actions if hasattr(a, "choices") and a.choices)
-    assert set(subparsers.choices) == {"fit", "predict", "export", "check-gradient", "plugins"}
+    assert set(subparsers.choices) == {"fit", "search", "predict", "export", "check-gradient",
+                                       "plugins"}
     for name, sub in subparsers.choices.items():
         code, out, _ = _run(capsys, name, "--help")
         assert code == 0

@@ -97,3 +97,24 @@ def _param(text: str) -> tuple[str, Any]:
         except ValueError:
             pass
     return name.strip().replace("-", "_"), value
+
+
+def _list(item: Callable[[str], Any]) -> Callable[[str], list[Any]]:
+    """An argparse type: comma-separated values, each of type ``item`` (a search grid)."""
+
+    def parse(text: str) -> list[Any]:
+        parts = [part.strip() for part in text.split(",")]
+        if not all(parts):
+            raise argparse.ArgumentTypeError(f"expected values separated by commas; got {text!r}")
+        return [item(part) for part in parts]
+
+    return parse
+
+
+def _param_values(text: str) -> tuple[str, list[Any]]:
+    """NAME=V1,V2,...: a parameter's values in a search grid, each as `_param` reads one."""
+    name, sep, values = text.partition("=")
+    if not sep or not name.strip() or not all(v.strip() for v in values.split(",")):
+        raise argparse.ArgumentTypeError(f"expected NAME=VALUE[,VALUE...]; got {text!r}")
+    return name.strip().replace("-", "_"), [_param(f"{name}={v.strip()}")[1]
+                                            for v in values.split(",")]

@@ -13,14 +13,17 @@ import argparse
 import importlib
 from collections.abc import Callable
 from pathlib import Path
-from typing import NoReturn
+from typing import Any, NoReturn
 
 import sparsify
 from sparsify.cli.argtypes import (
     _float,
     _gamma,
+    _int_at_least,
+    _list,
     _nonneg_int,
     _param,
+    _param_values,
     _positive_float,
     _positive_int,
     _ratio,
@@ -141,6 +144,8 @@ def build_parser() -> argparse.ArgumentParser:
                           "and --json is not given")
     fit.set_defaults(func=_command("fit", "_cmd_fit"))
 
+    _add_search_parser(sub)
+
     predict = sub.add_parser(
         "predict", help="predict with a saved model",
         description=(
@@ -250,6 +255,78 @@ def build_parser() -> argparse.ArgumentParser:
     plugins.add_argument("--json", action="store_true", help="print one JSON object on stdout")
     plugins.set_defaults(func=_command("plugins_cmd", "_cmd_plugins"))
     return parser
+
+
+def _add_search_parser(sub: argparse._SubParsersAction[Any]) -> None:
+    search = sub.add_parser(
+        "search", help="choose Nz, C and gamma by a warm-started cross-validated search",
+        description=(
+            "Cross-validate a sparse kernel machine over a grid of Nz, C and gamma with "
+            "sparsify.SparseSearchCV: each fit of a fold starts from its nearest fitted "
+            "neighbour (Nz ascending: the expansion path, each size from the last plus new "
+            "XVs where its loss is largest; then gamma; C innermost). Reports the "
+            "cross-validated error against Nz (each Nz at its best C and gamma), the choice "
+            "(the smallest Nz within one standard error of the best, or --select best), the "
+            "full SVM's cross-validated error where affordable (svm, up to 20 000 points) and "
+            "the chosen model's test error; refits it on all training data."
+        ),
+    )
+    _add_data_options(search, with_test=True)
+    search.add_argument("--formulation", default="svm", metavar="NAME",
+                        help="registered formulation (see 'sparsify plugins'; default: "
+                             "%(default)s)")
+    search.add_argument("--kernel", default="rbf", metavar="NAME",
+                        help="kernel name, or names joined by '+' (default: %(default)s)")
+    search.add_argument("--degree", type=_positive_int, default=None, metavar="INT",
+                        help="degree of the poly kernel (default: the estimator's, 3)")
+    search.add_argument("--coef0", type=_float, default=None, metavar="FLOAT",
+                        help="constant of the poly kernel (default: the estimator's, 0)")
+    size = search.add_mutually_exclusive_group()
+    size.add_argument("--n-expansion", type=_list(_positive_int), default=None,
+                      metavar="N[,N...]", help="the Nz to try, e.g. 5,10,20")
+    size.add_argument("--expansion-path", type=_positive_int, default=None, metavar="MAX",
+                      help="Nz = 1, 2, 4, ... up to MAX (default: up to 32, or a tenth of the "
+                           "training points if fewer)")
+    search.add_argument("--C", type=_list(_positive_float), default=None,
+                        metavar="C[,C...]", help="the C to try (default: 0.1,1,10,100)")
+    search.add_argument("--gamma", type=_list(_gamma), default=None,
+                        metavar="G[,G...]",
+                        help="the kernel coefficients to try: numbers > 0, 'scale' or 'auto' "
+                             "(default: 'scale' times 1/4, 1 and 4)")
+    search.add_argument("--param", action="append", default=[], metavar="NAME=V[,V...]",
+                        type=_param_values,
+                        help="another parameter of the estimator and its values, e.g. "
+                             "--param loss=hinge,squared_hinge (repeatable)")
+    search.add_argument("--cv", type=_int_at_least(2), default=3, metavar="K",
+                        help="folds of the cross-validation (stratified for a classifier; "
+                             "default: %(default)s)")
+    search.add_argument("--select", choices=("one_standard_error", "best"),
+                        default="one_standard_error",
+                        help="one_standard_error: the smallest Nz whose CV error is within one "
+                             "standard error of the best; best: the best CV error (default: "
+                             "%(default)s)")
+    search.add_argument("--solver", default="auto", metavar="NAME",
+                        help="the formulation's solver, as for 'sparsify fit' (default: "
+                             "%(default)s)")
+    search.add_argument("--max-iter", type=_nonneg_int, default=None, metavar="N",
+                        help="maximum L-BFGS iterations per fit (default: 200)")
+    search.add_argument("--n-jobs", type=_positive_int, default=None, metavar="N",
+                        help="folds fitted in parallel (default: one at a time)")
+    search.add_argument("--seed", type=_nonneg_int, default=0, metavar="S",
+                        help="random seed of the folds and the initial XVs (default: "
+                             "%(default)s)")
+    search.add_argument("--out", type=Path, default=None, metavar="MODEL",
+                        help="save the chosen model, refitted on all training data, as a "
+                             "model file that 'predict' reads")
+    search.add_argument("--plot", type=Path, default=None, metavar="PNG",
+                        help="save a plot of the CV error and the fit time against Nz, with "
+                             "the choice and the full SVM; needs matplotlib")
+    search.add_argument("--json", action="store_true",
+                        help="print one JSON object on stdout instead of the report")
+    search.add_argument("-v", "--verbose", action="count", default=0,
+                        help="-v: a line per fold; -vv: a line per fit (instead of the "
+                             "progress bar)")
+    search.set_defaults(func=_command("search", "_cmd_search"))
 
 
 def _add_data_options(parser: argparse.ArgumentParser, *, with_test: bool) -> None:
