@@ -41,7 +41,7 @@ Array = NDArray[np.float64]
 #: points) is larger than the decreases that still move the XVs usefully.
 SMALLEST_SAMPLE = 2000
 #: The smallest sample per XV: fewer points per XV fit the sample, not the problem.
-POINTS_PER_XV = 80
+POINTS_PER_XV = 40
 #: Iterations over which a sample's W must have levelled off before the sample doubles.
 STAGE_WINDOW = 3
 
@@ -57,7 +57,7 @@ def sample_sizes(n_samples: int, n_expansion: int) -> list[int]:
     >>> sample_sizes(32561, 20)
     [2035, 4070, 8140, 16280, 32561]
     >>> sample_sizes(32561, 100)
-    [8140, 16280, 32561]
+    [4070, 8140, 16280, 32561]
     >>> sample_sizes(3000, 10)
     [3000]
     """

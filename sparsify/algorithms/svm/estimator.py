@@ -57,7 +57,7 @@ class SparseSVC(SparseKernelClassifier):
         enables `predict_proba` and `predict_log_proba`. The model itself is
         the same as with ``probability=False``.
     continuation : "auto" or None, default="auto"
-        "auto": on 4000 points or more (and at least 160 per XV), the first
+        "auto": on 4000 points or more (and at least 80 per XV), the first
         L-BFGS iterations run on nested random samples of the points (stratified
         by class), their losses weighted N/m, from the smallest allowed up to the
         whole set, each sample until W levels off within its sampling error

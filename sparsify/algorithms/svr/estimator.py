@@ -45,7 +45,7 @@ class SparseSVR(SparseKernelRegressor):
         Half-width ε ≥ 0 of the tube inside which errors cost nothing, in the
         units of y.
     continuation : "auto" or None, default="auto"
-        "auto": on 4000 points or more (and at least 160 per XV), the first
+        "auto": on 4000 points or more (and at least 80 per XV), the first
         L-BFGS iterations run on nested random samples of the points (stratified
         by class), their losses weighted N/m, from the smallest allowed up to the
         whole set, each sample until W levels off within its sampling error
