@@ -1,0 +1,58 @@
+"""Smoke runs of benchmarks/fit_speed.py and benchmarks/search.py on tiny data folders."""
+
+from __future__ import annotations
+
+import csv
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from sklearn.datasets import make_classification, make_moons
+
+from tests.benchmark_helpers import load_benchmark, write_plain_set, write_set
+
+pytestmark = pytest.mark.slow
+
+
+def test_search_compares_both_searches_and_draws_each_set(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    X, y = make_moons(150, noise=0.25, random_state=0)
+    write_set(tmp_path, "moons", X, 2 * y - 1, n_train=90, n_splits=2)
+    Xp, yp = make_classification(120, n_features=4, random_state=0)
+    write_plain_set(tmp_path, "plain", Xp, 2 * yp - 1)
+    write_plain_set(tmp_path, "three", Xp, np.arange(120) % 3)  # not two classes: left out
+    bench = load_benchmark("search")
+    monkeypatch.setattr(sys, "argv", ["search.py"])
+    out = tmp_path / "out"
+    assert bench.binary_sets(tmp_path) == ["moons", "plain"]
+    assert bench.main(["--data-dir", str(tmp_path), "--out", str(out), "--nz", "4",
+                       "--largest", "8", "--peer-seeds", "1", "--splits", "2"]) == 0
+    rows = list(csv.DictReader((out / "search.csv").open()))
+    both = [r for r in rows if r["part"] == "C x gamma"]
+    assert len(both) == 2 * 2 * 2  # sets × splits × searches
+    text = (out / "search.md").read_text()
+    for name in ("moons", "plain"):
+        assert (out / f"search_{name}.png").read_bytes()[:4] == b"\x89PNG"
+        assert f"| {name} | 90 | 4 | 2 |" in text or f"| {name} | 80 | 4 | 2 |" in text
+    assert "## The expansion path" in text and "| moons | 1–8 |" in text
+    assert not list(out.glob("*.tmp"))
+
+
+def test_fit_speed_profiles_slmc_beside_its_peers(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    X, y = make_moons(600, noise=0.25, random_state=0)
+    write_set(tmp_path, "a9a", X, 2 * y - 1, n_train=400, n_splits=1)
+    bench = load_benchmark("fit_speed")
+    monkeypatch.setattr(sys, "argv", ["fit_speed.py"])
+    monkeypatch.setattr(bench, "in_fresh_process", bench.run)  # the smoke run stays in-process
+    out = tmp_path / "out"
+    assert bench.main(["--data-dir", str(tmp_path), "--out", str(out), "--parts", "a9a",
+                       "profile", "--seeds", "2", "--before-seeds", "1"]) == 0
+    rows = list(csv.DictReader((out / "fit_speed.csv").open()))
+    methods = {r["method"] for r in rows}
+    assert {"SLMC", "SLMC, continuation=None", "Nystroem + LinearSVC", "RBFSampler + LinearSVC",
+            "SVC"} <= methods
+    text = (out / "fit_speed.md").read_text()
+    assert "## a9a" in text and "## Where SLMC's time goes" in text and "## Targets" in text
+    assert all(float(r["accuracy"]) > 0.7 for r in rows)
