@@ -33,9 +33,6 @@ from multiprocessing import get_context
 from pathlib import Path
 from typing import Any
 
-for _name in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
-    os.environ[_name] = "1"  # before numpy: every process here, the spawned ones too
-
 import numpy as np
 from performance import (
     _load,
@@ -247,10 +244,10 @@ def report(rows: list[dict[str, Any]], wall: float) -> str:
                    r["method"], r["n_jobs"])
             groups.setdefault(key, []).append(r)
         nystroem = {}
-        for (nz, method, jobs), rs in groups.items():
+        for (_, method, _), rs in groups.items():
             if method == "Nystroem + LinearSVC":
                 nystroem[nz if name == "a9a" else "all"] = _stats(rs)
-        for (nz, method, jobs), rs in sorted(groups.items(), key=lambda kv: (
+        for (_, method, jobs), rs in sorted(groups.items(), key=lambda kv: (
                 str(kv[0][0]), kv[0][1], kv[0][2])):
             s = _stats(rs)
             peer = nystroem.get(s["Nz"] if name == "a9a" else "all")
@@ -320,6 +317,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="seeds of a9a's fits with continuation=None")
     parser.add_argument("--usps-seeds", type=int, default=3)
     args = parser.parse_args(argv)
+    for name in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+        os.environ[name] = "1"  # the spawned processes' BLAS, from their start
     names = sorted({"a9a" if p in ("a9a", "profile") else "usps" for p in args.parts})
     check_data_dir(parser, args.data_dir, names)
     args.out.mkdir(parents=True, exist_ok=True)

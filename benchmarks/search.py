@@ -32,9 +32,6 @@ import warnings
 from pathlib import Path
 from typing import Any
 
-for _name in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
-    os.environ[_name] = "1"
-
 import numpy as np
 from performance import (
     _load,
@@ -89,9 +86,9 @@ def split(data_dir: Path, name: str, subsample: int, seed: int,
     return X_train, y_train, X_test, y_test
 
 
-def timed(fn: Any) -> tuple[Any, float]:
+def timed(fn: Any, *args: Any, **kwargs: Any) -> tuple[Any, float]:
     start = time.perf_counter()
-    out = fn()
+    out = fn(*args, **kwargs)
     return out, time.perf_counter() - start
 
 
@@ -115,8 +112,8 @@ def one_set(data_dir: Path, name: str, args: Any, out: Path) -> list[dict[str, A
         base = SparseSVC(nz, random_state=args.seed)
         common = {"set": name, "n_train": len(X), "n_test": len(X_test), "d": X.shape[1],
                   "split": k + 1}
-        grid_search, grid_s = timed(lambda: GridSearchCV(base, grid, cv=cv).fit(X, y))
-        ours, ours_s = timed(lambda: SparseSearchCV(base, grid, cv=cv).fit(X, y))
+        grid_search, grid_s = timed(GridSearchCV(base, grid, cv=cv).fit, X, y)
+        ours, ours_s = timed(SparseSearchCV(base, grid, cv=cv).fit, X, y)
         for label, search, seconds in (("GridSearchCV", grid_search, grid_s),
                                        ("SparseSearchCV", ours, ours_s)):
             rows.append({**common, "part": "C x gamma", "method": label, "Nz": nz,
@@ -136,12 +133,12 @@ def one_set(data_dir: Path, name: str, args: Any, out: Path) -> list[dict[str, A
 
     sizes = expansion_sizes(min(args.largest, len(np.unique(X, axis=0)) // 2))
     path_grid = {"n_expansion": sizes, "C": [C], "gamma": [gamma]}
-    path, path_s = timed(lambda: SparseSearchCV(SparseSVC(random_state=args.seed), path_grid,
-                                                cv=cv).fit(X, y))
+    path, path_s = timed(SparseSearchCV(SparseSVC(random_state=args.seed), path_grid,
+                                        cv=cv).fit, X, y)
     largest = SparseSVC(sizes[-1], C=C, gamma=gamma, random_state=args.seed)
-    _, alone_s = timed(lambda: cross_val_score(largest, X, y, cv=cv))
+    _, alone_s = timed(cross_val_score, largest, X, y, cv=cv)
     plateau = SparseSVC(sizes[-1], C=C, gamma=gamma, random_state=args.seed, n_iter_no_change=3)
-    _, alone_plateau_s = timed(lambda: cross_val_score(plateau, X, y, cv=cv))
+    _, alone_plateau_s = timed(cross_val_score, plateau, X, y, cv=cv)
     results = path.cv_results_
     rows.append({**common, "part": "expansion path", "method": "SparseSearchCV path",
                  "Nz": path.best_params_["n_expansion"], "largest": sizes[-1],

@@ -37,7 +37,7 @@ def test_search_reports_the_path_and_saves_the_chosen_model(
     assert chosen == min(within)
     assert 0 <= r["test_error"] < 0.5 and r["full_svm"]["n_support"] > 0
     # the saved model is the refitted choice: its test error is the report's
-    X, y, X_test, y_test = load_banana()
+    _, _, X_test, y_test = load_banana()
     clf = load_model(model)
     assert len(clf.expansion_vectors_) == chosen
     assert np.mean(clf.predict(X_test) != y_test) == pytest.approx(r["test_error"])
