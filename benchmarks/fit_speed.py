@@ -244,7 +244,7 @@ def report(rows: list[dict[str, Any]], wall: float) -> str:
                    r["method"], r["n_jobs"])
             groups.setdefault(key, []).append(r)
         nystroem = {}
-        for (_, method, _), rs in groups.items():
+        for (nz, method, _), rs in groups.items():
             if method == "Nystroem + LinearSVC":
                 nystroem[nz if name == "a9a" else "all"] = _stats(rs)
         for (_, method, jobs), rs in sorted(groups.items(), key=lambda kv: (
