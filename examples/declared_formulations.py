@@ -55,6 +55,7 @@ class EpsilonSVR(Formulation):
     """
 
     name = "eps_svr"  # "svr" is the built-in formulation's name
+    weighted = True  # each point's loss times out.weights: samples of the points can stand in
 
     def __init__(self, C: float = 1.0, epsilon: float = 0.1) -> None:
         check_params("EpsilonSVR", {"C": [_POSITIVE], "epsilon": [_NONNEGATIVE]},
@@ -67,7 +68,7 @@ class EpsilonSVR(Formulation):
         r = out.f + b - out.y
         # max(r − ε, −r − ε, 0) is one epigraph variable and three rows per point;
         # pos(abs(r) − ε) compiles to two and four, and the backend's solve grows with them
-        loss = cp.sum(cp.maximum(r - self.epsilon, -r - self.epsilon, 0))
+        loss = out.weights @ cp.maximum(r - self.epsilon, -r - self.epsilon, 0)
         return Declaration(cp.Minimize(0.5 * out.norm_w2 + self.C * loss), [], intercept=b)
 
 
@@ -170,6 +171,7 @@ class QuantileRegression(Formulation):
     """
 
     name = "quantile"
+    weighted = True
 
     def __init__(self, tau: float = 0.5, lam: float = 1.0) -> None:
         check_params("QuantileRegression",
@@ -181,7 +183,7 @@ class QuantileRegression(Formulation):
     def declare(self, out: Outputs) -> Declaration:
         b = cp.Variable()
         r = out.y - out.f - b
-        loss = cp.sum(cp.maximum(self.tau * r, (self.tau - 1) * r))
+        loss = out.weights @ cp.maximum(self.tau * r, (self.tau - 1) * r)
         return Declaration(cp.Minimize(self.lam * out.norm_w2 + loss), [], intercept=b)
 
 

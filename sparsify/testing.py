@@ -372,7 +372,7 @@ def _direct_full_value(ctx: _Context, kernel: Kernel, backend: SolverBackend | N
         cp.sum_squares(R @ beta[:, j]) for j in range(k))
     out = Outputs(f=f, norm_w2=cp.sum_squares(R @ beta), norms_w2=norms, y=ctx.y,
                   n_samples=N, n_outputs=k, norm_w=cp.norm(cp.vec(R @ beta, order="F")),
-                  X=ctx.X)
+                  X=ctx.X, weights=np.ones(N))
     decl = ctx.formulation.declare(out)
     problem = cp.Problem(decl.objective, [f == K @ beta, *decl.constraints])
     # the reference is solved by cvxpy itself: a backend it cannot call gives way to its own

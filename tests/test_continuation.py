@@ -5,12 +5,13 @@ from __future__ import annotations
 import itertools
 import warnings
 
+import cvxpy as cp
 import numpy as np
 import pytest
 from scipy.optimize import minimize, rosen, rosen_der
 from sklearn.exceptions import ConvergenceWarning
 
-from sparsify import RBF, SparseSVC, SparseSVR
+from sparsify import RBF, ConicMarginal, Declaration, Formulation, SparseSVC, SparseSVR
 from sparsify.algorithms.svm.formulation import SVM
 from sparsify.core.conic import make_marginal
 from sparsify.core.continuation import (
@@ -113,15 +114,65 @@ def test_samples_share_the_iteration_budget() -> None:
     assert any(issubclass(w.category, ConvergenceWarning) for w in caught)
 
 
-def test_a_regression_continues_too() -> None:
+def test_a_regression_continues_where_it_stops_on_the_plateau() -> None:
     rng = np.random.default_rng(0)
     X = rng.uniform(-3, 3, size=(5000, 1))
     y = np.sin(X[:, 0]) + 0.1 * rng.normal(size=5000)
-    seen = []
-    reg = SparseSVR(6, C=10.0, epsilon=0.05, gamma=1.0, random_state=0,
-                    callback=lambda info: seen.append(info.problem)).fit(X, y)
-    assert any("points" in p for p in seen)
-    assert reg.score(X, y) > 0.95
+    for plateau, continued in ((None, False), ("auto", True)):
+        seen: list[str] = []
+        reg = SparseSVR(6, C=10.0, epsilon=0.05, gamma=1.0, random_state=0, max_iter=30,
+                        n_iter_no_change=plateau, callback=_recorder(seen))
+        reg.fit(X, y)
+        # run to tol or max_iter, a regression's default, it keeps to the whole set
+        assert any("points" in p for p in seen) is continued
+        assert reg.score(X, y) > 0.95
+
+
+def _recorder(seen: list[str]):  # type: ignore[no-untyped-def]
+    return lambda info: seen.append(info.problem)
+
+
+class _WeightedQuantile(Formulation):
+    """The pinball loss, each point's term weighted by out.weights."""
+
+    name, task, weighted = "test_weighted_quantile", "regressor", True
+
+    def __init__(self, tau: float = 0.5) -> None:
+        self.tau = tau
+
+    def declare(self, out):  # type: ignore[no-untyped-def]
+        b = cp.Variable()
+        r = out.y - out.f - b
+        loss = out.weights @ cp.maximum(self.tau * r, (self.tau - 1) * r)
+        return Declaration(cp.Minimize(0.1 * out.norm_w2 + loss), [], intercept=b)
+
+
+def test_a_weighted_declaration_sees_its_weights_and_continues() -> None:
+    from sparsify.core.estimator import estimator_for
+
+    form = _WeightedQuantile()
+    assert form.point_weights is None
+    heavy = form.weigh(np.full(30, 2.0))
+    X = np.linspace(-2, 2, 30)[:, None]
+    y = np.sin(X[:, 0])
+    k = RBF(1.0)
+    light = ConicMarginal(form, X, y, k, 3, solver="structured").evaluate(X[::10], grad=False)
+    doubled = ConicMarginal(heavy, X, y, k, 3, solver="structured").evaluate(X[::10],
+                                                                            grad=False)
+    # twice the loss against the same ½‖w‖²: W grows, but by less than twice
+    assert light.value < doubled.value < 2 * light.value
+    with pytest.raises(ValueError, match="weighted = False"):
+        SVM(1.0).weigh(2.0)
+    cls, _ = estimator_for(_WeightedQuantile)
+    assert cls().get_params()["continuation"] == "auto"  # made for a weighted formulation
+    rng = np.random.default_rng(1)
+    Xb = rng.uniform(-3, 3, size=(4200, 1))
+    yb = np.sin(Xb[:, 0]) + 0.1 * rng.normal(size=4200)
+    seen: list[str] = []
+    reg = cls(5, gamma=1.0, max_iter=8, n_iter_no_change="auto", random_state=0,
+              callback=lambda info: seen.append(info.problem)).fit(Xb, yb)
+    assert any("2100 points" in p for p in seen)
+    assert np.mean(yb <= reg.predict(Xb)) == pytest.approx(0.5, abs=0.05)
 
 
 def test_lbfgs_agrees_with_scipy_and_keeps_its_memory() -> None:

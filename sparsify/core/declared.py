@@ -336,8 +336,12 @@ def declare(formulation: Formulation, y: NDArray[Any] | None, n_samples: int,
     u = cp.Variable((Nz,) if K == 1 else (Nz, K), name="u")
     norms = ((cp.sum_squares(u),) if K == 1
              else tuple(cp.sum_squares(u[:, k]) for k in range(K)))
+    given = formulation.point_weights
+    weights = np.broadcast_to(np.asarray(1.0 if given is None else given, dtype=np.float64),
+                              (N,)).copy()
     outputs = Outputs(f=f, norm_w2=cp.sum_squares(u), norms_w2=norms, y=y,
-                      n_samples=N, n_outputs=K, norm_w=cp.norm(cp.vec(u, order="F")), X=X)
+                      n_samples=N, n_outputs=K, norm_w=cp.norm(cp.vec(u, order="F")), X=X,
+                      weights=weights)
     decl = formulation.declare(outputs)
     if not isinstance(decl, Declaration):
         raise fail(f"must return a sparsify.Declaration from declare(); got "

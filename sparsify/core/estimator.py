@@ -474,7 +474,7 @@ class SparseKernelEstimator(KernelMachineMixin, BaseEstimator):
         own = cls._get_param_names()
         return [n for n in names if n in own]
 
-    def _formulation_params(self, weights: Array | None = None) -> dict[str, Any]:
+    def _formulation_params(self, weights: Array | float | None = None) -> dict[str, Any]:
         """The formulation's hyperparameters, from the estimator's of the same names.
 
         ``weights`` (shape (N,)) are per-point weights; an estimator that takes
@@ -482,15 +482,19 @@ class SparseKernelEstimator(KernelMachineMixin, BaseEstimator):
         """
         return {name: getattr(self, name) for name in self._formulation_param_names()}
 
-    def _make_formulation(self, weights: Array | None = None) -> Formulation:
+    def _make_formulation(self, weights: Array | float | None = None) -> Formulation:
+        """The formulation with the estimator's hyperparameters and the points' ``weights``:
+        through `_formulation_params` (the SVM's C per point), or `Formulation.weigh` for a
+        formulation that declares `Formulation.weighted`."""
         params = (self._formulation_params() if weights is None
                   else self._formulation_params(weights))
         cls = self._formulation_type()
         try:
-            return cls(**params)
+            formulation = cls(**params)
         except TypeError as exc:
             raise ValueError(f"The {cls.__name__} formulation does not take the parameters "
                              f"{sorted(params)}: {exc}") from exc
+        return formulation if weights is None or not cls.weighted else formulation.weigh(weights)
 
     # ------------------------------------------------------------------ the fit
 
@@ -507,11 +511,16 @@ class SparseKernelEstimator(KernelMachineMixin, BaseEstimator):
                       weights: Array | None) -> Continuation | None:
         """The nested samples of a fit on ``n_samples`` points in memory, or None.
 
-        Only where `weighted_points` lets a sample's weights N/m stand for the
-        whole set, ``continuation`` is "auto", and there are enough points for
+        Only where a sample's weights N/m stand for the whole set (`weighted_points`,
+        or a formulation that declares `Formulation.weighted`), ``continuation`` is
+        "auto", the whole set stops on W's sampling plateau (``n_iter_no_change``
+        not None: a fit run to ``tol`` or ``max_iter`` ends with a higher W after
+        the samples, docs/theory.md), and there are enough points for
         one sample before the whole set (`sparsify.core.continuation.sample_sizes`).
         """
-        if not self.weighted_points or getattr(self, "continuation", None) != "auto":
+        weighs = self.weighted_points or self._formulation_type().weighted
+        if (not weighs or getattr(self, "continuation", None) != "auto"
+                or self._plateau(n_samples, continued=True) is None):
             return None
         sizes = sample_sizes(n_samples, n_expansion)
         if len(sizes) == 1:
@@ -773,6 +782,9 @@ def _generate_init(cls: type[SparseKernelEstimator]) -> None:
                                 default=shared["n_expansion"])]
     params += [inspect.Parameter(p.name, inspect.Parameter.KEYWORD_ONLY, default=p.default,
                                  annotation=p.annotation) for p in own]
+    if form.weighted:  # a sample of its points can stand for the whole set
+        params.append(inspect.Parameter("continuation", inspect.Parameter.KEYWORD_ONLY,
+                                        default="auto"))
     params += [inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=default)
                for name, default in shared.items() if name != "n_expansion"]
     signature = inspect.Signature(params)
@@ -789,14 +801,18 @@ def _generate_init(cls: type[SparseKernelEstimator]) -> None:
     # the point of this function: a constructor made at run time, which mypy cannot follow
     cls.__init__ = __init__  # type: ignore[method-assign, assignment]
     cls._parameter_constraints = {**cls._parameter_constraints,
-                                  **{p.name: "no_validation" for p in own}}
+                                  **{p.name: "no_validation" for p in own},
+                                  "continuation": [StrOptions({"auto"}), None]}
     if not cls.__doc__:
         cls.__doc__ = (f"The sparse {form.__name__}: the direct sparse method on the "
                        f"{form.name!r} formulation, with Nz optimised XVs.\n\n"
                        "    Parameters\n    ----------\n"
                        + "\n".join(parameter_docs(shared, cls.ratio_meaning, {}, list(SHARED)))
                        + f"\n\n    The {form.__name__} formulation's own parameters: "
-                       + ", ".join(f"``{p.name}``" for p in own) + ".\n")
+                       + ", ".join(f"``{p.name}``" for p in own) + "."
+                       + ("\n\n    ``continuation`` (\"auto\" or None): the first iterations on "
+                          "nested samples of the points, as SparseSVC's "
+                          "(`sparsify.core.continuation`)." if form.weighted else "") + "\n")
 
 
 #: The task a formulation declares (`Formulation.task`) and the module of its estimator base.

@@ -9,6 +9,7 @@ formulation never sees β, Z or a kernel matrix and never writes gradient code.
 
 from __future__ import annotations
 
+import copy
 import inspect
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
@@ -54,6 +55,12 @@ class Outputs:
         graph's Laplacian, say); constants to the problem, so Lemma 1's gradient
         stays exact. None in a fit over row blocks (dask collections), where the
         rows stay on the workers: a formulation that needs X refuses it then.
+    weights : ndarray of shape (N,)
+        Each point's weight in the loss: ones (the default), or the weights the
+        formulation was given (`Formulation.weigh`): N/m on a sample of m points
+        of a continuation over the data (`sparsify.core.continuation`), whose
+        weighted loss then stands for the whole set's. A formulation that
+        declares `Formulation.weighted` multiplies each point's loss by it.
     """
 
     f: cp.Variable
@@ -64,6 +71,11 @@ class Outputs:
     n_outputs: int
     norm_w: cp.Expression | None = None
     X: NDArray[np.float64] | None = None
+    weights: NDArray[np.float64] = None  # type: ignore[assignment]  # ones: __post_init__
+
+    def __post_init__(self) -> None:
+        if self.weights is None:  # frozen: set once, here
+            object.__setattr__(self, "weights", np.ones(self.n_samples))
 
 
 @dataclass(frozen=True)
@@ -161,6 +173,42 @@ class Formulation(ABC):
     #: when each of its parts is.
     supported_kernels: ClassVar[tuple[str, ...] | None] = None
 
+    #: Whether `declare` multiplies each point's loss by ``out.weights`` (a loss that is a
+    #: sum over the points, each term scaled by its weight). Then the fit driver can run a
+    #: fit's early iterations on samples of the points whose losses count N/m each
+    #: (`sparsify.core.continuation`): the formulation's estimator takes ``continuation``.
+    weighted: ClassVar[bool] = False
+
+    #: The points' weights `weigh` gave this instance, or None (every point weighs 1).
+    point_weights: NDArray[np.float64] | float | None = None
+
+    def weigh(self, weights: NDArray[np.float64] | float) -> Formulation:
+        """A copy of this formulation whose points' losses are weighted (``out.weights``).
+
+        Only for a formulation that declares `weighted`; the copy's `declare` sees the
+        weights (a number weighs every point alike) in ``out.weights``.
+
+        Examples
+        --------
+        >>> import cvxpy as cp
+        >>> class Ridge(Formulation):
+        ...     name, weighted = "doc_weighted_ridge", True
+        ...     def declare(self, out):
+        ...         b = cp.Variable()
+        ...         loss = cp.sum(cp.multiply(out.weights, cp.square(out.f + b - out.y)))
+        ...         return Declaration(cp.Minimize(loss + out.norm_w2), [], b)
+        >>> Ridge().weigh(4.0).point_weights
+        4.0
+        """
+        if not self.weighted:
+            raise ValueError(f"The {self.name or type(self).__name__!r} formulation does not "
+                             "weigh its points' losses (its class sets weighted = False); "
+                             "declare the loss with out.weights and set weighted = True.")
+        clone = copy.copy(self)
+        clone.point_weights = (float(weights) if np.ndim(weights) == 0
+                               else np.asarray(weights, dtype=np.float64))
+        return clone
+
     def n_outputs(self, y: NDArray[Any] | None) -> int:
         """Number of outputs K (columns of β and f).
 
@@ -237,7 +285,8 @@ class Formulation(ABC):
             return (isinstance(value, scalar) and isinstance(default, scalar)
                     and type(value) is type(default) and value == default)
 
-        params = ", ".join(f"{k}={v!r}" for k, v in vars(self).items() if not at_default(k, v))
+        params = ", ".join(f"{k}={v!r}" for k, v in vars(self).items()
+                           if not at_default(k, v) and k != "point_weights")
         return f"{type(self).__name__}({params})"
 
 

@@ -238,7 +238,7 @@ class SparseKernelLogisticRegression(LogisticMixin, SparseKernelClassifier):
         self.objective_history_ = [history / len(X) for history in self.objective_history_]
         return self
 
-    def _formulation_params(self, weights: Array | None = None) -> dict[str, Any]:
+    def _formulation_params(self, weights: Array | float | None = None) -> dict[str, Any]:
         return {"lam": self.lam}
 
     def _resolve_n_expansion(self, X: Array, target: NDArray[Any] | None, kernel: Kernel,

@@ -209,7 +209,7 @@ class SparseOneClassSVM(SparseOutlierDetector):
         self.verbose = verbose
         self.callback = callback
 
-    def _formulation_params(self, weights: Array | None = None) -> dict[str, Any]:
+    def _formulation_params(self, weights: Array | float | None = None) -> dict[str, Any]:
         return {"nu": float(self.nu)}
 
     def _resolve_n_expansion(self, X: Array, target: NDArray[Any] | None, kernel: Kernel,

@@ -57,12 +57,14 @@ class SparseSVC(SparseKernelClassifier):
         enables `predict_proba` and `predict_log_proba`. The model itself is
         the same as with ``probability=False``.
     continuation : "auto" or None, default="auto"
-        "auto": on 4000 points or more (and at least 80 per XV), the first
-        L-BFGS iterations run on nested random samples of the points (stratified
-        by class), their losses weighted N/m, from the smallest allowed up to the
-        whole set, each sample until W levels off within its sampling error
-        (`sparsify.core.continuation`); the whole set then starts near the
-        minimum. None: every iteration on the whole set.
+        "auto": on 4000 points or more (and at least 80 per XV), where the fit
+        stops on W's sampling plateau (``n_iter_no_change`` not None), the
+        first L-BFGS iterations run on nested random samples of the points
+        (stratified by class), their losses weighted N/m, from the smallest allowed
+        up to the whole set, each sample until W levels off within its sampling
+        error (`sparsify.core.continuation`); the whole set then starts near the
+        minimum and stops after its own plateau of 3 iterations. None: every
+        iteration on the whole set.
     n_iter_no_change : int, "auto" or None, default="auto"
         Also stop when the last ``n_iter_no_change`` iterations together
         lowered W by less than 1/√N of it, W's own sampling error: W has
@@ -235,7 +237,7 @@ class SparseSVC(SparseKernelClassifier):
         self.verbose = verbose
         self.callback = callback
 
-    def _formulation_params(self, weights: Array | None = None) -> dict[str, Any]:
+    def _formulation_params(self, weights: Array | float | None = None) -> dict[str, Any]:
         return {"C": self.C if weights is None else self.C * weights, "loss": self.loss}
 
     def fit(

@@ -45,12 +45,15 @@ class SparseSVR(SparseKernelRegressor):
         Half-width ε ≥ 0 of the tube inside which errors cost nothing, in the
         units of y.
     continuation : "auto" or None, default="auto"
-        "auto": on 4000 points or more (and at least 80 per XV), the first
-        L-BFGS iterations run on nested random samples of the points (stratified
-        by class), their losses weighted N/m, from the smallest allowed up to the
-        whole set, each sample until W levels off within its sampling error
-        (`sparsify.core.continuation`); the whole set then starts near the
-        minimum. None: every iteration on the whole set.
+        "auto": on 4000 points or more (and at least 80 per XV), where the fit
+        stops on W's sampling plateau (``n_iter_no_change`` set; not by default:
+        a fit run to ``tol`` or ``max_iter`` ends with a higher W after the
+        samples, docs/theory.md), the first L-BFGS iterations run on nested
+        random samples of the points, their losses weighted N/m, from the
+        smallest allowed up to the whole set, each sample until W levels off
+        within its sampling error (`sparsify.core.continuation`); the whole set
+        then starts near the minimum and stops after its own plateau of 3
+        iterations. None: every iteration on the whole set.
     n_iter_no_change : int, "auto" or None, default=None
         Also stop when the last ``n_iter_no_change`` iterations together
         lowered W by less than 1/√N of it, W's own sampling error
@@ -186,7 +189,7 @@ class SparseSVR(SparseKernelRegressor):
         self.verbose = verbose
         self.callback = callback
 
-    def _formulation_params(self, weights: Array | None = None) -> dict[str, Any]:
+    def _formulation_params(self, weights: Array | float | None = None) -> dict[str, Any]:
         return {"C": self.C if weights is None else self.C * weights, "epsilon": self.epsilon}
 
     def fit(self, X: ArrayLike, y: ArrayLike,
