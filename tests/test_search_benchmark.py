@@ -56,3 +56,17 @@ def test_fit_speed_profiles_slmc_beside_its_peers(
     text = (out / "fit_speed.md").read_text()
     assert "## a9a" in text and "## Where SLMC's time goes" in text and "## Targets" in text
     assert all(float(r["accuracy"]) > 0.7 for r in rows)
+
+
+def test_declared_fit_compares_the_three_fits(tmp_path: Path,
+                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    bench = load_benchmark("declared_fit")
+    monkeypatch.setattr(sys, "argv", ["declared_fit.py"])
+    out = tmp_path / "out"
+    assert bench.main(["--out", str(out), "--n", "4200", "--n-test", "500", "--nz", "5",
+                       "--max-iter", "12", "--in-process"]) == 0
+    rows = list(csv.DictReader((out / "declared_fit.csv").open()))
+    assert [r["variant"] for r in rows] == list(bench.VARIANTS)
+    assert "2100:" in rows[-1]["by_sample"] and "2100" not in rows[0]["by_sample"]
+    assert all(float(r["test_rmse"]) < 1.0 for r in rows)
+    assert "## Targets" in (out / "declared_fit.md").read_text()
