@@ -38,8 +38,8 @@ from threadpoolctl import threadpool_limits
 
 import sparsify
 from sparsify.core.gradcheck import check_gradient, random_problem
-from sparsify.core.registry import get_registry
 from sparsify.core.solvers import SolverError
+from sparsify.plugins.registry import get_registry
 
 KERNELS = ("rbf", "poly", "linear", "rbf+linear")
 BACKENDS = ("structured", "clarabel", "ecos", "osqp", "scs", "auto")
