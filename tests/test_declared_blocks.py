@@ -93,6 +93,38 @@ def test_the_parts_solve_the_whole_problem(formulation: Any, kind: str) -> None:
     assert np.allclose(v[:len(master.columns)], x[master.columns], rtol=1e-6, atol=1e-8)
 
 
+def test_the_parts_end_at_the_best_iterate_as_the_whole_problem_does(monkeypatch) -> None:
+    """Where the iterations stop at an iterate worse than an earlier one, both systems go
+    back to the best (here, by a measure of distance that only grows, the first)."""
+    from sparsify.core.structured import ipm
+
+    X, _, targets = _data(200)
+    problem, st, Phi = _linked(EpsilonSVR(C=10.0), X, targets, 6)
+    master, subs = split(problem.own, problem.layout, st, [0, 90, 200])
+    parts = LocalParts(subs)
+    for part, sub in zip(parts.parts, subs, strict=True):
+        part.set_phi(Phi[slice(*sub.points)])
+    settings = IPMSettings(max_iter=4)
+    measured = []
+
+    def growing(measures: tuple[float, ...]) -> float:
+        measured.append(measures)
+        return float(len(measured))
+
+    monkeypatch.setattr(ipm, "_worst", growing)
+    whole = solve(st, problem.own.c, problem.own.b, Phi, settings)
+    first = measured[0]
+    measured.clear()
+    split_run = interior_point(Parts(master, parts), settings)
+    assert whole.status == split_run.status == "max_iter"
+    assert whole.gap == first[1] and split_run.gap == pytest.approx(first[1], rel=1e-9)
+    x = whole.point.x  # the point returned is the first iterate, whose cost was measured
+    assert 0.5 * x @ (st.P @ x) + problem.own.c @ x == pytest.approx(whole.objective, rel=1e-12)
+    assert abs(split_run.objective - whole.objective) <= 1e-9 * max(1.0, abs(whole.objective))
+    nu = np.concatenate([part.p.nu for part in parts.parts])
+    np.testing.assert_allclose(nu, whole.point.nu, rtol=1e-9, atol=1e-12)
+
+
 def test_an_intercept_below_the_density_threshold_is_taken_out_of_the_blocks() -> None:
     """At 24 points b meets too few to count as dense, so the whole problem's partition
     has one block holding b and every point; `crossing` names it, and the split works."""

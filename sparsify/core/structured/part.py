@@ -306,8 +306,12 @@ class Part:
         """The iterate the interior point ends at: the best one kept (``restore``) or the
         current one."""
         if restore:
-            self.p = self.best
+            self.restore()
         return self.p
+
+    def restore(self) -> None:
+        """Go back to the best iterate kept."""
+        self.p = self.best
 
     # -- the Schur unknowns' rows ---------------------------------------------------------------
 
