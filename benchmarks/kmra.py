@@ -222,8 +222,9 @@ def plot(name: str, rows: list[dict[str, Any]], rounds: list[dict[str, Any]], ou
 def ms(values: list[float], digits: int = 1, scale: float = 1.0, median: bool = False) -> str:
     """'mean ± std', optionally with the median (counts are skewed across partitions)."""
     text = harness.pm(values, scale, digits)
-    return text + f" (median {np.median(scale * np.asarray(values, dtype=float)):g})" \
-        if median else text
+    if median:
+        text += f" (median {np.median(scale * np.asarray(values, dtype=float)):g})"
+    return text
 
 
 def delta_text(args: argparse.Namespace) -> str:
