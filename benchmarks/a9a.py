@@ -39,24 +39,21 @@ from __future__ import annotations
 
 import argparse
 import csv
-import importlib.metadata
 import io
 import os
 import platform
 import resource
-import shlex
 import sys
-import tempfile
 import time
 import warnings
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, ClassVar
 
+import harness
 import numpy as np
 import scipy.sparse as sp
 from numpy.typing import ArrayLike, NDArray
-from performance import result_page
 from scipy.special import gammaln
 from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.exceptions import ConvergenceWarning
@@ -195,12 +192,9 @@ class Chunked(TransformerMixin, BaseEstimator):
 def load_a9a(data_dir: Path) -> tuple[sp.csr_matrix, NDArray[np.int64], sp.csr_matrix,
                                       NDArray[np.int64]]:
     """The standard a9a split as CSR float64 matrices: X_train, y_train, X_test, y_test."""
-    path = data_dir / "a9a" / "a9a.npz"
-    with np.load(path) as d:
-        X = sp.csr_matrix(d["X"], dtype=np.float64)
-        y = d["y"].astype(np.int64)
-        tr, te = d["train_idx"][0], d["test_idx"][0]
-    return X[tr], y[tr], X[te], y[te]
+    d = harness.load_set(data_dir, "a9a")
+    d["X"], d["y"] = sp.csr_matrix(d["X"], dtype=np.float64), d["y"].astype(np.int64)
+    return harness.split(d, 0)  # type: ignore[return-value]
 
 
 def feature_mb(F: Matrix) -> float:
@@ -215,19 +209,9 @@ def peak_rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1e3
 
 
-def load_average() -> str:
-    """1, 5 and 15 minute load averages."""
-    return " / ".join(f"{x:.2f}" for x in os.getloadavg()) if hasattr(os, "getloadavg") else "n/a"
-
-
 def versions() -> dict[str, str]:
-    """Versions of the packages that do the work."""
-    out = {}
-    for pkg in ("sparsify", "numpy", "scipy", "scikit-learn", "threadpoolctl"):
-        try:
-            out[pkg] = importlib.metadata.version(pkg)
-        except importlib.metadata.PackageNotFoundError:
-            out[pkg] = "not installed"
+    """Versions of the packages that do the work, and the BLAS."""
+    out = harness.versions(("sparsify", "numpy", "scipy", "scikit-learn", "threadpoolctl"))
     try:
         from threadpoolctl import threadpool_info
 
@@ -472,7 +456,7 @@ def to_markdown(rows: list[dict[str, Any]], args: argparse.Namespace, info: dict
     lines += targets(by)
     lines += dual_table(rows)
     lines += notes(by, info)
-    return result_page(TITLE, SHOWS, info["command"], lines, [machine])
+    return harness.result_page(TITLE, SHOWS, info["command"], lines, [machine])
 
 
 def fmt_cv(r: dict[str, Any]) -> str:
@@ -547,24 +531,11 @@ def notes(by: dict[str, dict[str, Any]], info: dict[str, Any]) -> list[str]:
     return [*lines, ""]
 
 
-def write_atomic(path: Path, text: str) -> None:
-    """Write via a temporary file in the same folder, so no half-written result is left."""
-    with tempfile.NamedTemporaryFile("w", dir=path.parent, delete=False, suffix=".tmp",
-                                     encoding="utf-8") as fh:
-        fh.write(text)
-    os.replace(fh.name, path)
-
-
 # ---------------------------------------------------------------------------------------------
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--data-dir", type=Path, required=True,
-                   help="folder with a9a/a9a.npz (the format of ../shared/data)")
-    p.add_argument("--out", type=Path, default=Path("docs/results"),
-                   help="folder for a9a.md and a9a.csv (default: docs/results)")
+    p = harness.benchmark_parser(__doc__, "folder with a9a/a9a.npz (the format of ../shared/data)")
     p.add_argument("--name", default="a9a", help="base name of the result files (default: a9a)")
     p.add_argument("--subsample", type=int, default=5000,
                    help="training points used for the 5-fold CV (default: 5000)")
@@ -594,8 +565,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         if m in args.methods and (dep not in args.methods or "GAUSS-2" not in args.methods):
             p.error(f"{m} reuses {dep}'s hyperparameters and GAUSS-2's dimension; "
                     f"add {dep} and GAUSS-2 to --methods")
-    if not (args.data_dir / "a9a" / "a9a.npz").is_file():
-        p.error(f"--data-dir {args.data_dir} has no a9a/a9a.npz")
+    harness.check_data_dir(p, args.data_dir, ["a9a"])
     return args
 
 
@@ -607,9 +577,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     start = time.perf_counter()
     info: dict[str, Any] = {
-        "command": "nice -n 10 python benchmarks/a9a.py "
-                   + " ".join(shlex.quote(a) for a in (sys.argv[1:] if argv is None else argv)),
-        "nproc": os.cpu_count(), "load_start": load_average(), "versions": versions(),
+        "command": "nice -n 10 " + harness.command(__file__, argv),
+        "nproc": os.cpu_count(), "load_start": harness.load_average(), "versions": versions(),
     }
     Xtr, ytr, Xte, yte = load_a9a(args.data_dir)
     if args.max_train is not None:
@@ -687,12 +656,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             add(name, fit_linear(name, phi, hyper[src]["C"], dense_duals, data, args.max_iter),
                 src)
 
-    info.update(wall_s=time.perf_counter() - start, load_end=load_average(),
+    info.update(wall_s=time.perf_counter() - start, load_end=harness.load_average(),
                 peak_mb=peak_rss_mb())
     args.out.mkdir(parents=True, exist_ok=True)
     # Both files at the very end, each atomically: an interrupted run leaves the old results.
-    write_atomic(args.out / f"{args.name}.csv", to_csv(rows))
-    write_atomic(args.out / f"{args.name}.md", to_markdown(rows, args, info))
+    harness.write_atomic(args.out / f"{args.name}.csv", to_csv(rows))
+    harness.write_atomic(args.out / f"{args.name}.md", to_markdown(rows, args, info))
     log(f"wrote {args.out / (args.name + '.md')} and .csv in {info['wall_s'] / 60:.1f} min")
     return 0
 

@@ -25,13 +25,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import csv
-import importlib.metadata
 import json
-import os
-import platform
-import shlex
-import sys
 import time
 import warnings
 from collections.abc import Iterator, Sequence
@@ -39,9 +33,9 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+import harness
 import numpy as np
 from numpy.typing import NDArray
-from performance import result_page
 from sklearn.model_selection import GridSearchCV, StratifiedKFold
 from sklearn.svm import SVC
 
@@ -70,15 +64,12 @@ def load_splits(data_dir: Path, n_splits: int) -> list[tuple[Array, NDArray[Any]
 
     Reads ``<data_dir>/banana/banana.npz`` (keys X, y, train_idx, test_idx) with numpy.
     """
-    path = data_dir / "banana" / "banana.npz"
-    with np.load(path, allow_pickle=False) as z:
-        X = z["X"].astype(np.float64)
-        y = z["y"].astype(np.int64)
-        train_idx, test_idx = z["train_idx"], z["test_idx"]
-    if n_splits > len(train_idx):
-        raise SystemExit(f"{path} has {len(train_idx)} splits; asked for {n_splits}.")
-    return [(X[train_idx[k]], y[train_idx[k]], X[test_idx[k]], y[test_idx[k]])
-            for k in range(n_splits)]
+    data = harness.load_set(data_dir, "banana")
+    data["X"], data["y"] = data["X"].astype(np.float64), data["y"].astype(np.int64)
+    if n_splits > len(data["train_idx"]):
+        raise SystemExit(f"{data_dir / 'banana' / 'banana.npz'} has {len(data['train_idx'])} "
+                         f"splits; asked for {n_splits}.")
+    return [harness.split(data, k) for k in range(n_splits)]  # type: ignore[misc]
 
 
 # -- model selection ----------------------------------------------------------------------------
@@ -250,20 +241,14 @@ def run_setting(setting: Setting, splits: list[tuple[Any, ...]],
 # -- report -------------------------------------------------------------------------------------
 
 
-def mean_std(values: Sequence[float]) -> tuple[float, float]:
-    """Mean and sample standard deviation (ddof=1; 0 for a single value)."""
-    a = np.asarray(values, dtype=float)
-    return float(a.mean()), float(a.std(ddof=1)) if len(a) > 1 else 0.0
-
-
 def summarise(runs: list[Run], args: argparse.Namespace) -> dict[str, Any]:
     """Mean ± std of the selected fits per (init, ratio), plus the full SVM, for one setting."""
     svm = [r for r in runs if r.method == "svm"]
     out: dict[str, Any] = {
         "C": svm[0].C,
         "gamma": svm[0].gamma,
-        "svm": {"error": mean_std([r.test_error for r in svm]),
-                "nsv": mean_std([r.n_vectors for r in svm])},
+        "svm": {"error": harness.mean_std([r.test_error for r in svm], ddof=1),
+                "nsv": harness.mean_std([r.n_vectors for r in svm], ddof=1)},
         "slmc": [],
     }
     for init in args.init:
@@ -272,24 +257,24 @@ def summarise(runs: list[Run], args: argparse.Namespace) -> dict[str, Any]:
             chosen = [r for r in sel if r.selected]
             first = [r for r in sel if r.restart == 0]
             target = TARGETS.get(ratio)
-            err = mean_std([r.test_error for r in chosen])
+            err = harness.mean_std([r.test_error for r in chosen], ddof=1)
             out["slmc"].append({
                 "init": init,
                 "ratio": ratio,
                 "error": err,
-                "error_first_restart": mean_std([r.test_error for r in first]),
-                "error_all_restarts": mean_std([r.test_error for r in sel]),
-                "nz": mean_std([r.n_vectors for r in chosen]),
-                "nsv": mean_std([r.full_nsv for r in chosen]),
-                "fit_seconds": mean_std([r.fit_seconds for r in chosen]),
+                "error_first_restart": harness.mean_std([r.test_error for r in first], ddof=1),
+                "error_all_restarts": harness.mean_std([r.test_error for r in sel], ddof=1),
+                "nz": harness.mean_std([r.n_vectors for r in chosen], ddof=1),
+                "nsv": harness.mean_std([r.full_nsv for r in chosen], ddof=1),
+                "fit_seconds": harness.mean_std([r.fit_seconds for r in chosen], ddof=1),
                 "fit_seconds_all_restarts": float(sum(r.fit_seconds for r in sel)),
-                "n_iter": mean_std([r.n_iter for r in chosen]),
-                "n_evaluations": mean_std([r.n_evaluations for r in chosen]),
+                "n_iter": harness.mean_std([r.n_iter for r in chosen], ddof=1),
+                "n_evaluations": harness.mean_std([r.n_evaluations for r in chosen], ddof=1),
                 "paper": PAPER["slmc"].get((init, ratio)),
                 "target": target,
                 "meets_target": None if target is None else bool(err[0] <= target),
                 "first_restart_meets_target": None if target is None else bool(
-                    mean_std([r.test_error for r in first])[0] <= target),
+                    harness.mean_std([r.test_error for r in first], ddof=1)[0] <= target),
                 "n_warnings": sum(bool(r.warnings) for r in sel),
                 "n_fallback": sum("ecos" in r.backends for r in sel if args.solver == "auto"),
             })
@@ -299,35 +284,8 @@ def summarise(runs: list[Run], args: argparse.Namespace) -> dict[str, Any]:
     return out
 
 
-def machine_info() -> dict[str, Any]:
-    """CPU count, platform, Python and package versions."""
-    versions = {}
-    for pkg in ("sparsify", "cvxpy", "clarabel", "ecos", "osqp", "scikit-learn", "numpy",
-                "scipy"):
-        try:
-            versions[pkg] = importlib.metadata.version(pkg)
-        except importlib.metadata.PackageNotFoundError:
-            versions[pkg] = "not installed"
-    return {
-        "cpu_count": os.cpu_count(),
-        "platform": platform.platform(),
-        "processor": platform.processor() or platform.machine(),
-        "python": sys.version.split()[0],
-        "versions": versions,
-        "load_average_at_start": load_average(),
-    }
-
-
-def load_average() -> str:
-    """1, 5 and 15 minute load averages, or 'n/a'."""
-    if not hasattr(os, "getloadavg"):
-        return "n/a"
-    return " / ".join(f"{x:.2f}" for x in os.getloadavg())
-
-
-def fmt(ms: tuple[float, float], digits: int = 1) -> str:
-    """'mean ± std'."""
-    return f"{ms[0]:.{digits}f} ± {ms[1]:.{digits}f}"
+#: 'mean ± std' of a (mean, std) pair
+fmt = harness.plus_minus
 
 
 def summary_table(summary: dict[str, Any]) -> list[str]:
@@ -500,17 +458,12 @@ def write_markdown(path: Path, command: str, info: dict[str, Any], cv: dict[str,
                   f"{r.restart}: {r.warnings}" for r in warned]
     lines += ["", f"Every fit (all starts) is in `{path.stem}.csv`; the summary in "
               f"`{path.stem}.json`.", ""]
-    path.write_text(result_page("SLMC on Banana (paper Tables 1-2)", shows, command, lines,
-                                [machine, "", "Generated by `benchmarks/banana_slmc.py`; do "
-                                 "not edit by hand."]))
+    harness.write_atomic(path, harness.result_page(
+        "SLMC on Banana (paper Tables 1-2)", shows, command, lines,
+        [machine, "", "Generated by `benchmarks/banana_slmc.py`; do not edit by hand."]))
 
 
 # -- main ---------------------------------------------------------------------------------------
-
-
-def log_grid(lo: float, hi: float, step: float) -> Array:
-    """10^lo … 10^hi in steps of ``step`` decades."""
-    return 10.0 ** np.round(np.arange(lo, hi + step / 2, step), 6)
 
 
 def parse_pair(text: str) -> tuple[float, float]:
@@ -524,11 +477,8 @@ def parse_pair(text: str) -> tuple[float, float]:
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     """Command-line options."""
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
-                                formatter_class=argparse.ArgumentDefaultsHelpFormatter)
-    p.add_argument("--data-dir", type=Path, required=True,
-                   help="folder holding banana/banana.npz (the shared data format)")
-    p.add_argument("--out", type=Path, default=Path("docs/results"), help="output folder")
+    p = harness.benchmark_parser(
+        __doc__, "folder holding banana/banana.npz (the shared data format)", show_defaults=True)
     p.add_argument("--name", default="banana", help="basename of the output files")
     p.add_argument("--splits", type=int, default=10, help="number of splits (the first ones)")
     p.add_argument("--ratios", type=float, nargs="+", default=[0.05, 0.1],
@@ -566,18 +516,18 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the benchmark and write the report files."""
     args = parse_args(argv)
-    command = "python " + " ".join(shlex.quote(a) for a in
-                                   [os.path.relpath(sys.argv[0]), *sys.argv[1:]])
+    command = harness.command(__file__, argv)
     t_start = time.perf_counter()
-    info = machine_info()
+    info = harness.machine_info(("sparsify", "cvxpy", "clarabel", "ecos", "osqp",
+                                 "scikit-learn", "numpy", "scipy"))
     splits = load_splits(args.data_dir, args.splits)
     if args.C is not None:
         cv: dict[str, Any] = {"source": "given", "C": args.C, "gamma": args.gamma}
         settings = [Setting("given", args.C, args.gamma, "given")]
     else:
         Xtr, ytr = splits[0][0], splits[0][1]
-        cv = select_parameters(Xtr, ytr, log_grid(*args.C_range, args.grid_step),
-                               log_grid(*args.gamma_range, args.grid_step), args.cv_folds,
+        cv = select_parameters(Xtr, ytr, harness.log_grid(*args.C_range, args.grid_step),
+                               harness.log_grid(*args.gamma_range, args.grid_step), args.cv_folds,
                                args.seed)
         cv["source"] = "cv"
         settings = [Setting("cv", cv["C"], cv["gamma"], "cv")]
@@ -592,15 +542,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         summaries[setting.label] = summarise(setting_runs, args)
         runs += setting_runs
     total = time.perf_counter() - t_start
-    info["load_average_at_end"] = load_average()
+    info["load_average_at_end"] = harness.load_average()
 
     args.out.mkdir(parents=True, exist_ok=True)
-    with open(args.out / f"{args.name}.csv", "w", newline="") as fh:
-        writer = csv.DictWriter(fh, fieldnames=list(asdict(runs[0])))
-        writer.writeheader()
-        writer.writerows(asdict(r) for r in runs)
+    harness.write_csv(args.out / f"{args.name}.csv", [asdict(r) for r in runs])
     config = {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()}
-    (args.out / f"{args.name}.json").write_text(json.dumps({
+    harness.write_atomic(args.out / f"{args.name}.json", json.dumps({
         "command": command, "machine": info, "config": config, "hyperparameters": cv,
         "settings": [asdict(s) for s in settings], "summaries": summaries, "paper": {
             "svm_error": PAPER["svm_error"], "svm_nsv": PAPER["svm_nsv"],

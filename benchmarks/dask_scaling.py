@@ -30,8 +30,6 @@ from __future__ import annotations
 
 import argparse
 import logging
-import os
-import platform
 import sys
 import time
 from concurrent.futures import ProcessPoolExecutor
@@ -42,14 +40,7 @@ from typing import Any
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from performance import (
-    _peak_rss,
-    _reset_peak_rss,
-    _write_atomic,
-    cpu_name,
-    result_page,
-    write_csv,
-)
+import harness
 
 from sparsify import RBF
 from sparsify.core.marginal import Marginal
@@ -79,14 +70,14 @@ def _timed(marginal: Marginal, log: list[dict[str, Any]]) -> Marginal:
     """``marginal`` whose every evaluation appends its seconds (and counters) to ``log``."""
     evaluate = marginal.evaluate
 
-    def timed(Z: np.ndarray, grad: bool = True) -> Any:
+    def _timed(Z: np.ndarray, grad: bool = True) -> Any:
         start = time.perf_counter()
         result = evaluate(Z, grad)
         log.append({"seconds": time.perf_counter() - start,
                     **{k: getattr(marginal, k) for k in COUNTERS if hasattr(marginal, k)}})
         return result
 
-    marginal.evaluate = timed  # type: ignore[method-assign]
+    marginal.evaluate = _timed  # type: ignore[method-assign]
     return marginal
 
 
@@ -118,7 +109,7 @@ def _in_memory(n: int, n_blocks: int, nz: int, Z0: np.ndarray, max_iter: int, se
     X, y = np.vstack([p[0] for p in parts]), np.concatenate([p[1] for p in parts])
     del parts
     kernel = RBF(GAMMA)
-    base = _reset_peak_rss()
+    base = harness.reset_peak_rss()
     log: list[dict[str, Any]] = []
     with threadpool_limits(1):
         start = time.perf_counter()
@@ -129,11 +120,7 @@ def _in_memory(n: int, n_blocks: int, nz: int, Z0: np.ndarray, max_iter: int, se
         res = minimize_marginal(marginal, Z0, max_iter=max_iter)
         seconds = time.perf_counter() - start
     return {**_summary("in memory", log, res, seconds, test, kernel),
-            "peak_mb": (_peak_rss() - base) / 1024}
-
-
-def _worker_peak() -> int:
-    return _peak_rss()
+            "peak_mb": (harness.peak_rss() - base) / 1024}
 
 
 def _on_cluster(n: int, n_blocks: int, nz: int, workers: int, max_iter: int, seed: int,
@@ -163,7 +150,7 @@ def _on_cluster(n: int, n_blocks: int, nz: int, workers: int, max_iter: int, see
                             for c, m in zip(chunks, sizes, strict=True)])
         y = da.concatenate([da.from_delayed(c[1], (m,), int)
                             for c, m in zip(chunks, sizes, strict=True)])
-        base = _reset_peak_rss()
+        base = harness.reset_peak_rss()
         start = time.perf_counter()
         blocks = make_blocks(client, X, y, 1, C)
         ready = time.perf_counter() - start
@@ -176,25 +163,15 @@ def _on_cluster(n: int, n_blocks: int, nz: int, workers: int, max_iter: int, see
         marginal = _timed(solver(client, blocks, kernel, nz, diagonal=diagonal), log)
         res = minimize_marginal(marginal, Z0, max_iter=max_iter)
         seconds = time.perf_counter() - start
-        peaks = client.run(_worker_peak)
         row = {**_summary(f"Dask, {workers} worker{'s' * (workers > 1)}", log, res, seconds,
                           test, kernel),
-               "blocks_s": ready, "peak_mb": (_peak_rss() - base) / 1024,
-               "worker_peak_mb": max(peaks.values()) / 1024}
+               "blocks_s": ready, "peak_mb": (harness.peak_rss() - base) / 1024,
+               "worker_peak_mb": harness.workers_peak_mb(client)}
     return row, Z0
 
 
-def _fmt(value: Any) -> str:
-    if value is None or (isinstance(value, float) and np.isnan(value)):
-        return "—"
-    if isinstance(value, float):
-        return f"{value:.4g}"
-    return str(value)
-
-
-def report(rows: list[dict[str, Any]], args: argparse.Namespace, wall: float,
-           load: float) -> str:
-    """The page; ``load`` is the load average at the start (other work slows both paths)."""
+def report(rows: list[dict[str, Any]], args: argparse.Namespace, wall: float) -> str:
+    """The page."""
     lines = [f"Ringnorm, N = {args.n}, in {args.blocks} row blocks generated on the workers; "
              f"Nz = {args.nz}, C = {C:g}, γ = {GAMMA:g}, loss {args.loss}; {args.max_iter} "
              "L-BFGS iterations "
@@ -209,7 +186,7 @@ def report(rows: list[dict[str, Any]], args: argparse.Namespace, wall: float,
              + " | W | test error | peak MB | worker peak MB |", "|" + "---|" * 14]
     for r in rows:
         kb = [r[k] / 1024 if k in r else None for k in ("sent_bytes", "received_bytes")]
-        lines.append("| " + " | ".join(_fmt(v) for v in (
+        lines.append("| " + " | ".join(harness.fmt(v, 4) for v in (
             r["path"], r["fit_s"], r["n_iter"], r["n_evaluations"], r["first_eval_s"],
             r["eval_s"], *kb, *(r.get(key) for key, _ in STEPS[args.loss]), r["W"],
             r["test_error"], r["peak_mb"], r.get("worker_peak_mb"))) + " |")
@@ -227,14 +204,10 @@ def report(rows: list[dict[str, Any]], args: argparse.Namespace, wall: float,
              "cluster beside the same fit in memory: fit time, time and payload per "
              "evaluation, peak memory of the driver and the workers, and the agreement of W "
              "and the test error.")
-    machine = (f"Machine: {os.cpu_count()} CPUs ({cpu_name()}), Python "
-               f"{platform.python_version()}, numpy {np.__version__}; one BLAS thread per "
-               f"process; {time.strftime('%Y-%m-%d')}; load average {load:.1f} at the start, "
-               f"{os.getloadavg()[0]:.1f} at the end. Total {wall / 60:.1f} min.")
     title = "One problem across a Dask cluster" + (
         "" if args.loss == "hinge" else f": {args.loss.replace('_', ' ')}")
-    return result_page(title, shows,
-                       "OPENBLAS_NUM_THREADS=1 python " + " ".join(sys.argv), lines, [machine])
+    return harness.result_page(title, shows, "OPENBLAS_NUM_THREADS=1 " + harness.command(__file__),
+                               lines, [harness.provenance(wall, "one BLAS thread per process")])
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -254,7 +227,7 @@ def main(argv: list[str] | None = None) -> int:
         args.n, args.nz, args.blocks, args.workers, args.max_iter, args.test_n = (
             2000, 5, 4, [2], 3, 500)
     args.out.mkdir(parents=True, exist_ok=True)
-    start, load = time.perf_counter(), os.getloadavg()[0]
+    start = time.perf_counter()
     test = make_ringnorm(args.test_n, random_state=10_000 + args.seed)
     rows, Z0 = [], None
     for workers in args.workers:
@@ -267,11 +240,8 @@ def main(argv: list[str] | None = None) -> int:
         rows.insert(0, pool.submit(_in_memory, args.n, args.blocks, args.nz, Z0, args.max_iter,
                                    args.seed, test, args.loss).result())
     print(f"[dask_scaling] {rows[0]}", flush=True)
-    write_csv(args.out / "dask_scaling.csv", rows,
-              sorted({k for r in rows for k in r}, key=lambda k: (k != "path", k)))
-    text = report(rows, args, time.perf_counter() - start, load)
-    _write_atomic(args.out / "dask_scaling.md", text)
-    print(text)
+    harness.write_results(args.out, "dask_scaling",
+                          report(rows, args, time.perf_counter() - start), rows, ("path",))
     return 0
 
 

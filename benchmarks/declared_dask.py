@@ -23,11 +23,8 @@ from __future__ import annotations
 
 import argparse
 import logging
-import os
-import platform
 import sys
 import time
-import tracemalloc
 import warnings
 from pathlib import Path
 from typing import Any
@@ -36,34 +33,14 @@ import numpy as np
 from threadpoolctl import threadpool_limits
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+import harness
 from generic_path import make_data
-from performance import _peak_rss, _reset_peak_rss, _write_atomic, cpu_name, result_page, write_csv
+from harness import fmt, row, table
 
 from sparsify import RBF, ConicMarginal, SparseKernelClassifier
 from sparsify.core.data_source import RowBlocks, RowTarget
 from sparsify.core.declared_blocks import DeclaredBlocks
 from sparsify.core.optimize import initial_expansion_vectors
-
-
-def _traced(fn: Any) -> tuple[Any, float]:
-    """``fn()`` and the peak of the memory Python and numpy allocated in it, MB."""
-    tracemalloc.start()
-    try:
-        out = fn()
-        return out, tracemalloc.get_traced_memory()[1] / 2**20
-    finally:
-        tracemalloc.stop()
-
-
-def _worker_reset(client: Any) -> dict[str, int]:
-    """Reset each worker's peak resident memory (Linux); their current ones, kB."""
-    return client.run(_reset_peak_rss)  # type: ignore[no-any-return]
-
-
-def _worker_peak_mb(client: Any, base: dict[str, int]) -> float:
-    """The largest rise of a worker's peak resident memory above ``base``, MB."""
-    peaks = client.run(_peak_rss)
-    return max(peaks[w] - base[w] for w in peaks) / 1024
 
 
 def measure(client: Any, name: str, n: int, nz: int, blocks: int, seed: int
@@ -82,7 +59,7 @@ def measure(client: Any, name: str, n: int, nz: int, blocks: int, seed: int
         local.evaluate(Z0)
         return local
 
-    local, row["memory_peak_mb"] = _traced(in_memory)
+    local, row["memory_peak_mb"] = harness.traced(in_memory)
     start = time.perf_counter()
     ref = local.evaluate(Z1)
     row["memory_s"] = time.perf_counter() - start
@@ -91,7 +68,7 @@ def measure(client: Any, name: str, n: int, nz: int, blocks: int, seed: int
     positive = None if name == "svr" else 1.0
     X_blocks = da.from_array(X, chunks=(rows, X.shape[1]))
     y_blocks = da.from_array(y, chunks=rows)
-    workers = _worker_reset(client)
+    workers = harness.reset_workers_peak(client)
 
     def over_blocks() -> tuple[DeclaredBlocks, Any, float]:
         start = time.perf_counter()
@@ -102,11 +79,11 @@ def measure(client: Any, name: str, n: int, nz: int, blocks: int, seed: int
         marginal.evaluate(Z0)
         return problem, marginal, setup
 
-    (problem, marginal, row["setup_s"]), row["driver_peak_mb"] = _traced(over_blocks)
+    (problem, marginal, row["setup_s"]), row["driver_peak_mb"] = harness.traced(over_blocks)
     start = time.perf_counter()
     ev = marginal.evaluate(Z1)
     row["dask_s"] = time.perf_counter() - start
-    row["worker_peak_mb"] = _worker_peak_mb(client, workers)
+    row["worker_peak_mb"] = harness.workers_peak_mb(client, workers)
     row["iterations"] = marginal.iterations
     n_schur = len(problem.master.columns) + len(problem.master.b)
     row["schur_size"] = n_schur
@@ -144,36 +121,20 @@ def fit_row(client: Any, n: int, nz: int, blocks: int, max_iter: int, seed: int
             "memory_train_error": float(1 - local.score(X, y))}
 
 
-def _fmt(value: Any, digits: int = 3) -> str:
-    if value is None or (isinstance(value, float) and np.isnan(value)):
-        return "—"
-    if isinstance(value, float):
-        return f"{value:.{digits}g}"
-    return str(value)
-
-
 def report(rows: list[dict[str, Any]], command: str, workers: int, wall: float) -> str:
     shows = ("One declared problem solved over the row blocks of a dask array by the structured "
              "interior point, beside the same backend in memory at the same XVs: the time of "
              "an evaluation of W(Z) and ∇W(Z), the bytes each block moves per iteration "
              "against its share of the Schur complement, and the agreement of W and ∇W.")
-    lines = [
-        "| formulation | N | Nz | blocks | in memory s | over blocks s | set-up s | iterations "
-        "| bytes / iteration / block | 8·(Nz+e)² | W rel. diff | ∇W rel. diff "
-        "| peak MB: in memory / driver / worker |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
-    ]
-    for r in rows:
-        if "fit" in r["formulation"]:
-            continue
-        lines.append(
-            f"| {r['formulation']} | {r['N']} | {r['Nz']} | {r['blocks']} | "
-            f"{_fmt(r['memory_s'])} | {_fmt(r['dask_s'])} | {_fmt(r['setup_s'])} | "
-            f"{r['iterations']} | {r['bytes_per_iter_block']:.0f} | {r['schur_bytes']} | "
-            f"{_fmt(r['W_rel'], 2)} | {_fmt(r['grad_rel'], 2)} | "
-            f"{r['memory_peak_mb']:.0f} / {r['driver_peak_mb']:.0f} / "
-            f"{r['worker_peak_mb']:.0f} |")
     evals = [r for r in rows if "fit" not in r["formulation"]]
+    lines = table("formulation", "N", "Nz", "blocks", "in memory s", "over blocks s",
+                  "set-up s", "iterations", "bytes / iteration / block", "8·(Nz+e)²",
+                  "W rel. diff", "∇W rel. diff", "peak MB: in memory / driver / worker")
+    lines += [row(r["formulation"], r["N"], r["Nz"], r["blocks"], fmt(r["memory_s"]),
+                  fmt(r["dask_s"]), fmt(r["setup_s"]), r["iterations"],
+                  f"{r['bytes_per_iter_block']:.0f}", r["schur_bytes"], fmt(r["W_rel"], 2),
+                  fmt(r["grad_rel"], 2), f"{r['memory_peak_mb']:.0f} / "
+                  f"{r['driver_peak_mb']:.0f} / {r['worker_peak_mb']:.0f}") for r in evals]
     if evals:
         per = [r["bytes_per_iter_block"] for r in evals]
         big = max(evals, key=lambda r: (r["N"], r["formulation"]))
@@ -199,21 +160,18 @@ def report(rows: list[dict[str, Any]], command: str, workers: int, wall: float) 
         lines += ["", "A whole fit (a declared Huber SVM classifier, `SparseKernelClassifier` "
                   "with the example's formulation, `max_iter` L-BFGS iterations from random "
                   "initial rows: drawn in memory, or on the blocks):", "",
-                  "| N | Nz | blocks | in memory s | over blocks s | L-BFGS iterations "
-                  "(memory / blocks) | training error (memory / blocks) |",
-                  "|---|---|---|---|---|---|---|"]
-        lines += [f"| {r['N']} | {r['Nz']} | {r['blocks']} | {_fmt(r['memory_s'])} | "
-                  f"{_fmt(r['dask_s'])} | {r['memory_iterations']} / {r['iterations']} | "
-                  f"{_fmt(r['memory_train_error'])} / {_fmt(r['train_error'])} |"
+                  *table("N", "Nz", "blocks", "in memory s", "over blocks s",
+                         "L-BFGS iterations (memory / blocks)",
+                         "training error (memory / blocks)")]
+        lines += [row(r["N"], r["Nz"], r["blocks"], fmt(r["memory_s"]), fmt(r["dask_s"]),
+                      f"{r['memory_iterations']} / {r['iterations']}",
+                      f"{fmt(r['memory_train_error'])} / {fmt(r['train_error'])}")
                   for r in fits]
-    return result_page(
+    return harness.result_page(
         "A declared problem over a Dask cluster", shows, "OPENBLAS_NUM_THREADS=1 " + command,
         lines,
-        [f"Machine: {os.cpu_count()} CPUs ({cpu_name()}), Python {platform.python_version()}, "
-         f"numpy {np.__version__}; a LocalCluster of {workers} worker processes with one "
-         f"thread each on the same machine; BLAS limited to 1 thread; "
-         f"{time.strftime('%Y-%m-%d')}; load average {os.getloadavg()[0]:.1f} at the end. "
-         f"Total {wall / 60:.1f} min.",
+        [harness.provenance(wall, f"a LocalCluster of {workers} worker processes with one "
+                                  "thread each on the same machine; BLAS limited to 1 thread"),
          "Bytes are the payload of the calls to the blocks (arrays and numbers, in and out, "
          "Z and T once per evaluation included; Dask's own messages not counted). Peak "
          "memory: the peak of what Python and numpy allocated (tracemalloc) for the "
@@ -257,12 +215,8 @@ def main(argv: list[str] | None = None) -> int:
                             if name == "fit" else
                             measure(client, name, n, nz, args.blocks, args.seed))
             print(f"[declared_dask] {rows[-1]}", flush=True)
-    command = "python benchmarks/declared_dask.py " + " ".join(argv or sys.argv[1:])
-    text = report(rows, command, args.workers, time.perf_counter() - start)
-    fields = sorted({k for r in rows for k in r}, key=lambda k: (k != "formulation", k))
-    write_csv(args.out / "declared_dask.csv", rows, fields)
-    _write_atomic(args.out / "declared_dask.md", text)
-    print(text)
+    text = report(rows, harness.command(__file__, argv), args.workers, time.perf_counter() - start)
+    harness.write_results(args.out, "declared_dask", text, rows, ("formulation",))
     return 0
 
 

@@ -32,7 +32,6 @@ import argparse
 import csv
 import json
 import os
-import platform
 import resource
 import shlex
 import statistics
@@ -44,7 +43,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from performance import _write_atomic, cpu_name, result_page, write_csv
+import harness
 
 REPO = Path(__file__).resolve().parents[1]
 PARTS = ("startup", "blas", "suite")
@@ -164,12 +163,12 @@ def startup_runs(repeats: int, cwd: Path, load: str) -> list[dict[str, Any]]:
 
 
 def suite_run(cwd: Path) -> dict[str, Any]:
-    before = " / ".join(f"{x:.2f}" for x in os.getloadavg())
+    before = harness.load_average()
     start = time.perf_counter()
     proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"],
                           cwd=REPO, capture_output=True, text=True, env=_env({}), timeout=3600)
     wall = time.perf_counter() - start
-    after = " / ".join(f"{x:.2f}" for x in os.getloadavg())
+    after = harness.load_average()
     summary = proc.stdout.strip().splitlines()[-1] if proc.stdout.strip() else "?"
     return {"part": "suite", "job": "python -m pytest (the README's command)", "wall": wall,
             "load_before": before, "load_after": after, "summary": summary,
@@ -213,8 +212,7 @@ def report(rows: list[dict[str, Any]], args: argparse.Namespace, cores: int,
     # a run of some --parts keeps the others' rows, so every command that made them is shown
     commands = "\n".join(dict.fromkeys(r.get("command", args.command) for r in rows))
     provenance = [
-        f"Machine: {cores} CPUs ({cpu_name()}, {platform.machine()}, {platform.platform()}), "
-        f"Python {platform.python_version()}; load average at the start {load_start} (other "
+        f"Machine: {harness.machine_line(())}; load average at the start {load_start} (other "
         f"jobs share the machine); total {wall / 60:.1f} min; peak memory of a child process "
         f"{resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024:.0f} MiB."]
     lines = [
@@ -259,22 +257,19 @@ def report(rows: list[dict[str, Any]], args: argparse.Namespace, cores: int,
                   "|---|---|---|---|---|",
                   f"| `{s['job']}` | {s['wall']:.0f} ({s['wall'] / 60:.1f} min) | "
                   f"{s['load_before']} | {s['load_after']} | {s['summary']} |"]
-    return result_page("A user's first hour: threads, start-up, tests", shows, commands, lines,
-                       provenance)
+    return harness.result_page("A user's first hour: threads, start-up, tests", shows, commands,
+                               lines, provenance)
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--out", type=Path, default=Path("docs/results"))
+    ap = harness.benchmark_parser(__doc__, data_required=False)
     ap.add_argument("--repeats", type=int, default=7)
     ap.add_argument("--parts", nargs="+", choices=PARTS, default=list(PARTS),
                     help="what to measure (default: all); the suite takes minutes: run it idle")
     args = ap.parse_args(argv)
     if args.repeats < 1:
         ap.error(f"--repeats must be at least 1; got {args.repeats}")
-    raw = list(sys.argv[1:] if argv is None else argv)
-    args.command = " ".join(shlex.quote(a) for a in ["python", "benchmarks/first_hour.py", *raw])
-    return args
+    return harness.ready(args, __file__, argv)
 
 
 def _earlier(path: Path, parts: list[str]) -> list[dict[str, Any]]:
@@ -295,9 +290,8 @@ def _earlier(path: Path, parts: list[str]) -> list[dict[str, Any]]:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    args.out.mkdir(parents=True, exist_ok=True)
     cores = os.cpu_count() or 1
-    load_start = " / ".join(f"{x:.2f}" for x in os.getloadavg())
+    load_start = harness.load_average()
     start = time.perf_counter()
     rows: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory() as tmp:
@@ -318,10 +312,10 @@ def main(argv: list[str] | None = None) -> int:
     for row in rows:
         row["command"] = args.command
     rows += _earlier(args.out / "first_hour.csv", args.parts)
-    write_csv(args.out / "first_hour.csv", rows,
-              fields=sorted({key for row in rows for key in row}))
+    harness.write_csv(args.out / "first_hour.csv", rows,
+                      fields=sorted({key for row in rows for key in row}))
     text = report(rows, args, cores, load_start, time.perf_counter() - start)
-    _write_atomic(args.out / "first_hour.md", text)
+    harness.write_atomic(args.out / "first_hour.md", text)
     print(text)
     return 0
 

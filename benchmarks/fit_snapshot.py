@@ -18,10 +18,13 @@ About 20 s on one core; the Dask fits start a LocalCluster of two threads in thi
 """
 from __future__ import annotations
 
-import sys
+import argparse
+import io
 import warnings
+from pathlib import Path
 from typing import Any
 
+import harness
 import numpy as np
 
 
@@ -101,10 +104,17 @@ def fitted_arrays(name: str, est: Any, X: Any, y: Any, Xt: np.ndarray) -> dict[s
     return arrays
 
 
-def main(argv: list[str]) -> int:
-    """Save the snapshot to ``argv[0]``, or with ``--compare A B`` report what differs."""
-    if argv[0] == "--compare":
-        a, b = np.load(argv[1]), np.load(argv[2])
+def main(argv: list[str] | None = None) -> int:
+    """Save the snapshot to a file, or with ``--compare A B`` report what differs."""
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
+    parser.add_argument("path", nargs="?", type=Path, help="where to save the snapshot (.npz)")
+    parser.add_argument("--compare", nargs=2, type=Path, metavar=("A", "B"),
+                        help="compare two saved snapshots instead")
+    args = parser.parse_args(argv)
+    if (args.path is None) == (args.compare is None):
+        parser.error("give the snapshot's path, or --compare A B")
+    if args.compare:
+        a, b = np.load(args.compare[0]), np.load(args.compare[1])
         ka, kb = set(a.files), set(b.files)
         bad = sorted(ka ^ kb)
         for k in sorted(ka & kb):
@@ -141,10 +151,12 @@ def main(argv: list[str]) -> int:
             arrays.update(fitted_arrays(name, est, da.from_array(X, chunks=300),
                                         da.from_array(y, chunks=300), Xt[:200]))
             print(name, "ok", flush=True)
-    np.savez(argv[0], **arrays)
+    buffer = io.BytesIO()
+    np.savez(buffer, **arrays)
+    harness.write_atomic(args.path, buffer.getvalue())
     print(len(arrays), "arrays")
     return 0
 
 
 if __name__ == "__main__":
-    raise SystemExit(main(sys.argv[1:]))
+    raise SystemExit(main())

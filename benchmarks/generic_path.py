@@ -39,36 +39,22 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
-import os
-import platform
 import sys
 import time
-from concurrent.futures import ProcessPoolExecutor
-from concurrent.futures import TimeoutError as FutureTimeout
-from multiprocessing import get_context
 from pathlib import Path
 from typing import Any
 
-import cvxpy as cp
 import numpy as np
-import sklearn
 from sklearn.datasets import make_classification, make_friedman1
 from threadpoolctl import threadpool_limits
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from performance import (
-    _peak_rss,
-    _reset_peak_rss,
-    _write_atomic,
-    cpu_name,
-    result_page,
-    write_csv,
-)
+import harness
+from harness import fmt, row, table
 
 from sparsify import RBF, ConicMarginal
 from sparsify.core.backends import StructuredBackend
 from sparsify.core.formulation import make_formulation
-from sparsify.core.memory import available_memory
 from sparsify.core.optimize import initial_expansion_vectors, minimize_marginal
 
 REPO = Path(__file__).resolve().parents[1]
@@ -127,7 +113,7 @@ def _evaluate(name: str, n: int, nz: int, solver: str, seed: int, moved: int = 2
     """One (formulation, N, Nz, backend) measurement, meant for a fresh process."""
     X, y, form = make_data(name, n, seed)
     kernel = RBF(1.0 / X.shape[1])  # standardised X: Var X = 1
-    base = _reset_peak_rss()
+    base = harness.reset_peak_rss()
     with threadpool_limits(1):
         start = time.perf_counter()
         marginal = ConicMarginal(form, X, y, kernel, nz, solver=solver, tol=TOL)
@@ -147,7 +133,7 @@ def _evaluate(name: str, n: int, nz: int, solver: str, seed: int, moved: int = 2
             "first_eval_s": first, "eval_s": float(np.median(times)) if times else np.nan,
             "eval_min_s": min(times) if times else np.nan, "evals_s": times,
             "solve_s": float(np.median(solves)) if solves else np.nan,
-            "peak_mb": (_peak_rss() - base) / 1024, "W": ev.value, "grad": ev.grad,
+            "peak_mb": (harness.peak_rss() - base) / 1024, "W": ev.value, "grad": ev.grad,
             "answered": ev.solver}
 
 
@@ -180,7 +166,7 @@ def _fit(name: str, n: int, nz: int, max_iter: int, seed: int) -> dict[str, Any]
     """A whole fit of the declared formulation with the structured backend."""
     X, y, form = make_data(name, n, seed)
     kernel = RBF(1.0 / X.shape[1])
-    base = _reset_peak_rss()
+    base = harness.reset_peak_rss()
     with threadpool_limits(1):
         start = time.perf_counter()
         marginal = ConicMarginal(form, X, y, kernel, nz, solver="structured", tol=TOL)
@@ -190,26 +176,12 @@ def _fit(name: str, n: int, nz: int, max_iter: int, seed: int) -> dict[str, Any]
     return {"formulation": name, "backend": "structured", "N": n, "Nz": nz,
             "fit_s": seconds, "n_iter": res.n_iter, "n_evaluations": res.n_evaluations,
             "W": res.evaluation.value, "W0": float(res.history[0]), "stop": res.stop,
-            "peak_mb": (_peak_rss() - base) / 1024}
-
-
-def _in_process(timeout: float, fn: Any, *args: Any, **kwargs: Any) -> dict[str, Any] | str:
-    """``fn(*args)`` in a fresh spawned process, or why it gave no result."""
-    with ProcessPoolExecutor(1, mp_context=get_context("spawn")) as pool:
-        job = pool.submit(fn, *args, **kwargs)
-        try:
-            return job.result(timeout=timeout)
-        except FutureTimeout:
-            for proc in pool._processes.values():  # stop the stuck solve
-                proc.kill()
-            return f"over {timeout:.0f} s"
-        except Exception as exc:  # a failure is a finding: recorded, not hidden
-            return f"{type(exc).__name__}: {exc}"
+            "peak_mb": (harness.peak_rss() - base) / 1024}
 
 
 def _point(part: str, timeout: float, name: str, n: int, nz: int, solver: str, seed: int,
            **kwargs: Any) -> dict[str, Any]:
-    result = _in_process(timeout, _evaluate, name, n, nz, solver, seed, **kwargs)
+    result = harness.in_fresh_process(timeout, _evaluate, name, n, nz, solver, seed, **kwargs)
     row = result if isinstance(result, dict) else {
         "formulation": name, "backend": solver, "N": n, "Nz": nz, "note": result}
     row["part"] = part
@@ -251,23 +223,24 @@ def run(args: argparse.Namespace) -> list[dict[str, Any]]:
     if "handwritten" in parts:
         for name in ("svr", "kridge"):
             n, nz = (300, 5) if q else (20_000, 50)
-            result = _in_process(args.timeout, _handwritten, name, n, nz, seed)
-            row = result if isinstance(result, dict) else {"formulation": name, "N": n, "Nz": nz,
+            result = harness.in_fresh_process(args.timeout, _handwritten, name, n, nz, seed)
+            entry = result if isinstance(result, dict) else {"formulation": name, "N": n, "Nz": nz,
                                                            "note": result}
-            row["part"] = "handwritten"
-            rows.append(row)
-            print(f"[generic_path] handwritten {row}", flush=True)
+            entry["part"] = "handwritten"
+            rows.append(entry)
+            print(f"[generic_path] handwritten {entry}", flush=True)
     if "large" in parts:
         n, nz = (500, 6) if q else (100_000, 100)
         for solver in ("structured", "clarabel"):
             rows.append(_point("large", args.timeout if solver == "structured"
                                else clarabel_timeout, "svr", n, nz, solver, seed))
-        result = _in_process(args.fit_timeout, _fit, "svr", n, nz, 5 if q else 200, seed)
-        row = result if isinstance(result, dict) else {"formulation": "svr", "N": n, "Nz": nz,
+        result = harness.in_fresh_process(args.fit_timeout, _fit, "svr", n, nz,
+                                          5 if q else 200, seed)
+        entry = result if isinstance(result, dict) else {"formulation": "svr", "N": n, "Nz": nz,
                                                        "note": result}
-        row["part"] = "fit"
-        rows.append(row)
-        print(f"[generic_path] fit {row}", flush=True)
+        entry["part"] = "fit"
+        rows.append(entry)
+        print(f"[generic_path] fit {entry}", flush=True)
     if "scaling" in parts:
         ns = [200, 400, 800] if q else [10_000, 30_000, 100_000, 300_000, 1_000_000]
         for n in ns:
@@ -285,35 +258,29 @@ def run(args: argparse.Namespace) -> list[dict[str, Any]]:
     if "warm" in parts:
         for name in ("svr", "huber_svm"):
             for warm in (False, True):
-                row = _point("warm", args.timeout, name, 300 if q else 20_000, 5 if q else 50,
+                entry = _point("warm", args.timeout, name, 300 if q else 20_000, 5 if q else 50,
                              "structured", seed, moved=5, warm=warm)
-                row["warm"] = warm
-                rows.append(row)
+                entry["warm"] = warm
+                rows.append(entry)
     _compare(rows)
     return rows
 
 
-def _fmt(value: Any, digits: int = 3) -> str:
-    if value is None or value == "" or (isinstance(value, float) and np.isnan(value)):
-        return "—"
-    if isinstance(value, float):
-        return f"{value:.{digits}g}"
-    return str(value)
-
-
 def _row_text(r: dict[str, Any]) -> str:
-    return (f"| {r['formulation']} | {r['backend']} | {r['N']} | {r['Nz']} | "
-            f"{_fmt(r.get('first_eval_s'))} | {_fmt(r.get('eval_s'))} | "
-            f"{_fmt(r.get('peak_mb'))} | {_fmt(r.get('dW'), 2)} | {_fmt(r.get('dgrad'), 2)} | "
-            f"{r.get('note', '')} |")
+    return row(r["formulation"], r["backend"], r["N"], r["Nz"], fmt(r.get("first_eval_s")),
+               fmt(r.get("eval_s")), fmt(r.get("peak_mb")), fmt(r.get("dW"), 2),
+               fmt(r.get("dgrad"), 2), r.get("note", ""))
 
 
-EVAL_HEADER = ["| formulation | backend | N | Nz | first eval s | eval s | peak MB | "
-               "ΔW vs Clarabel | Δ∇W vs Clarabel | note |", "|---" * 10 + "|"]
+EVAL_HEADER = table("formulation", "backend", "N", "Nz", "first eval s", "eval s", "peak MB",
+                    "ΔW vs Clarabel", "Δ∇W vs Clarabel", "note")
 
 
-def report(rows: list[dict[str, Any]], command: str, wall: float,
-           load: tuple[float, float]) -> str:
+def _verdict(finding: str, target: str, ok: bool) -> str:
+    return f"{finding}; target {target}: {'met' if ok else 'not met'}."
+
+
+def report(rows: list[dict[str, Any]], command: str, wall: float) -> str:
     def part(name: str) -> list[dict[str, Any]]:
         return [r for r in rows if r["part"] == name]
 
@@ -325,44 +292,37 @@ def report(rows: list[dict[str, Any]], command: str, wall: float,
                   "first = compiling and the first solve; eval = median of 2 evaluations at "
                   "moved XVs; Δ = relative difference from Clarabel's W and ∇W at the first "
                   "XVs.", "", *EVAL_HEADER, *map(_row_text, evals), ""]
-        for r in evals:
-            if r["backend"] == "structured" and "note" not in r:
-                ok = r["eval_s"] <= 1.0
-                verdicts.append(f"{r['formulation']} at N = {r['N']}: {r['eval_s']:.2f} s per "
-                                f"evaluation; target ≤ 1 s: {'met' if ok else 'not met'}.")
+        verdicts += [_verdict(f"{r['formulation']} at N = {r['N']}: {r['eval_s']:.2f} s per "
+                              "evaluation", "≤ 1 s", r["eval_s"] <= 1.0)
+                     for r in evals if r["backend"] == "structured" and "note" not in r]
     agree = part("agreement")
     if agree:
         lines += ["## Agreement with Clarabel at N = 2000, Nz = 50", "", *EVAL_HEADER,
                   *map(_row_text, agree), ""]
         diffs = [max(r["dW"], r["dgrad"]) for r in agree + evals if "dW" in r]
         if diffs:
-            verdicts.append(f"W and ∇W against Clarabel's: at most {max(diffs):.1e} (relative) "
-                            f"over {len(diffs)} comparisons; target ≤ 1e-6: "
-                            f"{'met' if max(diffs) <= 1e-6 else 'not met'}.")
+            verdicts.append(_verdict(f"W and ∇W against Clarabel's: at most {max(diffs):.1e} "
+                                     f"(relative) over {len(diffs)} comparisons", "≤ 1e-6",
+                                     max(diffs) <= 1e-6))
     hand = part("handwritten")
     if hand:
         lines += ["## Declared against hand-written", "",
-                  "| formulation | N | Nz | declared (structured) s | built-in s | built-in "
-                  "solver | ratio | W declared | W built-in | note |", "|---" * 10 + "|"]
-        for r in hand:
-            lines.append(f"| {r['formulation']} | {r['N']} | {r['Nz']} | "
-                         f"{_fmt(r.get('declared_eval_s'))} | {_fmt(r.get('builtin_eval_s'))} | "
-                         f"{r.get('builtin_solver', '—')} | {_fmt(r.get('ratio'))} | "
-                         f"{_fmt(r.get('declared_W'), 10)} | {_fmt(r.get('builtin_W'), 10)} | "
-                         f"{r.get('note', '')} |")
-            if "ratio" in r:
-                verdicts.append(f"declared {r['formulation']} at {r['ratio']:.2f}× the built-in "
-                                f"solver; target ≤ 3×: {'met' if r['ratio'] <= 3 else 'not met'}.")
+                  *table("formulation", "N", "Nz", "declared (structured) s", "built-in s",
+                         "built-in solver", "ratio", "W declared", "W built-in", "note")]
+        lines += [row(r["formulation"], r["N"], r["Nz"], fmt(r.get("declared_eval_s")),
+                      fmt(r.get("builtin_eval_s")), r.get("builtin_solver", "—"),
+                      fmt(r.get("ratio")), fmt(r.get("declared_W"), 10),
+                      fmt(r.get("builtin_W"), 10), r.get("note", "")) for r in hand]
+        verdicts += [_verdict(f"declared {r['formulation']} at {r['ratio']:.2f}× the built-in "
+                              "solver", "≤ 3×", r["ratio"] <= 3) for r in hand if "ratio" in r]
         lines.append("")
     large = part("large")
     if large:
         lines += ["## ε-SVR at N = 10⁵, Nz = 100", "", *EVAL_HEADER, *map(_row_text, large), ""]
-        for r in large:
-            if r["backend"] == "structured" and "note" not in r:
-                ok = r["eval_s"] <= 10 and r["peak_mb"] <= 2048
-                verdicts.append(f"ε-SVR at N = {r['N']}, Nz = {r['Nz']}: {r['eval_s']:.2f} s "
-                                f"per evaluation, peak {r['peak_mb']:.0f} MB; target ≤ 10 s and "
-                                f"≤ 2 GB: {'met' if ok else 'not met'}.")
+        verdicts += [_verdict(f"ε-SVR at N = {r['N']}, Nz = {r['Nz']}: {r['eval_s']:.2f} s per "
+                              f"evaluation, peak {r['peak_mb']:.0f} MB", "≤ 10 s and ≤ 2 GB",
+                              r["eval_s"] <= 10 and r["peak_mb"] <= 2048)
+                     for r in large if r["backend"] == "structured" and "note" not in r]
     for r in part("fit"):
         if "note" in r:
             lines += [f"A whole fit gave no result: {r['note']}.", ""]
@@ -371,34 +331,32 @@ def report(rows: list[dict[str, Any]], command: str, wall: float,
                   f"{r['n_iter']} iterations, {r['n_evaluations']} evaluations, W from "
                   f"{r['W0']:.6g} to {r['W']:.6g} (stop: {r['stop']}), peak "
                   f"{r['peak_mb']:.0f} MB.", ""]
-        verdicts.append(f"whole ε-SVR fit at N = {r['N']}: {r['fit_s'] / 60:.1f} min; target "
-                        f"≤ 30 min: {'met' if r['fit_s'] <= 1800 else 'not met'}.")
+        verdicts.append(_verdict(f"whole ε-SVR fit at N = {r['N']}: {r['fit_s'] / 60:.1f} min",
+                                 "≤ 30 min", r["fit_s"] <= 1800))
     scal = part("scaling")
     if scal:
         lines += ["## Huber SVM against N, Nz = 50", "",
                   "first = compiling and the first solve (`compile` is the first part); eval "
                   "= an evaluation at moved XVs (the median of 2 below N = 300 000, one above).",
-                  "",
-                  "| backend | N | compile s | first eval s | eval s | peak MB | note |",
-                  "|---" * 7 + "|"]
-        for r in scal:
-            lines.append(f"| {r['backend']} | {r['N']} | {_fmt(r.get('compile_s'))} | "
-                         f"{_fmt(r.get('first_eval_s'))} | {_fmt(r.get('eval_s'))} | "
-                         f"{_fmt(r.get('peak_mb'))} | {r.get('note', '')} |")
+                  "", *table("backend", "N", "compile s", "first eval s", "eval s", "peak MB",
+                             "note")]
+        lines += [row(r["backend"], r["N"], fmt(r.get("compile_s")), fmt(r.get("first_eval_s")),
+                      fmt(r.get("eval_s")), fmt(r.get("peak_mb")), r.get("note", ""))
+                  for r in scal]
         mine = [r for r in scal if r["backend"] == "structured" and "note" not in r]
         if len(mine) >= 2:
             slope = _slope([r["N"] for r in mine], [r["eval_s"] for r in mine])
             lines += ["", f"Slope of log(time per evaluation at moved XVs) against log N "
                       f"(structured): {slope:.2f}."]
-            verdicts.append(f"slope of the per-evaluation time against N: {slope:.2f}; target "
-                            f"≤ 1.1: {'met' if slope <= 1.1 else 'not met'}.")
+            verdicts.append(_verdict(f"slope of the per-evaluation time against N: {slope:.2f}",
+                                     "≤ 1.1", slope <= 1.1))
             top = max(mine, key=lambda r: r["N"])
             if top["N"] >= 1_000_000:
-                ok = top["first_eval_s"] <= 120 and top["peak_mb"] <= 6144
-                verdicts.append(f"Huber SVM at N = {top['N']}, Nz = {top['Nz']}: one evaluation "
-                                f"{top['first_eval_s']:.0f} s ({top['compile_s']:.0f} s of it "
-                                f"compiling), peak {top['peak_mb']:.0f} MB; target ≤ 120 s and "
-                                f"≤ 6 GB: {'met' if ok else 'not met'}.")
+                verdicts.append(_verdict(
+                    f"Huber SVM at N = {top['N']}, Nz = {top['Nz']}: one evaluation "
+                    f"{top['first_eval_s']:.0f} s ({top['compile_s']:.0f} s of it compiling), "
+                    f"peak {top['peak_mb']:.0f} MB", "≤ 120 s and ≤ 6 GB",
+                    top["first_eval_s"] <= 120 and top["peak_mb"] <= 6144))
         lines.append("")
     cliff = part("cliff")
     if cliff:
@@ -406,48 +364,39 @@ def report(rows: list[dict[str, Any]], command: str, wall: float,
         # LapRLS's one Newton step (tens of ms) is within that noise
         lines += ["## No cliff: time per evaluation against N (structured)", "",
                   "The fastest of 5 evaluations at moved XVs (the median beside it).", "",
-                  "| formulation | N | fastest eval s | median eval s | peak MB | note |",
-                  "|---" * 6 + "|"]
-        for r in cliff:
-            lines.append(f"| {r['formulation']} | {r['N']} | {_fmt(r.get('eval_min_s'))} | "
-                         f"{_fmt(r.get('eval_s'))} | {_fmt(r.get('peak_mb'))} | "
-                         f"{r.get('note', '')} |")
+                  *table("formulation", "N", "fastest eval s", "median eval s", "peak MB",
+                         "note")]
+        lines += [row(r["formulation"], r["N"], fmt(r.get("eval_min_s")), fmt(r.get("eval_s")),
+                      fmt(r.get("peak_mb")), r.get("note", "")) for r in cliff]
         for name in sorted({r["formulation"] for r in cliff}):
             t = [r["eval_min_s"] for r in cliff if r["formulation"] == name and "note" not in r]
             if len(t) > 1:
                 ratios = np.array(t[1:]) / np.array(t[:-1])
-                met = ratios.min() >= 0.5 and ratios.max() <= 2
-                verdicts.append(f"{name}: consecutive steps of 10 % in N change the time by "
-                                f"×{ratios.min():.2f} to ×{ratios.max():.2f} (no drop below "
-                                f"×0.5 and no jump above ×2: {'met' if met else 'not met'}).")
+                verdicts.append(_verdict(
+                    f"{name}: consecutive steps of 10 % in N change the time by "
+                    f"×{ratios.min():.2f} to ×{ratios.max():.2f}",
+                    "no drop below ×0.5 and no jump above ×2",
+                    ratios.min() >= 0.5 and ratios.max() <= 2))
         lines.append("")
     warm = part("warm")
     if warm:
         lines += ["## Warm start across L-BFGS steps", "",
                   "Five evaluations along moves of the XVs (5 % of the data's scale each), each "
                   "from the interior point's own start or from the previous solution.", "",
-                  "| formulation | warm | eval s (median) | evaluations s | note |",
-                  "|---" * 5 + "|"]
-        for r in warm:
-            lines.append(f"| {r['formulation']} | {r.get('warm')} | {_fmt(r.get('eval_s'))} | "
-                         f"{' '.join(f'{v:.2f}' for v in r.get('evals_s', []))} | "
-                         f"{r.get('note', '')} |")
+                  *table("formulation", "warm", "eval s (median)", "evaluations s", "note")]
+        lines += [row(r["formulation"], r.get("warm"), fmt(r.get("eval_s")),
+                      " ".join(f"{v:.2f}" for v in r.get("evals_s", [])), r.get("note", ""))
+                  for r in warm]
         lines.append("")
     shows = ("Declared formulations (examples/declared_formulations.py) on the generic path: "
              "the structured backend (`solver=\"structured\"`, the first of `solver=\"auto\"`'s "
              "chain) beside Clarabel on the same problems and, for the two that have one, "
              "beside the built-in exact solver: time per evaluation of W(Z) and ∇W(Z), peak "
              "memory, agreement of W and ∇W, scaling in N, a whole fit, and warm starts.")
-    return result_page(
-        "The generic path at the speed of its structure", shows,
-        "OPENBLAS_NUM_THREADS=1 " + command,
-        [*lines, "", "## Verdicts", "", *[f"- {v}" for v in verdicts]],
-        [f"Machine: {os.cpu_count()} CPUs ({cpu_name()}), "
-         f"{available_memory() / 2**30:.0f} GiB available, Python "
-         f"{platform.python_version()}, numpy {np.__version__}, cvxpy {cp.__version__}, "
-         f"scikit-learn {sklearn.__version__}; BLAS limited to 1 thread; "
-         f"{time.strftime('%Y-%m-%d')}; load average {load[0]:.1f} at the start and "
-         f"{load[1]:.1f} at the end. Total {wall / 60:.1f} min."])
+    return harness.result_page("The generic path at the speed of its structure", shows,
+                               "OPENBLAS_NUM_THREADS=1 " + command,
+                               [*lines, "", "## Verdicts", "", *[f"- {v}" for v in verdicts]],
+                               [harness.provenance(wall)])
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -464,21 +413,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)
-    load = os.getloadavg()[0]
     start = time.perf_counter()
     rows = run(args)
-    wall = time.perf_counter() - start
-    command = "python benchmarks/generic_path.py " + " ".join(argv or sys.argv[1:])
-    text = report(rows, command, wall, (load, os.getloadavg()[0]))
+    text = report(rows, harness.command(__file__, argv), time.perf_counter() - start)
     for r in rows:
         r.pop("grad", None)
         if "evals_s" in r:
             r["evals_s"] = " ".join(f"{v:.4g}" for v in r["evals_s"])
-    fields = sorted({k for r in rows for k in r},
-                    key=lambda k: (k != "part", k != "formulation", k != "backend", k))
-    write_csv(args.out / "generic_path.csv", rows, fields)
-    _write_atomic(args.out / "generic_path.md", text)
-    print(text)
+    harness.write_results(args.out, "generic_path", text, rows, ("part", "formulation", "backend"))
     return 0
 
 

@@ -46,12 +46,7 @@ writes ``gp_peer.md`` (command, machine, versions, tables, reading) and
 from __future__ import annotations
 
 import argparse
-import csv
-import io
-import os
-import platform
 import sys
-import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -59,7 +54,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import sklearn
 from numpy.typing import NDArray
 from sklearn.svm import SVC
 from threadpoolctl import threadpool_limits
@@ -69,15 +63,8 @@ from sparsify import SparseSVC
 from sparsify.core.optimize import initial_expansion_vectors
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from performance import (
-    BANANA_C,
-    BANANA_GAMMA,
-    USPS_C,
-    USPS_GAMMA,
-    _load,
-    load_usps,
-    result_page,
-)
+import harness
+from performance import BANANA_C, BANANA_GAMMA, USPS_C, USPS_GAMMA, load_usps
 
 Array = NDArray[np.float64]
 RATIO = 0.1  # Nz = round(RATIO × NSV of the full SVM)
@@ -112,7 +99,7 @@ def _require_gp() -> tuple[Any, Any]:
 
 
 def load_data(data_dir: Path) -> list[DataSet]:
-    d = _load(data_dir, "banana")
+    d = harness.load_set(data_dir, "banana")
     tr, te = d["train_idx"][0], d["test_idx"][0]
     banana = DataSet("Banana split 1", d["X"][tr].astype(float), d["y"][tr],
                      d["X"][te].astype(float), d["y"][te], BANANA_C, BANANA_GAMMA,
@@ -124,16 +111,10 @@ def load_data(data_dir: Path) -> list[DataSet]:
     return [banana, usps]
 
 
-def _timed(fn: Callable[[], Any]) -> tuple[Any, float]:
-    t0 = time.perf_counter()
-    out = fn()
-    return out, time.perf_counter() - t0
-
-
 def _predict_seconds(fn: Callable[[], Any], repeats: int) -> tuple[Any, float, float]:
     """Output of one warm-up call, its seconds, and the median seconds of ``repeats`` more."""
-    out, first = _timed(fn)
-    return out, first, float(np.median([_timed(fn)[1] for _ in range(repeats)]))
+    out, first = harness.timed(fn)
+    return out, first, float(np.median([harness.timed(fn)[1] for _ in range(repeats)]))
 
 
 def slmc_start(X: Array, nz: int, seed: int) -> Array:
@@ -206,7 +187,7 @@ def fit_gp(torch: Any, gpytorch: Any, data: DataSet, Z0: Array, learn: bool, ite
                 checked["seconds"] = time.perf_counter() - t0
         return model, likelihood, elbo
 
-    (model, likelihood, elbo), seconds = _timed(train)
+    (model, likelihood, elbo), seconds = harness.timed(train)
     pred, first, predict_s = _predict_seconds(lambda: predict_with(model, likelihood),
                                               predict_repeats)
     tail = max(1, iters // 10)
@@ -227,7 +208,7 @@ def fit_gp(torch: Any, gpytorch: Any, data: DataSet, Z0: Array, learn: bool, ite
 def run(data: DataSet, args: argparse.Namespace, torch: Any, gpytorch: Any) -> list[dict[str, Any]]:
     base = {"data": data.name, "N": len(data.X), "N_test": len(data.Xt), "C": data.C,
             "gamma": data.gamma}
-    svc, t_svc = _timed(lambda: SVC(C=data.C, gamma=data.gamma).fit(data.X, data.y))
+    svc, t_svc = harness.timed(lambda: SVC(C=data.C, gamma=data.gamma).fit(data.X, data.y))
     nsv = int(svc.n_support_.sum())
     nz = max(1, round(RATIO * nsv))
     pred, first, predict_s = _predict_seconds(lambda: svc.predict(data.Xt), args.predict_repeats)
@@ -242,7 +223,7 @@ def run(data: DataSet, args: argparse.Namespace, torch: Any, gpytorch: Any) -> l
         check = SparseSVC(nz, C=data.C, gamma=data.gamma, max_iter=0, random_state=seed)
         same_start = bool(np.array_equal(check.fit(data.X, data.y).expansion_vectors_, Z0))
         clf = SparseSVC(nz, C=data.C, gamma=data.gamma, random_state=seed)
-        _, seconds = _timed(lambda clf=clf: clf.fit(data.X, data.y))
+        _, seconds = harness.timed(lambda clf=clf: clf.fit(data.X, data.y))
         pred, first, predict_s = _predict_seconds(lambda clf=clf: clf.predict(data.Xt),
                                                   args.predict_repeats)
         rows.append({**base, "method": METHODS[1], "seed": seed, "kernel_evals": nz,
@@ -269,14 +250,10 @@ def _stats(rows: list[dict[str, Any]], key: str) -> tuple[float, float, float]:
 
 def report(rows: list[dict[str, Any]], data_sets: list[DataSet], args: argparse.Namespace,
            wall: float, torch: Any, gpytorch: Any) -> str:
-    machine = (f"Produced by `benchmarks/gp_peer.py`. Machine: {os.cpu_count()} CPUs "
-               f"({platform.processor() or platform.machine()}), Python "
-               f"{platform.python_version()}, numpy {np.__version__}, scikit-learn "
-               f"{sklearn.__version__}, sparsify {sparsify.__version__} (imported from "
-               f"`{Path(sparsify.__file__).parent}`), torch {torch.__version__}, "
-               f"gpytorch {gpytorch.__version__}; one torch thread, BLAS limited to 1 thread; "
-               f"{time.strftime('%Y-%m-%d')}, load average {os.getloadavg()[0]:.1f} at the "
-               f"end. Total {wall / 60:.1f} min.")
+    machine = (f"Produced by `benchmarks/gp_peer.py`, sparsify {sparsify.__version__} "
+               f"(imported from `{Path(sparsify.__file__).parent}`), torch {torch.__version__}, "
+               f"gpytorch {gpytorch.__version__}. "
+               + harness.provenance(wall, "one torch thread, BLAS limited to 1 thread"))
     lines = [
         f"Nz = M = round({RATIO} × NSV of the full SVM). SLMC: `SparseSVC(Nz, C, gamma, "
         "random_state=seed)`, the exact fast path, L-BFGS to its own stopping rule (a "
@@ -337,9 +314,9 @@ def report(rows: list[dict[str, Any]], data_sets: list[DataSet], args: argparse.
              + " and ".join(d.name for d in data_sets)
              + ": test error, fit and prediction time at the same number of kernel evaluations "
              "per prediction, and how far the fixed Adam budget has converged.")
-    return result_page("SLMC and a sparse variational GP classifier (GPyTorch)", shows,
-                       " ".join(["python", *sys.argv]), [*lines, *reading(rows, data_sets, args)],
-                       [machine])
+    return harness.result_page("SLMC and a sparse variational GP classifier (GPyTorch)", shows,
+                               harness.command(__file__),
+                               [*lines, *reading(rows, data_sets, args)], [machine])
 
 
 def reading(rows: list[dict[str, Any]], data_sets: list[DataSet],
@@ -393,19 +370,9 @@ def reading(rows: list[dict[str, Any]], data_sets: list[DataSet],
     ]
 
 
-def _write_atomic(path: Path, text: str) -> None:
-    with tempfile.NamedTemporaryFile("w", dir=path.parent, delete=False, suffix=".tmp",
-                                     encoding="utf-8") as fh:
-        fh.write(text)
-    os.replace(fh.name, path)
-
-
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
-    parser.add_argument("--data-dir", type=Path, required=True,
-                        help="folder in the ../shared/data format (banana/, usps/)")
-    parser.add_argument("--out", type=Path, default=Path("docs/results"),
-                        help="folder for gp_peer.md and gp_peer.csv")
+    parser = harness.benchmark_parser(__doc__,
+                                      "folder in the ../shared/data format (banana/, usps/)")
     parser.add_argument("--repeats", type=int, default=5, help="seeds per method and data set")
     parser.add_argument("--gp-iters", type=int, default=1000,
                         help="full-batch Adam iterations of each GP fit (fixed, no early stop)")
@@ -419,10 +386,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.repeats < 1 or args.gp_iters < 2 or args.predict_repeats < 1:
         parser.error("--repeats and --predict-repeats must be ≥ 1, --gp-iters ≥ 2")
     torch, gpytorch = _require_gp()
-    for name in ("banana", "usps"):
-        if not (args.data_dir / name / f"{name}.npz").is_file():
-            parser.error(f"--data-dir {args.data_dir} has no {name}/{name}.npz; point it at a "
-                         "folder in the ../shared/data format.")
+    harness.check_data_dir(parser, args.data_dir, ["banana", "usps"])
     args.out.mkdir(parents=True, exist_ok=True)
     torch.set_num_threads(1)
     start = time.perf_counter()
@@ -431,17 +395,8 @@ def main(argv: list[str] | None = None) -> int:
     with threadpool_limits(1):
         for data in data_sets:
             rows += run(data, args, torch, gpytorch)
-    wall = time.perf_counter() - start
-    fields = sorted({k for r in rows for k in r},
-                    key=lambda k: (k != "data", k != "method", k != "seed", k))
-    table = io.StringIO()
-    writer = csv.DictWriter(table, fieldnames=fields, lineterminator="\n")
-    writer.writeheader()
-    writer.writerows(rows)
-    _write_atomic(args.out / "gp_peer.csv", table.getvalue())
-    text = report(rows, data_sets, args, wall, torch, gpytorch)
-    _write_atomic(args.out / "gp_peer.md", text)
-    print(text)
+    text = report(rows, data_sets, args, time.perf_counter() - start, torch, gpytorch)
+    harness.write_results(args.out, "gp_peer", text, rows, ("data", "method", "seed"))
     return 0
 
 

@@ -22,24 +22,21 @@ writes ``gradient_accuracy.md`` and ``gradient_accuracy.csv`` (every check).
 
 from __future__ import annotations
 
-import argparse
 import importlib.util
-import os
-import platform
 import sys
 import time
 import warnings
 from pathlib import Path
 from typing import Any
 
+import harness
 import numpy as np
-from performance import _write_atomic, result_page, write_csv
 from threadpoolctl import threadpool_limits
 
 import sparsify
 from sparsify.core.gradcheck import check_gradient, random_problem
-from sparsify.core.registry import get_registry
 from sparsify.core.solvers import SolverError
+from sparsify.plugins.registry import get_registry
 
 KERNELS = ("rbf", "poly", "linear", "rbf+linear")
 BACKENDS = ("structured", "clarabel", "ecos", "osqp", "scs", "auto")
@@ -112,8 +109,7 @@ def _table(rows: list[dict[str, Any]]) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--out", type=Path, default=Path("docs/results"))
+    parser = harness.benchmark_parser(__doc__, data_required=False)
     parser.add_argument("--seeds", type=int, default=5, help="random problems per cell")
     parser.add_argument("--formulations", nargs="+", default=None,
                         help="registered formulations (default: all)")
@@ -142,8 +138,7 @@ def main(argv: list[str] | None = None) -> int:
                     for seed in range(args.seeds):
                         rows.append(_check(name, kernel, solver, seed))
                 print(f"{name} {solver}: done", file=sys.stderr, flush=True)
-    minutes = (time.perf_counter() - start) / 60
-    command = "python benchmarks/gradient_accuracy.py " + " ".join(argv or sys.argv[1:])
+    wall = time.perf_counter() - start
     shows = (
         "∇W(Z) from the duals (Lemma 1) against noise-aware finite differences "
         "(`sparsify.core.gradcheck.check_gradient`: central differences extrapolated over the "
@@ -154,16 +149,14 @@ def main(argv: list[str] | None = None) -> int:
         f"latter is the gradient's error. Kernels {', '.join(KERNELS)}; {args.seeds} random "
         "problems each (N = 40, d = 3, Nz = 4, solver_tol = 1e-9); `auto` is the "
         "formulation's own exact solver where it has one.")
-    page = result_page(
-        "Gradient accuracy per formulation and backend", shows, command, _table(rows),
-        [f"{minutes:.1f} min, one thread, {platform.machine()}, "
-         f"{platform.processor() or 'processor not reported'}; {time.strftime('%Y-%m-%d')}; "
-         f"load average {os.getloadavg()[0]:.1f} at the end."])
+    page = harness.result_page("Gradient accuracy per formulation and backend", shows,
+                               harness.command(__file__, argv), _table(rows),
+                               [harness.provenance(wall, "one thread")])
     args.out.mkdir(parents=True, exist_ok=True)
-    write_csv(args.out / "gradient_accuracy.csv", rows,
-              ["formulation", "kernel", "solver", "seed", "status", "backend", "rel_error",
-               "fd_error", "noise", "step", "seconds"])
-    _write_atomic(args.out / "gradient_accuracy.md", page)
+    harness.write_csv(args.out / "gradient_accuracy.csv", rows,
+                      ["formulation", "kernel", "solver", "seed", "status", "backend", "rel_error",
+                       "fd_error", "noise", "step", "seconds"])
+    harness.write_atomic(args.out / "gradient_accuracy.md", page)
     print(f"wrote {args.out / 'gradient_accuracy.md'}", file=sys.stderr)
     return 0
 

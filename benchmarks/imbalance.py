@@ -27,24 +27,14 @@ fit) at the end, so an interrupted run leaves nothing half-written.
 
 from __future__ import annotations
 
-import os
-import platform
-import sys
 import time
 from pathlib import Path
 from typing import Any
 
+import harness
 import numpy as np
 from numpy.typing import NDArray
-from performance import (
-    _load,
-    _load_compiled_solver,
-    _write_atomic,
-    benchmark_parser,
-    check_data_dir,
-    result_page,
-    write_csv,
-)
+from performance import load_compiled_solver
 from sklearn.datasets import make_classification, make_moons
 from sklearn.metrics import balanced_accuracy_score, recall_score
 from sklearn.model_selection import train_test_split
@@ -83,7 +73,7 @@ def make_data(name: str, seed: int, n_majority: int,
         X, y = make_moons(2 * n_majority, noise=0.25, random_state=seed)
         return _thin(X, y, 1, n_majority, rng)
     assert data_dir is not None
-    d = _load(data_dir, "banana")
+    d = harness.load_set(data_dir, "banana")
     X, y = d["X"].astype(float), d["y"]
     return _thin(X, y, 1, min(n_majority, int(np.sum(y != 1))), rng)
 
@@ -181,15 +171,12 @@ def report(rows: list[dict[str, Any]], wall: float, seeds: int) -> str:
     shows = ("SparseSVC and scikit-learn's SVC on data sets with one minority point per 100, "
              "unweighted and with `class_weight=\"balanced\"`: the minority class's recall, "
              "the balanced accuracy and the fit time.")
-    machine = (f"Total {wall:.0f} s on {platform.processor() or platform.machine()}, BLAS on "
-               f"one thread; {time.strftime('%Y-%m-%d')}, load average "
-               f"{os.getloadavg()[0]:.1f} at the end.")
-    return result_page("Class imbalance 1:100: class_weight=\"balanced\"", shows,
-                       " ".join(["python", *sys.argv]), lines, [machine])
+    return harness.result_page("Class imbalance 1:100: class_weight=\"balanced\"", shows,
+                               harness.command(__file__), lines, [harness.provenance(wall)])
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = benchmark_parser(__doc__, "optional: a folder in the ../shared/data format; "
+    parser = harness.benchmark_parser(__doc__, "optional: a folder in the ../shared/data format; "
                                        "adds banana/ thinned to 1:100")
     for action in parser._actions:  # the generated data sets need no folder
         if action.dest == "data_dir":
@@ -202,7 +189,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     names = ["classification", "moons"]
     if args.data_dir is not None:
-        check_data_dir(parser, args.data_dir, ["banana"])
+        harness.check_data_dir(parser, args.data_dir, ["banana"])
         names.append("banana")
     if args.n_majority < 2 * RATIO:
         parser.error(f"--n-majority must be at least {2 * RATIO}, so that each half has a "
@@ -211,16 +198,14 @@ def main(argv: list[str] | None = None) -> int:
     start = time.perf_counter()
     rows: list[dict[str, Any]] = []
     with threadpool_limits(1):
-        _load_compiled_solver()  # the fast path's one-off loads stay out of the fit times
+        load_compiled_solver()  # the fast path's one-off loads stay out of the fit times
         for name in names:
             for seed in range(args.seeds):
                 X, y = make_data(name, seed, args.n_majority, args.data_dir)
                 rows += fit_all(name, seed, X, y, args.C, args.n_expansion)
             print(f"[imbalance] {name} done {time.perf_counter() - start:.0f}s", flush=True)
-    write_csv(args.out / "imbalance.csv", rows)
-    text = report(rows, time.perf_counter() - start, args.seeds)
-    _write_atomic(args.out / "imbalance.md", text)
-    print(text)
+    harness.write_results(args.out, "imbalance",
+                          report(rows, time.perf_counter() - start, args.seeds), rows)
     return 0
 
 

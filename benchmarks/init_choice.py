@@ -21,23 +21,13 @@ writes ``init_choice.md`` and ``init_choice.csv`` (every fit) at the end.
 
 from __future__ import annotations
 
-import os
-import sys
 import time
 from pathlib import Path
 from typing import Any
 
+import harness
 import numpy as np
-from performance import (
-    BANANA_C,
-    BANANA_GAMMA,
-    _load,
-    _write_atomic,
-    benchmark_parser,
-    check_data_dir,
-    result_page,
-    write_csv,
-)
+from performance import BANANA_C, BANANA_GAMMA
 from threadpoolctl import threadpool_limits
 
 from sparsify import SparseSVC
@@ -49,7 +39,7 @@ INITS = ("balanced", "random")
 def fits(data_dir: Path, name: str, C: float, gamma: float, splits: list[int],
          seeds: int, setting: str) -> list[dict[str, Any]]:
     """One SLMC per (split, seed, init); the same seed gives both inits their draw."""
-    d = _load(data_dir, name)
+    d = harness.load_set(data_dir, name)
     X, y = d["X"].astype(float), d["y"]
     rows = []
     for split in splits:
@@ -97,22 +87,20 @@ def report(rows: list[dict[str, Any]], wall: float) -> str:
              "each class) or from random ones: test error and final W of both starts at the "
              "same split and seed, on the IDA sets with Rätsch's (C, γ) and on Banana with "
              "cross-validated ones.")
-    machine = (f"Machine: {os.cpu_count()} CPUs, BLAS limited to 1 thread; "
-               f"{time.strftime('%Y-%m-%d')}, load average {os.getloadavg()[0]:.1f} at the "
-               f"end; total {wall / 60:.1f} min.")
-    return result_page("Initial XVs on two classes: balanced against random", shows,
-                       " ".join(["python", *sys.argv]), lines, [machine])
+    return harness.result_page("Initial XVs on two classes: balanced against random", shows,
+                               harness.command(__file__), lines, [harness.provenance(wall)])
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = benchmark_parser(__doc__)
+    parser = harness.benchmark_parser(__doc__)
     parser.add_argument("--datasets", nargs="+", default=list(IDA_PARAMETERS),
                         choices=list(IDA_PARAMETERS))
     parser.add_argument("--splits", type=int, default=10)
     parser.add_argument("--seeds", type=int, default=3)
     parser.add_argument("--banana-seeds", type=int, default=30)
     args = parser.parse_args(argv)
-    check_data_dir(parser, args.data_dir, [*args.datasets, *(["banana"] * (args.banana_seeds > 0))])
+    harness.check_data_dir(parser, args.data_dir,
+                           [*args.datasets, *(["banana"] * (args.banana_seeds > 0))])
     args.out.mkdir(parents=True, exist_ok=True)
     start = time.perf_counter()
     rows: list[dict[str, Any]] = []
@@ -125,10 +113,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.banana_seeds:
             rows += fits(args.data_dir, "banana", BANANA_C, BANANA_GAMMA, [0, 1, 2],
                          args.banana_seeds, "banana-cv")
-    write_csv(args.out / "init_choice.csv", rows)
-    text = report(rows, time.perf_counter() - start)
-    _write_atomic(args.out / "init_choice.md", text)
-    print(text)
+    harness.write_results(args.out, "init_choice", report(rows, time.perf_counter() - start), rows)
     return 0
 
 

@@ -32,36 +32,21 @@ at the end of the run.
 from __future__ import annotations
 
 import argparse
-import os
-import platform
 import shlex
 import sys
 import time
 import warnings
-from concurrent.futures import ProcessPoolExecutor
-from concurrent.futures import TimeoutError as FutureTimeout
-from multiprocessing import get_context
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-import sklearn
 from sklearn.decomposition import PCA, KernelPCA
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.kernel_approximation import Nystroem
 from threadpoolctl import threadpool_limits
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from performance import (
-    _peak_rss,
-    _reset_peak_rss,
-    _write_atomic,
-    benchmark_parser,
-    check_data_dir,
-    cpu_name,
-    result_page,
-    write_csv,
-)
+import harness
 
 from sparsify import RBF, SparseKernelPCA
 
@@ -118,7 +103,7 @@ def _fit(method: str, spec: tuple[Any, ...], m: int, k: int, gamma: float, max_i
     """One fit in this (fresh) process: seconds, peak memory, test reconstruction error."""
     X, X_test, _ = load(*spec)
     kernel = RBF(gamma)
-    base = _reset_peak_rss()
+    base = harness.reset_peak_rss()
     with threadpool_limits(1), warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         start = time.perf_counter()
@@ -138,7 +123,7 @@ def _fit(method: str, spec: tuple[Any, ...], m: int, k: int, gamma: float, max_i
                                     max_iter=max_iter if method == "SparseKernelPCA" else 0
                                     ).fit(X)
         seconds = time.perf_counter() - start
-    peak = (_peak_rss() - base) / 1024
+    peak = (harness.peak_rss() - base) / 1024
     n_fit, extra = len(X_fit), {}
     diag = kernel.diag(X_test)
     if method == FULL:
@@ -166,20 +151,6 @@ def _fit(method: str, spec: tuple[Any, ...], m: int, k: int, gamma: float, max_i
             "warnings": len(caught), **extra}
 
 
-def _fresh(timeout: float, *args: Any) -> dict[str, Any]:
-    """`_fit` in a fresh spawned process; a timeout or an error is the row's note."""
-    with ProcessPoolExecutor(1, mp_context=get_context("spawn")) as pool:
-        job = pool.submit(_fit, *args)
-        try:
-            return job.result(timeout=timeout)
-        except FutureTimeout:
-            for proc in pool._processes.values():
-                proc.kill()
-            return {"note": f"over {timeout:.0f} s"}
-        except Exception as exc:  # a failure is a finding: recorded
-            return {"note": f"{type(exc).__name__}: {exc}"[:300]}
-
-
 def test_variance(X: np.ndarray, X_test: np.ndarray, gamma: float) -> float:
     """Mean ‖φ(x) − m‖² over the test points, m the training mean: the error of k = 0."""
     kernel = RBF(gamma)
@@ -193,16 +164,13 @@ def _fmt(value: Any, spec: str) -> str:
 
 
 def report(rows: list[dict[str, Any]], args: argparse.Namespace, info: dict[str, Any],
-           wall: float, load_avg: tuple[float, float]) -> str:
+           wall: float) -> str:
     full = next((r for r in rows if r["method"] == FULL and "test_error" in r), None)
     subsample = (f"a random subsample of {full['n_fit']} of the {info['n_train']} training "
                  f"points (above --full-max {args.full_max})"
                  if full and full["n_fit"] < info["n_train"] else "all the training points")
-    machine = (f"Produced by `benchmarks/kernel_pca.py`. Machine: {os.cpu_count()} CPUs "
-               f"({cpu_name()}), Python {platform.python_version()}, numpy {np.__version__}, "
-               f"scikit-learn {sklearn.__version__}; one BLAS thread per process; "
-               f"{time.strftime('%Y-%m-%d')}; load average {load_avg[0]:.1f} at the start, "
-               f"{load_avg[1]:.1f} at the end. Total {wall / 60:.1f} min.")
+    machine = ("Produced by `benchmarks/kernel_pca.py`. "
+               + harness.provenance(wall, "one BLAS thread per process"))
     shows = (f"SparseKernelPCA on {args.dataset} with M optimised XVs beside the same XVs not "
              "moved, Nystroem + PCA with M landmarks and the full kernel PCA: each method's "
              "reconstruction error of the test points in feature space, the training variance "
@@ -270,12 +238,13 @@ def report(rows: list[dict[str, Any]], args: argparse.Namespace, info: dict[str,
                 f"PCA ({nys['seconds']:.2f} s); captured training variance "
                 f"{ours['train_captured']:.4f}, {start['train_captured']:.4f} and "
                 f"{nys['train_captured']:.4f} against the full {full['train_captured']:.4f}.")
-    return result_page(f"Sparse kernel PCA on {args.dataset}", shows,
-                       f"OPENBLAS_NUM_THREADS=1 python {args.command}", lines, [machine])
+    return harness.result_page(f"Sparse kernel PCA on {args.dataset}", shows,
+                               f"OPENBLAS_NUM_THREADS=1 python {args.command}", lines, [machine])
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = benchmark_parser(__doc__, "folder in the ../shared/data format (usps/usps.npz)")
+    parser = harness.benchmark_parser(__doc__,
+                                      "folder in the ../shared/data format (usps/usps.npz)")
     parser.add_argument("--dataset", default="usps", help="set in --data-dir (default usps)")
     parser.add_argument("--k", type=int, default=16, help="principal components")
     parser.add_argument("--nz", type=int, nargs="+", default=[32, 64, 128, 256],
@@ -295,7 +264,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     args.command = shlex.join(["benchmarks/kernel_pca.py",
                                *(sys.argv[1:] if argv is None else argv)])
-    check_data_dir(parser, args.data_dir, [args.dataset])
+    harness.check_data_dir(parser, args.data_dir, [args.dataset])
     if args.gamma != "scale":
         try:
             if not float(args.gamma) > 0:
@@ -315,17 +284,18 @@ def main(argv: list[str] | None = None) -> int:
                      f"max(--nz) = {max(args.nz)} training rows; got shape {X.shape}")
     gamma = float(1.0 / (X.shape[1] * X.var()) if args.gamma == "scale" else args.gamma)
     args.out.mkdir(parents=True, exist_ok=True)
-    load_start = os.getloadavg()[0]
     start = time.perf_counter()
     info = {"n_train": len(X), "n_test": len(X_test), "d": X.shape[1], "how": how,
             "gamma": gamma, "variance": test_variance(X, X_test, gamma)}
     rows: list[dict[str, Any]] = []
     common = (args.k, gamma, args.max_iter, args.full_max, args.seed)
-    full = {"method": FULL, "M": "", **_fresh(args.timeout, FULL, spec, 0, *common)}
+    full = {"method": FULL, "M": "",
+            **harness.fresh_row(args.timeout, _fit, FULL, spec, 0, *common)}
     print(f"{FULL}: {full}", flush=True)
     for m in args.nz:
         for method in METHODS:
-            row = {"method": method, "M": m, **_fresh(args.timeout, method, spec, m, *common)}
+            row = {"method": method, "M": m,
+                   **harness.fresh_row(args.timeout, _fit, method, spec, m, *common)}
             print(f"{method}, M = {m}: {row}", flush=True)
             rows.append(row)
     rows.append(full)
@@ -333,9 +303,9 @@ def main(argv: list[str] | None = None) -> int:
         if "test_error" in r and "test_error" in full:
             r["over_full_pct"] = 100 * (r["test_error"] / full["test_error"] - 1)
     wall = time.perf_counter() - start
-    write_csv(args.out / f"{args.name}.csv", rows, FIELDS)
-    text = report(rows, args, info, wall, (load_start, os.getloadavg()[0]))
-    _write_atomic(args.out / f"{args.name}.md", text)
+    harness.write_csv(args.out / f"{args.name}.csv", rows, FIELDS)
+    text = report(rows, args, info, wall)
+    harness.write_atomic(args.out / f"{args.name}.md", text)
     print(text)
     return 0
 

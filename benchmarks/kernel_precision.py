@@ -35,8 +35,6 @@ writes ``kernel_precision.md`` and ``kernel_precision.csv`` under ``--out`` at t
 from __future__ import annotations
 
 import argparse
-import os
-import platform
 import sys
 import time
 import warnings
@@ -49,18 +47,7 @@ from numpy.typing import NDArray
 from threadpoolctl import threadpool_limits
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from performance import (
-    _load,
-    _peak_rss,
-    _reset_peak_rss,
-    _write_atomic,
-    check_datasets,
-    check_params,
-    cpu_name,
-    parse_params,
-    result_page,
-    write_csv,
-)
+import harness
 from scale import choose_params, make
 
 from sparsify import SparseSVC
@@ -99,7 +86,7 @@ class SinglePrecision(Kernel):
         return self.base.vjp_z(X, Z, G, K)
 
 
-def load_set(name: str, data_dir: Path | None, n: int, seed: int,
+def load_problem(name: str, data_dir: Path | None, n: int, seed: int,
              params: dict[str, tuple[float, float]]) -> tuple[Array, Array, float, float]:
     """X, y in {-1, +1}, C and γ of a generated set or of a set in ``data_dir``."""
     if name in SYNTHETIC:
@@ -109,7 +96,7 @@ def load_set(name: str, data_dir: Path | None, n: int, seed: int,
         # C = 1, γ = 0.05807 on ringnorm and C = 1000, γ = 1.124 on checkerboard)
         C, gamma = params.get(name) or choose_params(name, seed, min(n, 3000))[:2]
     else:
-        d = _load(data_dir, name)  # type: ignore[arg-type]
+        d = harness.load_set(data_dir, name)  # type: ignore[arg-type]
         train = d["train_idx"][0] if "train_idx" in d else np.arange(len(d["y"]))
         X, y = d["X"][train].astype(float), d["y"][train]
         C, gamma = 1.0, 1.0 / (X.shape[1] * X.var())
@@ -216,12 +203,9 @@ def report(rows: list[dict[str, Any]], timing: list[dict[str, Any]], command: st
              f"stored in single precision, on {sets} at the initial and at fitted XVs, "
              "against the double-precision evaluation's own noise; and what float32 saves "
              "in the time of one K_XZ.")
-    machine = (f"Produced by `benchmarks/kernel_precision.py`. Machine: {os.cpu_count()} CPUs "
-               f"({cpu_name()}), Python {platform.python_version()}, numpy {np.__version__}; "
-               f"one BLAS thread; {time.strftime('%Y-%m-%d')}, load average "
-               f"{os.getloadavg()[0]:.1f} at the end; {wall / 60:.1f} min.")
-    return result_page("float32 kernel blocks in the SVM fast path", shows, command, lines,
-                       [machine])
+    return harness.result_page(
+        "float32 kernel blocks in the SVM fast path", shows, command, lines,
+        ["Produced by `benchmarks/kernel_precision.py`. " + harness.provenance(wall)])
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -231,7 +215,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=Path("docs/results"))
     parser.add_argument("--sets", nargs="+", default=["ringnorm", "checkerboard"],
                         help="ringnorm, checkerboard or classification sets in --data-dir")
-    parser.add_argument("--params", nargs="*", type=parse_params, default=[],
+    parser.add_argument("--params", nargs="*", type=harness.parse_params, default=[],
                         metavar="SET=C:GAMMA")
     parser.add_argument("--n", type=int, default=10_000, help="points of a generated set")
     parser.add_argument("--nz", type=int, nargs="+", default=[50, 100, 200])
@@ -243,8 +227,8 @@ def main(argv: list[str] | None = None) -> int:
         if args.data_dir is None:
             parser.error(f"--sets {' '.join(files)} need --data-dir (only ringnorm and "
                          "checkerboard are generated).")
-        check_datasets(parser, args.data_dir, files)
-    params = check_params(parser, args.params, args.sets)
+        harness.check_datasets(parser, args.data_dir, files)
+    params = harness.check_params(parser, args.params, args.sets)
     command = "OPENBLAS_NUM_THREADS=1 python " + " ".join(
         [sys.argv[0], *(argv if argv is not None else sys.argv[1:])])
     start = time.perf_counter()
@@ -253,11 +237,11 @@ def main(argv: list[str] | None = None) -> int:
     with threadpool_limits(1), warnings.catch_warnings():
         warnings.simplefilter("ignore")
         for name in args.sets:
-            X, y, C, gamma = load_set(name, args.data_dir, args.n, args.seed, params)
+            X, y, C, gamma = load_problem(name, args.data_dir, args.n, args.seed, params)
             for nz in args.nz:
                 if nz >= len(np.unique(X, axis=0)):
                     continue
-                base = _reset_peak_rss()  # the data are in memory: what the Nz adds
+                base = harness.reset_peak_rss()  # the data are in memory: what the Nz adds
                 Z0 = initial_expansion_vectors(X, nz, "random", args.seed)
                 fitted = SparseSVC(nz, C=C, gamma=gamma, max_iter=args.fit_iter,
                                    n_iter_no_change=None, random_state=args.seed).fit(X, y)
@@ -267,13 +251,11 @@ def main(argv: list[str] | None = None) -> int:
                     rows += measure(name, X, y, C, gamma, nz, where, Z)
                 timing.append({"set": name, "N": len(X), "Nz": nz,
                                **block_seconds(X, Z0, gamma),
-                               "peak_mb": (_peak_rss() - base) / 1024})
+                               "peak_mb": (harness.peak_rss() - base) / 1024})
                 print(f"[kernel_precision] {name} Nz={nz} done", flush=True)
     args.out.mkdir(parents=True, exist_ok=True)
-    write_csv(args.out / "kernel_precision.csv", rows)
-    _write_atomic(args.out / "kernel_precision.md",
-                  report(rows, timing, command, time.perf_counter() - start))
-    print((args.out / "kernel_precision.md").read_text())
+    harness.write_results(args.out, "kernel_precision",
+                          report(rows, timing, command, time.perf_counter() - start), rows)
     return 0
 
 

@@ -1,6 +1,6 @@
 """How far SKFD's test error moves with μ, the SVM step's C and the start, at the paper's (C, γ).
 
-A diagnostic for issue 3's one missed figure (breast_cancer, docs/results/kfd_notes.md):
+A diagnostic for issue 3's one missed figure (breast_cancer; the notes in docs/results/kfd.md):
 is there a setting of the hyperparameters the paper leaves open at which the paper's
 method, as it is written, reaches the paper's SKFD error on the same splits? Nothing is
 chosen from this table; it reads test errors over a whole grid on purpose.
@@ -23,25 +23,14 @@ writes ``kfd_sensitivity.md`` and ``kfd_sensitivity.csv`` (one row per fit and s
 from __future__ import annotations
 
 import argparse
-import os
-import sys
 import time
 import warnings
 from pathlib import Path
 from typing import Any
 
+import harness
 import numpy as np
 from kfd_table3 import MARGIN, PAPER
-from performance import (
-    _load,
-    _write_atomic,
-    benchmark_parser,
-    check_datasets,
-    check_params,
-    parse_params,
-    result_page,
-    write_csv,
-)
 from sklearn.svm import SVC
 from threadpoolctl import threadpool_limits
 
@@ -53,7 +42,7 @@ from sparsify.kernels import RBF
 
 def fits(data_dir: Path, name: str, args: argparse.Namespace) -> list[dict[str, Any]]:
     """One SKFD per (split, start, μ, seed); every step C re-solves β and b on its XVs."""
-    d = _load(data_dir, name)
+    d = harness.load_set(data_dir, name)
     X, y = d["X"].astype(float), d["y"].astype(int)
     C, gamma = args.params[name]
     kernel = RBF(gamma)
@@ -85,8 +74,8 @@ def fits(data_dir: Path, name: str, args: argparse.Namespace) -> list[dict[str, 
 
 
 def report(rows: list[dict[str, Any]], args: argparse.Namespace, wall: float) -> str:
-    lines = ["A diagnostic: every cell reads test errors, and "
-             "nothing is chosen from them (docs/results/kfd_notes.md). Rätsch's (C, γ); "
+    lines = ["A diagnostic: every cell reads test errors, and nothing is chosen from them "
+             "(the notes on breast_cancer in docs/results/kfd.md). Rätsch's (C, γ); "
              "`SparseKFD(n_expansion=0.1)`, one start per fit, "
              f"{args.max_iter} L-BFGS iterations; β and b by the SVM step at the column's C "
              "(marked * where it is the SVM's own C, the paper's choice). A cell: mean test "
@@ -128,17 +117,17 @@ def report(rows: list[dict[str, Any]], args: argparse.Namespace, wall: float) ->
              + ", ".join(dict.fromkeys(r["dataset"] for r in rows))
              + " depends on what the paper leaves open: μ, the C of the SVM step that sets β "
              "and b, and the initial XVs, each cell a mean over the splits and seeds.")
-    machine = (f"Produced by `benchmarks/kfd_sensitivity.py`; {time.strftime('%Y-%m-%d')}, "
-               f"load average {os.getloadavg()[0]:.1f} at the end. Total {wall / 60:.1f} min.")
-    return result_page("SKFD: sensitivity of the test error to μ, the SVM step's C and the "
-                       "start", shows, " ".join(["python", *sys.argv]), lines, [machine])
+    return harness.result_page(
+        "SKFD: sensitivity of the test error to μ, the SVM step's C and the start", shows,
+        harness.command(__file__), lines,
+        ["Produced by `benchmarks/kfd_sensitivity.py`. " + harness.provenance(wall)])
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = benchmark_parser(__doc__)
+    parser = harness.benchmark_parser(__doc__)
     parser.add_argument("--datasets", nargs="+", default=["breast_cancer"], metavar="NAME",
                         help="any binary set with predefined splits in --data-dir")
-    parser.add_argument("--params", nargs="+", type=parse_params, default=[],
+    parser.add_argument("--params", nargs="+", type=harness.parse_params, default=[],
                         metavar="NAME=C:GAMMA",
                         help="the SVM's (C, γ) of a set; default: Rätsch's IDA values")
     parser.add_argument("--splits", type=int, default=10)
@@ -153,9 +142,9 @@ def main(argv: list[str] | None = None) -> int:
     if min(args.mus) <= 0 or min(args.step_Cs) <= 0:
         parser.error("--mus and --step-Cs must be positive.")
     args.datasets = list(dict.fromkeys(args.datasets))
-    check_datasets(parser, args.data_dir, args.datasets, splits=True, binary=True)
+    harness.check_datasets(parser, args.data_dir, args.datasets, splits=True, binary=True)
     args.params = {**{n: IDA_PARAMETERS[n] for n in args.datasets if n in IDA_PARAMETERS},
-                   **check_params(parser, args.params, args.datasets)}
+                   **harness.check_params(parser, args.params, args.datasets)}
     missing = [n for n in args.datasets if n not in args.params]
     if missing:
         parser.error(f"{', '.join(missing)} has no published (C, γ); give it with --params "
@@ -167,10 +156,8 @@ def main(argv: list[str] | None = None) -> int:
         for name in args.datasets:
             rows += fits(args.data_dir, name, args)
             print(f"[kfd_sensitivity] {name} done {time.perf_counter() - start:.0f}s", flush=True)
-    write_csv(args.out / "kfd_sensitivity.csv", rows)
-    text = report(rows, args, time.perf_counter() - start)
-    _write_atomic(args.out / "kfd_sensitivity.md", text)
-    print(text)
+    harness.write_results(args.out, "kfd_sensitivity",
+                          report(rows, args, time.perf_counter() - start), rows)
     return 0
 
 

@@ -31,8 +31,6 @@ writes ``kkt_choice.md`` and ``kkt_choice.csv``; ``--quick`` runs tiny sizes.
 from __future__ import annotations
 
 import argparse
-import os
-import platform
 import sys
 import time
 from pathlib import Path
@@ -43,8 +41,9 @@ import scipy.sparse as sp
 from threadpoolctl import threadpool_limits
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+import harness
 from generic_path import make_data
-from performance import _write_atomic, cpu_name, result_page, write_csv
+from harness import fmt, row, table
 
 from sparsify import RBF, ConicMarginal
 from sparsify.core.kernel_blocks import whitening
@@ -96,16 +95,22 @@ def _residual(exact: sp.csc_matrix, x: np.ndarray, rhs: np.ndarray) -> float:
     return float(np.abs(exact @ x - rhs).max() / np.abs(rhs).max())
 
 
-def measure_factorisations(name: str, n: int, nz: int, seed: int) -> list[dict[str, Any]]:
+def _problem(name: str, n: int, nz: int, seed: int) -> tuple[Any, Any, Cones]:
+    """The declared formulation's linked problem at random XVs, its KKT structure and cones."""
     X, y, form = make_data(name, n, seed)
     kernel = RBF(1.0 / X.shape[1])
     marginal = ConicMarginal(form, X, y, kernel, nz, solver="structured", tol=1e-8)
     problem = marginal._compiled["CLARABEL"].problem
-    structure = problem.cache["structured"]["structure"]
     Z = initial_expansion_vectors(X, nz, "random", seed)
     problem.set_phi(kernel(X, Z) @ whitening(kernel(Z, Z) + marginal.jitter * np.eye(nz)))
     own = problem.own
-    cones = Cones(own.cones.nonneg, own.cones.soc)
+    return problem, problem.cache["structured"]["structure"], Cones(own.cones.nonneg,
+                                                                    own.cones.soc)
+
+
+def measure_factorisations(name: str, n: int, nz: int, seed: int) -> list[dict[str, Any]]:
+    problem, structure, cones = _problem(name, n, nz, seed)
+    own = problem.own
     scaling = _iterate(problem, structure, cones, 5)
     reg, exact = _full_kkt(problem, scaling, cones)
     rng = np.random.default_rng(seed)
@@ -186,15 +191,8 @@ def _cvxopt_kktsolver(structure: Any, Phi: np.ndarray, cones: Cones, n_f: int) -
 def measure_interior_points(name: str, n: int, nz: int, seed: int) -> list[dict[str, Any]]:
     from cvxopt import matrix, solvers, spmatrix
 
-    X, y, form = make_data(name, n, seed)
-    kernel = RBF(1.0 / X.shape[1])
-    marginal = ConicMarginal(form, X, y, kernel, nz, solver="structured", tol=1e-8)
-    problem = marginal._compiled["CLARABEL"].problem
-    structure = problem.cache["structured"]["structure"]
-    Z = initial_expansion_vectors(X, nz, "random", seed)
-    problem.set_phi(kernel(X, Z) @ whitening(kernel(Z, Z) + marginal.jitter * np.eye(nz)))
+    problem, structure, cones = _problem(name, n, nz, seed)
     own, data = problem.own, problem.linked()
-    cones = Cones(own.cones.nonneg, own.cones.soc)
     out: list[dict[str, Any]] = []
     start = time.perf_counter()
     result = ipm.solve(structure, own.c, own.b, problem.Phi,
@@ -232,12 +230,6 @@ def measure_interior_points(name: str, n: int, nz: int, seed: int) -> list[dict[
     return out
 
 
-def _fmt(v: Any, digits: int = 3) -> str:
-    if v is None or v == "" or (isinstance(v, float) and np.isnan(v)):
-        return "—"
-    return f"{v:.{digits}g}" if isinstance(v, float) else str(v)
-
-
 def report(rows: list[dict[str, Any]], command: str, wall: float) -> str:
     fac = [r for r in rows if "factor_s" in r]
     ipms = [r for r in rows if "iterations" in r or r.get("method") == "cvxopt coneqp"]
@@ -247,25 +239,19 @@ def report(rows: list[dict[str, Any]], command: str, wall: float) -> str:
              "interior point, the structured backend's beside CVXOPT's coneqp driving the "
              "same structured solve.")
     lines = ["## One factorisation and one solve", "",
-             "| formulation | N | KKT size | KKT nnz | method | factor s | solve s | factor "
-             "entries | residual |", "|---" * 9 + "|"]
-    for r in fac:
-        lines.append(f"| {r['formulation']} | {r['N']} | {r['kkt_size']} | {r['kkt_nnz']} | "
-                     f"{r['method']} | {_fmt(r['factor_s'])} | {_fmt(r['solve_s'])} | "
-                     f"{_fmt(r.get('factor_nnz'))} | {_fmt(r['residual'], 2)} |")
+             *table("formulation", "N", "KKT size", "KKT nnz", "method", "factor s", "solve s",
+                    "factor entries", "residual")]
+    lines += [row(r["formulation"], r["N"], r["kkt_size"], r["kkt_nnz"], r["method"],
+                  fmt(r["factor_s"]), fmt(r["solve_s"]), fmt(r.get("factor_nnz")),
+                  fmt(r["residual"], 2)) for r in fac]
     lines += ["", "## The whole interior point", "",
-              "| formulation | N | method | iterations | s | status | W | note |",
-              "|---" * 8 + "|"]
-    for r in ipms:
-        lines.append(f"| {r['formulation']} | {r['N']} | {r['method']} | "
-                     f"{_fmt(r.get('iterations'))} | {_fmt(r.get('seconds'))} | "
-                     f"{r.get('status', '—')} | {_fmt(r.get('W'), 10)} | {r.get('note', '')} |")
-    return result_page(
-        "Solving the linked problem's KKT systems", shows, "OPENBLAS_NUM_THREADS=1 " + command,
-        lines,
-        [f"Machine: {os.cpu_count()} CPUs ({cpu_name()}), Python {platform.python_version()}, "
-         f"numpy {np.__version__}; BLAS limited to 1 thread; {time.strftime('%Y-%m-%d')}; "
-         f"load average {os.getloadavg()[0]:.1f} at the end. Total {wall / 60:.1f} min."])
+              *table("formulation", "N", "method", "iterations", "s", "status", "W", "note")]
+    lines += [row(r["formulation"], r["N"], r["method"], fmt(r.get("iterations")),
+                  fmt(r.get("seconds")), r.get("status", "—"), fmt(r.get("W"), 10),
+                  r.get("note", "")) for r in ipms]
+    return harness.result_page("Solving the linked problem's KKT systems", shows,
+                               "OPENBLAS_NUM_THREADS=1 " + command, lines,
+                               [harness.provenance(wall)])
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -285,12 +271,8 @@ def main(argv: list[str] | None = None) -> int:
                 rows += measure_factorisations(name, n, nz, args.seed)
                 rows += measure_interior_points(name, n, nz, args.seed)
                 print(f"[kkt_choice] {name} N={n} done", flush=True)
-    command = "python benchmarks/kkt_choice.py " + " ".join(argv or sys.argv[1:])
-    text = report(rows, command, time.perf_counter() - start)
-    fields = sorted({k for r in rows for k in r}, key=lambda k: (k != "formulation", k))
-    write_csv(args.out / "kkt_choice.csv", rows, fields)
-    _write_atomic(args.out / "kkt_choice.md", text)
-    print(text)
+    text = report(rows, harness.command(__file__, argv), time.perf_counter() - start)
+    harness.write_results(args.out, "kkt_choice", text, rows, ("formulation",))
     return 0
 
 

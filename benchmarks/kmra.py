@@ -44,27 +44,13 @@ per data set; every file is written whole or not at all.
 from __future__ import annotations
 
 import argparse
-import os
-import platform
-import shlex
-import sys
-import tempfile
 import time
 import warnings
 from pathlib import Path
 from typing import Any
 
+import harness
 import numpy as np
-from performance import (
-    _default_mode,
-    _write_atomic,
-    benchmark_parser,
-    check_datasets,
-    check_params,
-    parse_params,
-    result_page,
-    write_csv,
-)
 from sklearn.model_selection import GridSearchCV
 from sklearn.preprocessing import MinMaxScaler
 from sklearn.svm import SVC
@@ -230,19 +216,15 @@ def plot(name: str, rows: list[dict[str, Any]], rounds: list[dict[str, Any]], ou
     ax_test.set_title(f"{label(name)}: KMRA paths ({len(rows)} partitions; dots = final)")
     ax_train.set_title("training accuracy along the path; dashes: δ")
     fig.tight_layout()
-    with tempfile.NamedTemporaryFile(dir=out, suffix=".png", delete=False) as fh:
-        tmp = Path(fh.name)
-    fig.savefig(tmp, dpi=110, format="png")
-    plt.close(fig)
-    os.chmod(tmp, _default_mode())
-    os.replace(tmp, out / f"kmra_{name}.png")
+    harness.write_figure(fig, out / f"kmra_{name}.png", dpi=110)
 
 
 def ms(values: list[float], digits: int = 1, scale: float = 1.0, median: bool = False) -> str:
     """'mean ± std', optionally with the median (counts are skewed across partitions)."""
-    v = scale * np.asarray(values, dtype=float)
-    text = f"{v.mean():.{digits}f} ± {v.std():.{digits}f}"
-    return text + f" (median {np.median(v):g})" if median else text
+    text = harness.pm(values, scale, digits)
+    if median:
+        text += f" (median {np.median(scale * np.asarray(values, dtype=float)):g})"
+    return text
 
 
 def delta_text(args: argparse.Namespace) -> str:
@@ -258,12 +240,8 @@ def delta_text(args: argparse.Namespace) -> str:
 
 def report(rows: list[dict[str, Any]], margins: list[dict[str, Any]],
            args: argparse.Namespace, seconds: float, dropped: dict[str, int]) -> str:
-    load_avg = (" / ".join(f"{x:.1f}" for x in os.getloadavg())
-                if hasattr(os, "getloadavg") else "?")
     given = [f"{label(n)} C = {c:g}, γ = {g:g}" for n, (c, g) in args.params.items()]
-    machine = (f"Machine: {os.cpu_count()} CPUs ({platform.machine()}, {platform.platform()}), "
-               f"Python {sys.version.split()[0]}; shared with other jobs (load average at the "
-               f"end {load_avg}); {time.strftime('%Y-%m-%d')}; total {seconds / 60:.1f} min.")
+    machine = harness.provenance(seconds, "one BLAS thread, shared with other jobs")
     shows = ("Li & Deng's kernel matching reduction (KMRA: kernel functions deleted from the "
              "dictionary while the training accuracy stays at δ or above) beside the full SVM "
              f"on {', '.join(label(n) for n in args.datasets)}: test accuracy, the number of "
@@ -289,14 +267,10 @@ def report(rows: list[dict[str, Any]], margins: list[dict[str, Any]],
         "≥ δ). **KMRA best** is the best test accuracy along the deletion path, as Li & Deng's "
         "Table 2 reports it: an oracle choice on the test set, not a usable model selection.",
         "",
-        "| data | partitions | N train | method | test accuracy (%) | kernel functions | "
-        "fit s |",
-        "|---|---|---|---|---|---|---|",
+        *harness.table("data", "partitions", "N train", "method", "test accuracy (%)",
+                       "kernel functions", "fit s"),
     ]
-    for name in args.datasets:
-        sel = [r for r in rows if r["dataset"] == name]
-        if not sel:
-            continue
+    for name, sel in harness.by_set(rows, args.datasets):
         head = f"| {label(name)} | {len(sel)} | {sel[0]['n_train']} |"
         lines += [
             f"{head} full SVM (NSV) | {ms([r['svm_accuracy'] for r in sel], 2, 100)} | "
@@ -315,14 +289,11 @@ def report(rows: list[dict[str, Any]], margins: list[dict[str, Any]],
         "rounds run and the SVM's hyperparameters (`CV`: chosen by the 10-fold CV; `given`: "
         "`--params`):",
         "",
-        "| data | KMRA train acc. at start (%) | δ | start below δ | rounds | "
-        "KMRA final train acc. (%) | SVM C (median) | SVM γ (median) | SVM (C, γ) from |",
-        "|---|---|---|---|---|---|---|---|---|",
+        *harness.table("data", "KMRA train acc. at start (%)", "δ", "start below δ", "rounds",
+                       "KMRA final train acc. (%)", "SVM C (median)", "SVM γ (median)",
+                       "SVM (C, γ) from"),
     ]
-    for name in args.datasets:
-        sel = [r for r in rows if r["dataset"] == name]
-        if not sel:
-            continue
+    for name, sel in harness.by_set(rows, args.datasets):
         lines.append(
             f"| {label(name)} | {ms([r['kmra_start_train_accuracy'] for r in sel], 2, 100)} | "
             f"{ms([r['delta'] for r in sel], 3)} | "
@@ -332,11 +303,8 @@ def report(rows: list[dict[str, Any]], margins: list[dict[str, Any]],
             f"{np.median([r['svm_C'] for r in sel]):g} | "
             f"{np.median([r['svm_gamma'] for r in sel]):g} | {sel[0]['svm_params']} |")
     lines += ["", "Final dictionary sizes per partition (KMRA final / full SVM NSV):", ""]
-    for name in args.datasets:
-        sel = [r for r in rows if r["dataset"] == name]
-        if sel:
-            sizes = ", ".join(f"{r['kmra_final_n']}/{r['svm_n_sv']}" for r in sel)
-            lines.append(f"- {label(name)}: {sizes}")
+    lines += [f"- {label(name)}: " + ", ".join(f"{r['kmra_final_n']}/{r['svm_n_sv']}" for r in sel)
+              for name, sel in harness.by_set(rows, args.datasets)]
     if margins:
         lines += [
             "",
@@ -381,8 +349,8 @@ def report(rows: list[dict[str, Any]], margins: list[dict[str, Any]],
         + (", `kmra_margins.csv` (one row per partition and δ rule)" if margins else "") + ".",
         "",
     ]
-    return result_page("KMRA (kernel matching reduction) against the full SVM", shows,
-                       args.command, lines, [machine])
+    return harness.result_page("KMRA (kernel matching reduction) against the full SVM", shows,
+                               args.command, lines, [machine])
 
 
 def delta_arg(text: str) -> float | str:
@@ -412,7 +380,7 @@ def margin_arg(text: str) -> float:
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    ap = benchmark_parser(__doc__, "folder in the ../shared/data format")
+    ap = harness.benchmark_parser(__doc__, "folder in the ../shared/data format")
     ap.add_argument("--partitions", type=int, default=10)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--datasets", nargs="+", default=list(DEFAULT_DATASETS), metavar="NAME",
@@ -425,7 +393,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--margins", type=margin_arg, nargs="*", default=[],
                     help="also fit each whole path and report the model that δ = a₀ − margin "
                          "keeps for each margin, beside Li & Deng's δ and the fixed 0.9")
-    ap.add_argument("--params", type=parse_params, nargs="*", default=[],
+    ap.add_argument("--params", type=harness.parse_params, nargs="*", default=[],
                     metavar="DATASET=C:GAMMA",
                     help="fixed (C, γ) of the full SVM for a set instead of its 10-fold CV, "
                          "e.g. uci_pima=64:0.04")
@@ -435,8 +403,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                     help="re-choose KMRA's C by cross-validation every this many rounds")
     args = ap.parse_args(argv)
     args.datasets = list(dict.fromkeys(args.datasets))
-    check_datasets(ap, args.data_dir, args.datasets, binary=True)
-    args.params = check_params(ap, args.params, args.datasets)
+    harness.check_datasets(ap, args.data_dir, args.datasets, binary=True)
+    args.params = harness.check_params(ap, args.params, args.datasets)
     if args.delta == "seed":
         unknown = [n for n in args.datasets if n not in SEED_DELTA]
         if unknown:
@@ -459,15 +427,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
             KernelMatchingReduction()._check_memory(round(2 * n / 3), n - round(2 * n / 3))
         except ValueError as exc:
             ap.error(f"{name} ({n} rows): {exc}")
-    raw = list(sys.argv[1:] if argv is None else argv)
-    args.command = " ".join(shlex.quote(a) for a in ["python", "benchmarks/kmra.py", *raw])
-    return args
+    return harness.ready(args, __file__, argv)
 
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     warnings.simplefilter("ignore", UserWarning)
-    args.out.mkdir(parents=True, exist_ok=True)
     start = time.perf_counter()
     rows: list[dict[str, Any]] = []
     rounds: list[dict[str, Any]] = []
@@ -484,14 +449,14 @@ def main(argv: list[str] | None = None) -> int:
             margins += sweep
             print({k: (round(float(v), 4) if isinstance(v, float) else v)
                    for k, v in row.items()}, flush=True)
-            write_csv(args.out / "kmra.csv", rows)
-            write_csv(args.out / "kmra_path.csv", rounds)
+            harness.write_csv(args.out / "kmra.csv", rows)
+            harness.write_csv(args.out / "kmra_path.csv", rounds)
             if margins:
-                write_csv(args.out / "kmra_margins.csv", margins)
+                harness.write_csv(args.out / "kmra_margins.csv", margins)
         plot(name, [r for r in rows if r["dataset"] == name],
              [r for r in rounds if r["dataset"] == name], args.out)
     text = report(rows, margins, args, time.perf_counter() - start, dropped)
-    _write_atomic(args.out / "kmra.md", text)
+    harness.write_atomic(args.out / "kmra.md", text)
     print(text)
     return 0
 

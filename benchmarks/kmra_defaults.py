@@ -25,26 +25,15 @@ Writes ``kmra_defaults.md`` (tables, command, machine) and ``kmra_defaults.csv``
 from __future__ import annotations
 
 import argparse
-import os
-import platform
 import resource
-import shlex
-import sys
 import time
 import warnings
 from typing import Any
 from unittest.mock import patch
 
+import harness
 import numpy as np
 from kmra import DEFAULT_DATASETS, label, load, partition
-from performance import (
-    _write_atomic,
-    benchmark_parser,
-    check_datasets,
-    cpu_name,
-    result_page,
-    write_csv,
-)
 from sklearn.preprocessing import MinMaxScaler
 from sklearn.svm import SVC
 from threadpoolctl import threadpool_limits
@@ -88,13 +77,7 @@ def fit_one(X: np.ndarray, y: np.ndarray, name: str, part: int, seed: int
     return rows
 
 
-def ms(values: list[float], digits: int = 2) -> str:
-    v = np.asarray(values, dtype=float)
-    return f"{v.mean():.{digits}f} ± {v.std():.{digits}f}"
-
-
 def report(rows: list[dict[str, Any]], args: argparse.Namespace, wall: float) -> str:
-    load_avg = " / ".join(f"{x:.1f}" for x in os.getloadavg())
     names = list(dict.fromkeys(r["dataset"] for r in rows))
     shows = (
         "KMRA (`sparsify.baselines.kmra.KernelMatchingReduction`) as Li & Deng write it "
@@ -109,11 +92,8 @@ def report(rows: list[dict[str, Any]], args: argparse.Namespace, wall: float) ->
         "them; Pima, with 512 training points, is the largest), with δ = \"auto\": CPU "
         "seconds per fit, test accuracy, and the paired difference of accuracy "
         "(defaults − literal; its spread over partitions is the yardstick).")
-    provenance = [
-        f"Machine: {os.cpu_count()} CPUs ({cpu_name()}, {platform.machine()}), Python "
-        f"{platform.python_version()}, one BLAS thread; load average at the end {load_avg} "
-        f"(the machine is shared); total {wall / 60:.1f} min; peak memory "
-        f"{resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MiB."]
+    where = [harness.provenance(wall, "one BLAS thread, the machine shared") + " Peak memory "
+             f"{resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MiB."]
     lines = [
         "| data | N train | setting | CPU s per fit | max CPU s | test accuracy (%) | "
         "kernel functions (median) | rounds |",
@@ -124,11 +104,11 @@ def report(rows: list[dict[str, Any]], args: argparse.Namespace, wall: float) ->
             sel = [r for r in rows if r["dataset"] == name and r["setting"] == setting]
             lines.append(
                 f"| {label(name)} | {sel[0]['n_train']} | {setting} | "
-                f"{ms([r['cpu_seconds'] for r in sel])} | "
+                f"{harness.pm([r['cpu_seconds'] for r in sel], digits=2)} | "
                 f"{max(r['cpu_seconds'] for r in sel):.2f} | "
-                f"{ms([100 * r['test_accuracy'] for r in sel])} | "
+                f"{harness.pm([r['test_accuracy'] for r in sel], 100, 2)} | "
                 f"{np.median([r['n_functions'] for r in sel]):g} | "
-                f"{ms([r['rounds'] for r in sel], 0)} |")
+                f"{harness.pm([r['rounds'] for r in sel], digits=0)} |")
     lines += ["", "Paired difference of test accuracy (defaults − literal), in points, and the "
               "speed-up of the mean CPU time:", "",
               "| data | partitions | difference (mean ± std) | speed-up |", "|---|---|---|---|"]
@@ -140,44 +120,41 @@ def report(rows: list[dict[str, Any]], args: argparse.Namespace, wall: float) ->
         diff = [100 * (b[p]["test_accuracy"] - a[p]["test_accuracy"]) for p in parts]
         speed = (np.mean([a[p]["cpu_seconds"] for p in parts])
                  / np.mean([b[p]["cpu_seconds"] for p in parts]))
-        lines.append(f"| {label(name)} | {len(parts)} | {ms(diff)} | {speed:.0f}× |")
-    return result_page("KMRA: the defaults against Li & Deng's literal loop", shows,
-                       args.command, lines, provenance)
+        lines.append(harness.row(label(name), len(parts), harness.pm(diff, digits=2),
+                                 f"{speed:.0f}×"))
+    return harness.result_page("KMRA: the defaults against Li & Deng's literal loop", shows,
+                               args.command, lines, where)
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    ap = benchmark_parser(__doc__)
+    ap = harness.benchmark_parser(__doc__)
     ap.add_argument("--datasets", nargs="+", default=list(DEFAULT_DATASETS))
     ap.add_argument("--partitions", type=int, default=10)
     ap.add_argument("--seed", type=int, default=0)
     args = ap.parse_args(argv)
-    check_datasets(ap, args.data_dir, args.datasets, binary=True)
+    harness.check_datasets(ap, args.data_dir, args.datasets, binary=True)
     if args.partitions < 1:
         ap.error(f"--partitions must be at least 1; got {args.partitions}")
-    raw = list(sys.argv[1:] if argv is None else argv)
-    args.command = " ".join(shlex.quote(a) for a in
-                            ["python", "benchmarks/kmra_defaults.py", *raw])
-    return args
+    return harness.ready(args, __file__, argv)
 
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    warnings.simplefilter("ignore", UserWarning)
-    args.out.mkdir(parents=True, exist_ok=True)
     start = time.perf_counter()
     rows: list[dict[str, Any]] = []
     for name in args.datasets:
         X, y, _ = load(args.data_dir, name)
         for part in range(args.partitions):
-            with threadpool_limits(limits=1, user_api="blas"):
+            with threadpool_limits(limits=1, user_api="blas"), warnings.catch_warnings():
+                warnings.simplefilter("ignore", UserWarning)  # δ above a full dictionary's
                 new = fit_one(X, y, name, part, args.seed + part)
             rows += new
             for r in new:
                 print({k: round(v, 3) if isinstance(v, float) else v for k, v in r.items()},
                       flush=True)
-            write_csv(args.out / "kmra_defaults.csv", rows)
+            harness.write_csv(args.out / "kmra_defaults.csv", rows)
     text = report(rows, args, time.perf_counter() - start)
-    _write_atomic(args.out / "kmra_defaults.md", text)
+    harness.write_atomic(args.out / "kmra_defaults.md", text)
     print(text)
     return 0
 

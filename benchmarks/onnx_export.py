@@ -28,9 +28,6 @@ the fit (the smoke test).
 from __future__ import annotations
 
 import argparse
-import os
-import platform
-import shlex
 import subprocess
 import sys
 import time
@@ -40,23 +37,12 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import sklearn
 from sklearn.svm import SVC
 from threadpoolctl import threadpool_limits
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from performance import (
-    USPS_C,
-    USPS_GAMMA,
-    _peak_rss,
-    _write_atomic,
-    benchmark_parser,
-    check_data_dir,
-    cpu_name,
-    load_usps,
-    result_page,
-    write_csv,
-)
+import harness
+from performance import USPS_C, USPS_GAMMA, load_usps
 
 from sparsify import SparseSVC, to_onnx
 from sparsify.io import dumps_model
@@ -182,7 +168,7 @@ def measure(args: argparse.Namespace) -> tuple[list[dict[str, Any]], dict[str, A
             rows.append(row)
             print(f"[onnx] {name}: {row['per_second']:.0f} predictions/s, {row_ms:.3f} ms per "
                   f"row, error {100 * row['test_error']:.2f} %", flush=True)
-    info["peak_mb"] = _peak_rss() / 1024
+    info["peak_mb"] = harness.peak_rss() / 1024
     info["decision_scale"] = scale
     return rows, info
 
@@ -202,7 +188,7 @@ def _git_commit() -> str:
 
 
 def report(rows: list[dict[str, Any]], info: dict[str, Any], args: argparse.Namespace,
-           wall: float, load: tuple[float, float]) -> str:
+           wall: float) -> str:
     import onnxruntime as ort
 
     by = {r["method"]: r for r in rows}
@@ -279,19 +265,17 @@ def report(rows: list[dict[str, Any]], info: dict[str, Any], args: argparse.Name
         f"L-BFGS iterations per problem, seed {args.seed}); SVC: {info['svc_fit_s']:.1f} s. "
         + (f"Warnings: {'; '.join(info['warnings'])}." if info["warnings"] else
            "No warnings.")]
-    machine = (
-        f"{os.cpu_count()} CPUs ({cpu_name()}), load average {load[0]:.1f} at the start and "
-        f"{load[1]:.1f} at the end (other work shares the machine); Python "
-        f"{platform.python_version()}, numpy {np.__version__}, scikit-learn "
-        f"{sklearn.__version__}, onnxruntime {ort.__version__}; one thread per runtime. Peak "
-        f"memory of the process {info['peak_mb']:.0f} MB (Linux VmHWM). sparsify commit "
-        f"{_git_commit()}, {time.strftime('%Y-%m-%d')}; total {wall / 60:.1f} min.")
-    return result_page("ONNX export: prediction speed on USPS", shows,
-                       f"python {args.command}", lines, [machine])
+    machine = (harness.provenance(wall, f"onnxruntime {ort.__version__}, one thread per "
+                                        "runtime; other work shares the machine")
+               + f" Peak memory of the process {info['peak_mb']:.0f} MB (Linux VmHWM). "
+               f"sparsify commit {_git_commit()}.")
+    return harness.result_page("ONNX export: prediction speed on USPS", shows,
+                               f"python {args.command}", lines, [machine])
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = benchmark_parser(__doc__, "folder in the ../shared/data format (usps/usps.npz)")
+    parser = harness.benchmark_parser(__doc__,
+                                      "folder in the ../shared/data format (usps/usps.npz)")
     parser.add_argument("--ratio", type=float, default=0.1,
                         help="Nz as a ratio of each problem's full-SVM NSV (default 0.1)")
     parser.add_argument("--max-iter", type=int, default=SparseSVC().max_iter,
@@ -309,9 +293,8 @@ def main(argv: list[str] | None = None) -> int:
                              "iterations, 3 repeats, 20 rows")
     parser.add_argument("--name", default="onnx", help="stem of the output files")
     args = parser.parse_args(argv)
-    args.command = shlex.join(["benchmarks/onnx_export.py",
-                               *(sys.argv[1:] if argv is None else argv)])
-    check_data_dir(parser, args.data_dir, ["usps"])
+    args.command = harness.command(__file__, argv).removeprefix("python ")
+    harness.check_data_dir(parser, args.data_dir, ["usps"])
     if not 0 < args.ratio <= 1:
         parser.error(f"--ratio must be in (0, 1]; got {args.ratio}")
     try:
@@ -324,13 +307,11 @@ def main(argv: list[str] | None = None) -> int:
         args.n_train, args.n_test = args.n_train or 600, args.n_test or 300
         args.max_iter, args.repeats, args.rows = min(args.max_iter, 5), 3, 20
     args.out.mkdir(parents=True, exist_ok=True)
-    load_start = os.getloadavg()[0]
     start = time.perf_counter()
     rows, info = measure(args)
     wall = time.perf_counter() - start
-    write_csv(args.out / f"{args.name}.csv", rows, FIELDS)
-    _write_atomic(args.out / f"{args.name}.md",
-                  report(rows, info, args, wall, (load_start, os.getloadavg()[0])))
+    harness.write_csv(args.out / f"{args.name}.csv", rows, FIELDS)
+    harness.write_atomic(args.out / f"{args.name}.md", report(rows, info, args, wall))
     print(f"[onnx] wrote {args.out / args.name}.md and .csv ({wall:.0f} s)")
     return 0
 

@@ -32,12 +32,7 @@ end, so an interrupted run leaves nothing half-written.
 from __future__ import annotations
 
 import argparse
-import csv
-import io
-import os
-import platform
 import sys
-import tempfile
 import time
 from concurrent.futures import ProcessPoolExecutor
 from multiprocessing import get_context
@@ -45,10 +40,12 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import sklearn
 from numpy.typing import NDArray
 from sklearn.svm import SVC
 from threadpoolctl import threadpool_limits
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import harness
 
 from sparsify import CvxpyMarginal, SparseSVC
 from sparsify.core.formulation import make_formulation
@@ -62,29 +59,18 @@ USPS_C, USPS_GAMMA = 10.0, 1 / 128  # the paper's §5.1
 PAPER = {"banana_fit_s": 1.5, "usps_fit_h": 6.9, "usps_error": 4.7}
 
 
-def _load(data_dir: Path, name: str) -> dict[str, Any]:
-    with np.load(data_dir / name / f"{name}.npz", allow_pickle=False) as z:
-        return {k: z[k] for k in z.files}
-
-
 def load_usps(data_dir: Path) -> tuple[Array, Array, Array, Array]:
-    d = _load(data_dir, "usps")
+    d = harness.load_set(data_dir, "usps")
     X, y = 2 * d["X"].astype(float) - 1, d["y"].astype(int)
     tr, te = d["train_idx"].ravel(), d["test_idx"].ravel()
     return X[tr], y[tr], X[te], y[te]
 
 
-def _timed(fn: Any) -> tuple[Any, float]:
-    t0 = time.perf_counter()
-    out = fn()
-    return out, time.perf_counter() - t0
-
-
 def banana(data_dir: Path, repeats: int) -> list[dict[str, Any]]:
-    d = _load(data_dir, "banana")
+    d = harness.load_set(data_dir, "banana")
     tr, te = d["train_idx"][0], d["test_idx"][0]
     X, y, Xt, yt = d["X"][tr], d["y"][tr], d["X"][te], d["y"][te]
-    svc, t_svc = _timed(lambda: SVC(C=BANANA_C, gamma=BANANA_GAMMA).fit(X, y))
+    svc, t_svc = harness.timed(lambda: SVC(C=BANANA_C, gamma=BANANA_GAMMA).fit(X, y))
     nz = max(1, round(0.1 * svc.n_support_.sum()))
     rows = [{"part": "banana", "method": "SVC", "N": len(X), "Nz": int(svc.n_support_.sum()),
              "seconds": t_svc, "error": 1 - svc.score(Xt, yt), "repeat": 0}]
@@ -92,13 +78,13 @@ def banana(data_dir: Path, repeats: int) -> list[dict[str, Any]]:
     # extension, numpy and scipy): timed apart, outside the medians.
     for attempt in ("first", "second"):
         short = SparseSVC(nz, C=BANANA_C, gamma=BANANA_GAMMA, max_iter=1, random_state=0)
-        _, seconds = _timed(lambda short=short: short.fit(X, y))
+        _, seconds = harness.timed(lambda short=short: short.fit(X, y))
         rows.append({"part": "banana", "method": f"SLMC fast path, 1 iteration, {attempt} fit "
                      "in the process", "N": len(X), "Nz": nz, "seconds": seconds, "repeat": 0})
     for solver, method in (("auto", "SLMC fast path"), ("clarabel", "SLMC generic path")):
         for seed in range(repeats):
             clf = SparseSVC(nz, C=BANANA_C, gamma=BANANA_GAMMA, solver=solver, random_state=seed)
-            _, seconds = _timed(lambda clf=clf: clf.fit(X, y))
+            _, seconds = harness.timed(lambda clf=clf: clf.fit(X, y))
             rows.append({"part": "banana", "method": method, "N": len(X), "Nz": nz,
                          "seconds": seconds, "error": 1 - clf.score(Xt, yt), "repeat": seed,
                          "n_iter": int(clf.n_iter_[0]), "objective": float(clf.objective_[0])})
@@ -116,7 +102,7 @@ def usps(data_dir: Path, n_jobs: int, seeds: list[int], max_iter: int, inits: li
         for seed in seeds:
             clf = SparseSVC(0.1, C=USPS_C, gamma=USPS_GAMMA, init=init, n_jobs=n_jobs,
                             random_state=seed, max_iter=max_iter)
-            _, t_fit = _timed(lambda clf=clf: clf.fit(X, y))
+            _, t_fit = harness.timed(lambda clf=clf: clf.fit(X, y))
             models.append(clf)
             rows.append({"part": "usps", "method": "SLMC fast path (10 one-vs-rest)",
                          "init": init, "N": len(X), "Nz": int(clf.n_expansion_.sum()),
@@ -125,7 +111,7 @@ def usps(data_dir: Path, n_jobs: int, seeds: list[int], max_iter: int, inits: li
                          "n_iter": int(np.max(clf.n_iter_)), "W_sum": float(clf.objective_.sum())})
             print(f"[performance] usps init={init} seed={seed}: {t_fit:.0f} s, error "
                   f"{100 * rows[-1]['error']:.2f} %", flush=True)
-    svc, t_svc = _timed(lambda: SVC(C=USPS_C, gamma=USPS_GAMMA).fit(X, y))
+    svc, t_svc = harness.timed(lambda: SVC(C=USPS_C, gamma=USPS_GAMMA).fit(X, y))
     rows.append({"part": "usps", "method": "SVC (one-vs-one, libsvm)", "N": len(X),
                  "Nz": int(svc.n_support_.sum()), "seconds": t_svc,
                  "error": 1 - svc.score(Xt, yt), "n_jobs": 1})
@@ -139,40 +125,20 @@ def predict(data_dir: Path, clf: SparseSVC, svc: SVC, repeats: int) -> list[dict
         ("SLMC", clf, len(clf.expansion_vectors_)),
         ("SVC", svc, int(svc.n_support_.sum())),
     ):
-        times = [_timed(lambda m=model: m.predict(Xt))[1] for _ in range(repeats)]
+        times = [harness.timed(lambda m=model: m.predict(Xt))[1] for _ in range(repeats)]
         rows.append({"part": "predict", "method": method, "N": len(Xt), "Nz": n_kernel,
                      "seconds": float(np.median(times)), "error": 1 - model.score(Xt, yt)})
     return rows
 
 
-def _status_kb(field: str) -> int:
-    with open("/proc/self/status") as fh:
-        return next(int(line.split()[1]) for line in fh if line.startswith(field + ":"))
-
-
-def _reset_peak_rss() -> int:
-    """Reset the process's peak resident memory (Linux) and return the current one, in kB.
-
-    Loading the data makes the peak; without the reset the solve's own peak
-    would hide below it.
-    """
-    with open("/proc/self/clear_refs", "w") as fh:
-        fh.write("5")
-    return _status_kb("VmRSS")
-
-
-def _peak_rss() -> int:
-    return _status_kb("VmHWM")
-
-
-def _load_compiled_solver() -> float:
+def load_compiled_solver() -> float:
     """Run the fast path once on 4 points, so its one-off loads are done; the MB they took."""
-    before = _status_kb("VmRSS")
+    before = harness.status_kb("VmRSS")
     X, y = np.array([[0.0, 0.0], [0.1, 0.2], [1.0, 1.0], [0.9, 1.1]]), np.array([-1, -1, 1, 1])
     marginal = make_formulation("svm", C=1.0).marginal(X, y, RBF(1.0), 2, "auto", 1e-8)
     for Z in (X[[0, 2]], X[[1, 3]]):  # the second evaluation is warm-started: the active set
         marginal.evaluate(Z)
-    return (_status_kb("VmRSS") - before) / 1024
+    return (harness.status_kb("VmRSS") - before) / 1024
 
 
 def _scaling_point(data_dir: str, path: str, n: int, nz: int, n_iter: int,
@@ -187,22 +153,22 @@ def _scaling_point(data_dir: str, path: str, n: int, nz: int, n_iter: int,
     idx = rng.choice(len(X), n, replace=False)
     X, y = X[idx], np.where(y[idx] == 0, 1, -1)
     kernel = RBF(USPS_GAMMA)
-    runtime = _load_compiled_solver() if path == "fast" else ""
-    base = _reset_peak_rss()
+    runtime = load_compiled_solver() if path == "fast" else ""
+    base = harness.reset_peak_rss()
     with threadpool_limits(1):
         form = make_formulation("svm", C=USPS_C)
         marginal = (form.marginal(X, y, kernel, nz, "auto", 1e-8) if path == "fast"
                     else CvxpyMarginal(form, X, y, kernel, nz, solver="clarabel", tol=1e-8))
         Z = initial_expansion_vectors(X, nz, "random", seed)
-        _, first = _timed(lambda: marginal.evaluate(Z))
+        _, first = harness.timed(lambda: marginal.evaluate(Z))
         evals, inside = [], []
         for k in range(5):
             Zk = Z + 0.01 * (k + 1) * rng.normal(size=Z.shape)
-            evals.append(_timed(lambda Zk=Zk: marginal.evaluate(Zk))[1])
+            evals.append(harness.timed(lambda Zk=Zk: marginal.evaluate(Zk))[1])
             if path == "generic":
                 inside.append(marginal.problem.solver_stats.solve_time)
-        res, fit = _timed(lambda: minimize_marginal(marginal, Z, max_iter=n_iter))
-    peak = _peak_rss() - base
+        res, fit = harness.timed(lambda: minimize_marginal(marginal, Z, max_iter=n_iter))
+    peak = harness.peak_rss() - base
     per_eval = float(np.median(evals))
     return {"part": "scaling", "method": path, "N": n, "Nz": nz, "first_eval_s": first,
             "eval_s": per_eval, "solver_s": float(np.median(inside)) if inside else "",
@@ -266,8 +232,7 @@ def plot(rows: list[dict[str, Any]], path: Path, n_fixed: int, nz_fixed: int) ->
     axes[0, 0].set_ylabel("seconds")
     axes[1, 0].set_ylabel("MB above the loaded data")
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    harness.write_figure(fig, path, dpi=110)
 
 
 def _median(rows: list[dict[str, Any]], method: str, key: str = "seconds") -> float:
@@ -375,189 +340,13 @@ def report(rows: list[dict[str, Any]], args: argparse.Namespace, wall: float) ->
              "scikit-learn's SVC and the paper's timings on Banana split 1 and on USPS (10 "
              "one-vs-rest problems, test error against the paper's 4.7 %), prediction on the "
              "USPS test set, and how one W(Z) evaluation's time and memory grow with N and Nz.")
-    machine = (f"Machine: {os.cpu_count()} CPUs ({platform.processor() or platform.machine()}), "
-               f"Python {platform.python_version()}, numpy {np.__version__}, scikit-learn "
-               f"{sklearn.__version__}; BLAS limited to 1 thread per process; "
-               f"{time.strftime('%Y-%m-%d')}, load average {os.getloadavg()[0]:.1f} at the end. "
-               f"Total {wall / 60:.1f} min.")
-    return result_page("Performance", shows, " ".join(["python", *sys.argv]), lines, [machine])
-
-
-def _default_mode() -> int:
-    """Permissions of a new file under the current umask (tempfile's own are 0600)."""
-    mask = os.umask(0)
-    os.umask(mask)
-    return 0o666 & ~mask
-
-
-def cpu_name() -> str:
-    """The processor's model name (Linux), else the machine type."""
-    try:
-        with open("/proc/cpuinfo") as fh:
-            return next((line.split(":", 1)[1].strip() for line in fh
-                         if line.startswith("model name")), platform.machine())
-    except OSError:
-        return platform.machine()
-
-
-def _write_atomic(path: Path, text: str) -> None:
-    with tempfile.NamedTemporaryFile("w", dir=path.parent, delete=False, suffix=".tmp") as fh:
-        fh.write(text)
-    os.chmod(fh.name, _default_mode())  # readable like any other output file
-    os.replace(fh.name, path)
-
-
-def split_setup(body: str) -> tuple[str, str]:
-    """``body`` split into its tables and the set-up text a script wrote before them.
-
-    The set-up, protocol and verdict paragraphs before the first table's section go to
-    the end of the page (`result_page`), so its first screen is what it shows, the
-    command and a table; the heading that leads the first table stays with it. The
-    set-up's own ``## `` headings become ``### `` there.
-
-    Examples
-    --------
-    >>> split_setup("Data: 40 points.\\n\\n## Results\\n\\n| a |\\n|---|")
-    ('## Results\\n\\n| a |\\n|---|', '### Set-up\\n\\nData: 40 points.')
-    """
-    lines = body.strip().splitlines()
-    first = next((i for i, line in enumerate(lines) if line.startswith("|")), None)
-    if first is None:
-        return body.strip(), ""
-    lead = max((i for i in range(first) if lines[i].startswith("## ")), default=first)
-    setup = "\n".join("#" + line if line.startswith("## ") else line
-                      for line in lines[:lead]).strip()
-    if setup and not setup.startswith("### "):
-        setup = "### Set-up\n\n" + setup
-    return "\n".join(lines[lead:]).strip(), setup
-
-
-def result_page(title: str, shows: str, command: str, body: list[str],
-                provenance: list[str]) -> str:
-    """A result page in the order every page of docs/results follows.
-
-    What the page shows (one paragraph), the command that regenerates it, the tables and
-    findings (``body``), and last, under "Provenance", where, when and under what load the
-    numbers were measured, then how (the set-up text ``body`` had before its first
-    table: `split_setup`).
-    """
-    tables, setup = split_setup("\n".join(body))
-    parts = [f"# {title}", shows, f"```\n{command}\n```", tables, "## Provenance",
-             "\n".join(provenance).strip(), setup]
-    return "\n\n".join(part for part in parts if part) + "\n"
-
-
-def notes_sections(path: Path) -> list[str]:
-    """The lines of a notes page from its first "## " heading on: its title, summary and
-    command stay on that page when its sections are added to another."""
-    lines = path.read_text().splitlines()
-    return lines[next((i for i, line in enumerate(lines) if line.startswith("## ")), 0):]
-
-
-def write_csv(path: Path, rows: list[dict[str, Any]], fields: list[str] | None = None) -> None:
-    """``rows`` as CSV at ``path``, whole or not at all (columns: ``fields`` or the first row's)."""
-    table = io.StringIO()
-    writer = csv.DictWriter(table, fieldnames=fields or list(rows[0]), lineterminator="\n")
-    writer.writeheader()
-    writer.writerows(rows)
-    _write_atomic(path, table.getvalue())
-
-
-def benchmark_parser(doc: str, data_help: str = "folder in the ../shared/data format"
-                     ) -> argparse.ArgumentParser:
-    """The options every benchmark here takes: ``--data-dir`` and ``--out``."""
-    parser = argparse.ArgumentParser(description=doc.split("\n\n")[0])
-    parser.add_argument("--data-dir", type=Path, required=True, help=data_help)
-    parser.add_argument("--out", type=Path, default=Path("docs/results"))
-    return parser
-
-
-def available_datasets(data_dir: Path) -> list[str]:
-    """Names of the sets in ``data_dir``: its folders ``<name>`` holding ``<name>.npz``."""
-    if not data_dir.is_dir():
-        return []
-    return sorted(d.name for d in data_dir.iterdir() if (d / f"{d.name}.npz").is_file())
-
-
-def check_data_dir(parser: argparse.ArgumentParser, data_dir: Path, names: list[str]) -> None:
-    """Stop with a usage error unless ``data_dir`` holds ``<name>/<name>.npz`` for each name.
-
-    The message lists the sets the folder does hold, so a misspelt name is easy to fix.
-    """
-    if not data_dir.is_dir():
-        parser.error(f"--data-dir {data_dir} is not a folder; point it at a folder in the "
-                     "../shared/data format (<dir>/<name>/<name>.npz).")
-    missing = [name for name in dict.fromkeys(names)
-               if not (data_dir / name / f"{name}.npz").is_file()]
-    if missing:
-        have = available_datasets(data_dir)
-        parser.error(f"--data-dir {data_dir} has no {', '.join(f'{n}/{n}.npz' for n in missing)}; "
-                     f"the data sets there are: {', '.join(have) or 'none'}. Name one of them, "
-                     "or point --data-dir at a folder in the ../shared/data format.")
-
-
-def check_datasets(parser: argparse.ArgumentParser, data_dir: Path, names: list[str], *,
-                   splits: bool = False, binary: bool = False) -> None:
-    """:func:`check_data_dir`, then what a script needs of each set's file, as usage errors.
-
-    Every set must hold class labels (integers; the regression sets hold floats);
-    ``splits`` asks for ``train_idx`` and ``test_idx``, ``binary`` for exactly two classes.
-    Only ``y`` and the keys are read, so the check is quick even for large sets.
-    """
-    check_data_dir(parser, data_dir, names)
-    for name in dict.fromkeys(names):
-        path = data_dir / name / f"{name}.npz"
-        try:
-            with np.load(path, allow_pickle=False) as z:
-                keys = set(z.files)
-                y = z["y"] if "y" in keys else None
-        except Exception as exc:  # unreadable: name the file and the reason
-            parser.error(f"cannot read {path}: {type(exc).__name__}: {exc}")
-        if y is None or "X" not in keys:
-            parser.error(f"{path} has no X or no y; a set in the ../shared/data format holds both.")
-        if y.dtype.kind not in "biu":
-            parser.error(f"{path} holds {y.dtype} targets (a regression set); this script needs "
-                         "class labels. Choose a classification set.")
-        if splits and not {"train_idx", "test_idx"} <= keys:
-            parser.error(f"{path} has no train_idx/test_idx; this script needs the benchmark's "
-                         "predefined train/test splits. Choose a set with splits.")
-        n_classes = len(np.unique(y))
-        if binary and n_classes != 2:
-            parser.error(f"{path} has {n_classes} classes; this script needs two. Choose a "
-                         "binary set.")
-
-
-def parse_params(text: str) -> tuple[str, tuple[float, float]]:
-    """``--params`` item: 'NAME=C:GAMMA' → (name, (C, γ)), for any data set name."""
-    name, _, pair = text.partition("=")
-    try:
-        C, gamma = (float(v) for v in pair.split(":"))
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(
-            f"expected DATASET=C:GAMMA (e.g. banana=316.2:1), got {text!r}") from exc
-    if not name or "/" in name:
-        raise argparse.ArgumentTypeError(f"expected a data set name before '=' in {text!r}")
-    if not (0 < C < float("inf") and 0 < gamma < float("inf")):
-        raise argparse.ArgumentTypeError(f"C and gamma must be positive and finite in {text!r}")
-    return name, (C, gamma)
-
-
-def check_params(parser: argparse.ArgumentParser, params: list[tuple[str, tuple[float, float]]],
-                 datasets: list[str]) -> dict[str, tuple[float, float]]:
-    """``--params`` as a dict; a set given twice or not among ``--datasets`` is a usage error."""
-    names = [name for name, _ in params]
-    twice = sorted({n for n in names if names.count(n) > 1})
-    if twice:
-        parser.error(f"--params gives {', '.join(twice)} more than once; give each set once.")
-    unused = [n for n in names if n not in datasets]
-    if unused:
-        parser.error(f"--params names {', '.join(unused)}, not among --datasets "
-                     f"({', '.join(datasets) or 'none'}); add it there or drop it from --params.")
-    return dict(params)
+    return harness.result_page("Performance", shows, harness.command(__file__), lines,
+                               [harness.provenance(wall, "BLAS limited to 1 thread per process")])
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = benchmark_parser(__doc__, "folder in the ../shared/data format (banana/, usps/)")
+    parser = harness.benchmark_parser(__doc__,
+                                      "folder in the ../shared/data format (banana/, usps/)")
     parser.add_argument("--parts", nargs="+", choices=PARTS, default=list(PARTS))
     parser.add_argument("--repeats", type=int, default=5, help="seeds for the Banana fits")
     parser.add_argument("--n-jobs", type=int, default=2, help="jobs for USPS one-vs-rest")
@@ -576,7 +365,7 @@ def main(argv: list[str] | None = None) -> int:
                         help="seconds allowed to one scaling point")
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args(argv)
-    check_data_dir(parser, args.data_dir, ["banana", "usps"])
+    harness.check_data_dir(parser, args.data_dir, ["banana", "usps"])
     args.out.mkdir(parents=True, exist_ok=True)
     start = time.perf_counter()
     rows: list[dict[str, Any]] = []
@@ -599,15 +388,9 @@ def main(argv: list[str] | None = None) -> int:
                         args.scaling_iter, args.timeout, args.seed)
     wall = time.perf_counter() - start
     if "scaling" in args.parts:
-        with tempfile.NamedTemporaryFile(dir=args.out, suffix=".png", delete=False) as fh:
-            tmp_png = Path(fh.name)
-        plot(rows, tmp_png, n_fixed, nz_fixed)
-        os.replace(tmp_png, args.out / "performance_scaling.png")
-    fields = sorted({k for r in rows for k in r}, key=lambda k: (k != "part", k != "method", k))
-    write_csv(args.out / "performance.csv", rows, fields)
-    text = report(rows, args, wall)
-    _write_atomic(args.out / "performance.md", text)
-    print(text)
+        plot(rows, args.out / "performance_scaling.png", n_fixed, nz_fixed)
+    harness.write_results(args.out, "performance", report(rows, args, wall), rows,
+                          ("part", "method"))
     return 0
 
 

@@ -34,7 +34,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import platform
 import resource
 import subprocess
 import sys
@@ -44,18 +43,8 @@ import warnings
 from pathlib import Path
 from typing import Any
 
+import harness
 import numpy as np
-from performance import (
-    _load,
-    _timed,
-    _write_atomic,
-    available_datasets,
-    benchmark_parser,
-    check_data_dir,
-    cpu_name,
-    result_page,
-    write_csv,
-)
 from sklearn.kernel_approximation import Nystroem
 from sklearn.kernel_ridge import KernelRidge
 from sklearn.linear_model import Ridge
@@ -63,7 +52,6 @@ from sklearn.model_selection import GridSearchCV, KFold
 from sklearn.svm import SVR
 from threadpoolctl import threadpool_limits
 
-import sparsify
 from sparsify import SparseKernelRidge, SparseSVR
 
 Array = np.ndarray
@@ -83,7 +71,7 @@ HP = ("alpha", "gamma", "C", "epsilon", "cv_points", "cv_seconds")
 def regression_sets(data_dir: Path) -> list[str]:
     """The sets of ``data_dir`` with real-valued targets and predefined splits."""
     out = []
-    for name in available_datasets(data_dir):
+    for name in harness.available_datasets(data_dir):
         with np.load(data_dir / name / f"{name}.npz", allow_pickle=False) as z:
             if {"X", "y", "train_idx", "test_idx"} <= set(z.files) and z["y"].dtype.kind == "f":
                 out.append(name)
@@ -92,7 +80,7 @@ def regression_sets(data_dir: Path) -> list[str]:
 
 def check_sets(parser: argparse.ArgumentParser, data_dir: Path, names: list[str]) -> None:
     """Usage errors for sets that are missing or are not regression sets with splits."""
-    check_data_dir(parser, data_dir, names)
+    harness.check_data_dir(parser, data_dir, names)
     usable = set(regression_sets(data_dir))
     for name in names:
         if name not in usable:
@@ -134,7 +122,7 @@ def _predict_ms(predict: Any, X_test: Array) -> tuple[Array, float]:
     """Predictions and the milliseconds per 1000 points (best of 3 calls)."""
     best, out = np.inf, None
     for _ in range(3):
-        out, seconds = _timed(lambda: predict(X_test))
+        out, seconds = harness.timed(lambda: predict(X_test))
         best = min(best, seconds)
     return np.asarray(out, dtype=float), 1000.0 * best / len(X_test) * 1000.0
 
@@ -174,11 +162,11 @@ def run_split(name: str, d: dict[str, Any], split: int, hp: dict[str, Any],
                      **{k: hp[k] for k in HP}})
 
     if len(X) <= args.full_max:
-        krr, t = _timed(lambda: KernelRidge(alpha=hp["alpha"], kernel="rbf",
+        krr, t = harness.timed(lambda: KernelRidge(alpha=hp["alpha"], kernel="rbf",
                                             gamma=hp["gamma"]).fit(X, y))
         pred, ms = _predict_ms(krr.predict, X_test)
         add("KernelRidge (full)", None, len(X), pred, t, ms)
-        svr, t = _timed(lambda: SVR(C=hp["C"], epsilon=hp["epsilon"], gamma=hp["gamma"])
+        svr, t = harness.timed(lambda: SVR(C=hp["C"], epsilon=hp["epsilon"], gamma=hp["gamma"])
                         .fit(X, y))
         pred, ms = _predict_ms(svr.predict, X_test)
         add("SVR (full)", None, len(svr.support_), pred, t, ms)
@@ -189,7 +177,7 @@ def run_split(name: str, d: dict[str, Any], split: int, hp: dict[str, Any],
             Phi = features.fit_transform(X)
             ridge.fit(Phi, y)
             return lambda A: ridge.predict(features.transform(A))
-        predict, t = _timed(nystroem)
+        predict, t = harness.timed(nystroem)
         pred, ms = _predict_ms(predict, X_test)
         add("Nystroem + Ridge", M, M, pred, t, ms)
         if args.gp_python:
@@ -198,7 +186,7 @@ def run_split(name: str, d: dict[str, Any], split: int, hp: dict[str, Any],
             add("SGPR", M, M, pred, t, float("nan"))
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # max_iter reached is recorded as n_iter
-            skr, t = _timed(lambda M=M: SparseKernelRidge(
+            skr, t = harness.timed(lambda M=M: SparseKernelRidge(
                 M, alpha=hp["alpha"], gamma=hp["gamma"], max_iter=args.max_iter,
                 n_iter_no_change=args.n_iter_no_change, random_state=seed).fit(X, y))
         pred, ms = _predict_ms(skr.predict, X_test)
@@ -207,7 +195,7 @@ def run_split(name: str, d: dict[str, Any], split: int, hp: dict[str, Any],
                 and name not in args.no_sparse_svr):
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
-                ssvr, t = _timed(lambda M=M: SparseSVR(
+                ssvr, t = harness.timed(lambda M=M: SparseSVR(
                     M, C=hp["C"], epsilon=hp["epsilon"], gamma=hp["gamma"],
                     max_iter=args.max_iter, n_iter_no_change=args.n_iter_no_change,
                     random_state=seed).fit(X, y))
@@ -308,16 +296,16 @@ def report(rows: list[dict[str, Any]], hps: dict[str, dict[str, Any]],
              "inducing points) at equal M: test RMSE, fit time, kernel evaluations and "
              "prediction time per set, the targets against Nystroem and SGPR, and SparseSVR "
              "beside its peers.")
-    machine = (f"Machine: {os.cpu_count()} CPUs ({cpu_name()}, {platform.platform()}), shared "
-               f"with other work (load average at the end {os.getloadavg()[0]:.2f}); BLAS and "
-               f"torch single-threaded. Python {platform.python_version()}, sparsify "
-               f"{sparsify.__version__}. "
+    machine = (f"Machine: {harness.machine_line(('sparsify', 'numpy', 'scikit-learn'))}, "
+               f"shared with other work (load average at the end "
+               f"{harness.load_average().split(' / ')[0]}); BLAS and torch single-threaded. "
                + (f"Total run time {wall:.0f} s; peak memory of this process {peak_mb:.0f} MB "
                   "(SGPR runs in its own process)." if np.isfinite(wall) else ""))
     provenance = [machine, "", *([args.note, ""] if getattr(args, "note", None) else []),
                   "Generated by `benchmarks/regression.py`; do not edit by hand."]
-    return result_page("Sparse kernel regression (ridge and ε-SVR) on the UCI regression sets",
-                       shows, command, lines + svr_lines, provenance)
+    return harness.result_page(
+        "Sparse kernel regression (ridge and ε-SVR) on the UCI regression sets", shows, command,
+        lines + svr_lines, provenance)
 
 
 def _sparse_svr_lines(rows: list[dict[str, Any]]) -> list[str]:
@@ -383,17 +371,17 @@ def merge(args: argparse.Namespace, argv: list[str] | None) -> int:
     given = list(argv if argv is not None else sys.argv[1:])
     if "--note" in given:  # the note is on the page already; the command says where
         given[given.index("--note") + 1] = "..."
-    command = "python " + " ".join([sys.argv[0], *given])
+    command = harness.command(__file__, given)
     args.out.mkdir(parents=True, exist_ok=True)
-    write_csv(args.out / "regression.csv", rows, FIELDS)
+    harness.write_csv(args.out / "regression.csv", rows, FIELDS)
     text = report(rows, hps, args, float("nan"), float("nan"), command)
-    _write_atomic(args.out / "regression.md", text)
+    harness.write_atomic(args.out / "regression.md", text)
     print(text)
     return 0
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = benchmark_parser(__doc__)
+    parser = harness.benchmark_parser(__doc__)
     parser.add_argument("--sets", nargs="+", default=None,
                         help="regression sets to run (default: every one in --data-dir)")
     parser.add_argument("--splits", type=int, default=20, help="splits per set (at most)")
@@ -448,13 +436,13 @@ def main(argv: list[str] | None = None) -> int:
             parser.error(f"--split-limit {item!r}: use SET=N with SET among {names}.")
         limits[key] = int(value)
     args.out.mkdir(parents=True, exist_ok=True)
-    command = "python " + " ".join([sys.argv[0], *(argv if argv is not None else sys.argv[1:])])
+    command = harness.command(__file__, argv)
     start = time.perf_counter()
     rows: list[dict[str, Any]] = []
     hps: dict[str, dict[str, Any]] = {}
     with threadpool_limits(1):
         for name in names:
-            d = _load(args.data_dir, name)
+            d = harness.load_set(args.data_dir, name)
             d["X"], d["y"] = d["X"].astype(float), d["y"].astype(float)
             n_splits = min(args.splits, limits.get(name, args.splits), len(d["train_idx"]))
             tr, te = d["train_idx"][0], d["test_idx"][0]
@@ -465,10 +453,10 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"{name} split {split + 1}/{n_splits} done "
                       f"({time.perf_counter() - start:.0f} s)", flush=True)
                 # after every split: a run stopped part-way keeps what it measured
-                write_csv(args.out / "regression.csv", rows, FIELDS)
+                harness.write_csv(args.out / "regression.csv", rows, FIELDS)
     peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     text = report(rows, hps, args, time.perf_counter() - start, peak_mb, command)
-    _write_atomic(args.out / "regression.md", text)
+    harness.write_atomic(args.out / "regression.md", text)
     print(text)
     return 0
 

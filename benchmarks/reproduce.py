@@ -31,15 +31,9 @@ complete files of what it finished.
 from __future__ import annotations
 
 import argparse
-import csv
 import importlib
 import importlib.metadata
-import io
 import math
-import os
-import platform
-import shlex
-import sys
 import time
 import warnings
 from collections.abc import Callable, Sequence
@@ -47,16 +41,10 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
+import harness
 import numpy as np
 from joblib import Parallel, delayed
 from numpy.typing import NDArray
-from performance import (  # the shared helpers beside this file
-    check_data_dir,
-    check_datasets,
-    check_params,
-    parse_params,
-    result_page,
-)
 from sklearn.kernel_approximation import Nystroem
 from sklearn.model_selection import GridSearchCV, StratifiedKFold
 from sklearn.pipeline import make_pipeline
@@ -88,55 +76,47 @@ LABELS = {"svm": "SVM", "rs": "RS", "mrs": "MRS", "rsvm": "RSVM", "mrsvm": "MRSV
 # text flattens each row into one run of digits; every value has one decimal, so the row
 # reads uniquely as NSV, SVM error, 5 × (5 %), 5 × (10 %), RVM Nz/NSV (%), RVM error; the
 # SLMC values agree with Table 2's random column. The RVM figures are Tipping's (2001).
+_TABLE1 = """
+set           NSV   SVM  RS5  RS10 MRS5 MRS10 RSVM5 RSVM10 MRSVM5 MRSVM10 SLMC5 SLMC10 RVM% RVM
+usps          2683  4.3  4.9  4.7  4.9  4.8   11.6  8.2    11.5   8.0     4.9   4.7    11.8 5.1
+banana        86.7  11.8 39.4 21.9 27.6 17.5  29.9  17.5   28.1   16.9    16.5  11.0   13.2 10.8
+breast_cancer 112.8 28.6 28.8 27.9 28.8 29.0  29.5  31.0   29.4   30.3    27.9  27.9   5.6  29.9
+titanic       70.6  22.1 37.4 26.6 23.9 22.6  24.5  22.9   24.8   23.9    26.4  22.4   92.5 23.0
+waveform      158.9 9.9  9.9  10.0 10.0 9.9   15.1  11.6   14.7   11.8    9.9   9.9    9.2  10.9
+german        408.2 22.5 22.9 22.9 22.5 22.6  23.6  24.5   23.9   23.7    22.3  22.9   3.1  22.2
+image         172.1 2.8  37.6 18.3 19.4 6.9   23.6  14.2   20.7   12.7    5.2   3.6    20.1 3.9
+"""
+
+
+def _rows(table: str) -> dict[str, list[float]]:
+    """A table written as text: a header line, then per row a name and its numbers."""
+    return {name: [float(x) for x in values]
+            for name, *values in (line.split() for line in table.strip().splitlines()[1:])}
+
+
 PAPER_TABLE1: dict[str, dict[str, Any]] = {
-    "usps": {"nsv": 2683, "svm": 4.3,
-             "rs": {0.05: 4.9, 0.1: 4.7}, "mrs": {0.05: 4.9, 0.1: 4.8},
-             "rsvm": {0.05: 11.6, 0.1: 8.2}, "mrsvm": {0.05: 11.5, 0.1: 8.0},
-             "slmc": {0.05: 4.9, 0.1: 4.7}, "rvm_ratio": 11.8, "rvm": 5.1},
-    "banana": {"nsv": 86.7, "svm": 11.8,
-               "rs": {0.05: 39.4, 0.1: 21.9}, "mrs": {0.05: 27.6, 0.1: 17.5},
-               "rsvm": {0.05: 29.9, 0.1: 17.5}, "mrsvm": {0.05: 28.1, 0.1: 16.9},
-               "slmc": {0.05: 16.5, 0.1: 11.0}, "rvm_ratio": 13.2, "rvm": 10.8},
-    "breast_cancer": {"nsv": 112.8, "svm": 28.6,
-                      "rs": {0.05: 28.8, 0.1: 27.9}, "mrs": {0.05: 28.8, 0.1: 29.0},
-                      "rsvm": {0.05: 29.5, 0.1: 31.0}, "mrsvm": {0.05: 29.4, 0.1: 30.3},
-                      "slmc": {0.05: 27.9, 0.1: 27.9}, "rvm_ratio": 5.6, "rvm": 29.9},
-    "titanic": {"nsv": 70.6, "svm": 22.1,
-                "rs": {0.05: 37.4, 0.1: 26.6}, "mrs": {0.05: 23.9, 0.1: 22.6},
-                "rsvm": {0.05: 24.5, 0.1: 22.9}, "mrsvm": {0.05: 24.8, 0.1: 23.9},
-                "slmc": {0.05: 26.4, 0.1: 22.4}, "rvm_ratio": 92.5, "rvm": 23.0},
-    "waveform": {"nsv": 158.9, "svm": 9.9,
-                 "rs": {0.05: 9.9, 0.1: 10.0}, "mrs": {0.05: 10.0, 0.1: 9.9},
-                 "rsvm": {0.05: 15.1, 0.1: 11.6}, "mrsvm": {0.05: 14.7, 0.1: 11.8},
-                 "slmc": {0.05: 9.9, 0.1: 9.9}, "rvm_ratio": 9.2, "rvm": 10.9},
-    "german": {"nsv": 408.2, "svm": 22.5,
-               "rs": {0.05: 22.9, 0.1: 22.9}, "mrs": {0.05: 22.5, 0.1: 22.6},
-               "rsvm": {0.05: 23.6, 0.1: 24.5}, "mrsvm": {0.05: 23.9, 0.1: 23.7},
-               "slmc": {0.05: 22.3, 0.1: 22.9}, "rvm_ratio": 3.1, "rvm": 22.2},
-    "image": {"nsv": 172.1, "svm": 2.8,
-              "rs": {0.05: 37.6, 0.1: 18.3}, "mrs": {0.05: 19.4, 0.1: 6.9},
-              "rsvm": {0.05: 23.6, 0.1: 14.2}, "mrsvm": {0.05: 20.7, 0.1: 12.7},
-              "slmc": {0.05: 5.2, 0.1: 3.6}, "rvm_ratio": 20.1, "rvm": 3.9},
-}
+    name: {"nsv": v[0], "svm": v[1],
+           **{method: {0.05: v[2 + 2 * k], 0.1: v[3 + 2 * k]}
+              for k, method in enumerate(("rs", "mrs", "rsvm", "mrsvm", "slmc"))},
+           "rvm_ratio": v[12], "rvm": v[13]}
+    for name, v in _rows(_TABLE1).items()}
 
 # Wu, Schölkopf & Bakır (2006), Table 2: SLMC test error (%) with random and k-means
 # initial XVs, keyed by (init, ratio).
+_TABLE2 = """
+set            random-5% kmeans-5% random-10% kmeans-10%
+usps           4.9       4.9       4.7        4.6
+banana         16.5      16.2      11.0       10.9
+breast_cancer  27.9      26.8      27.9       27.3
+titanic        26.4      24.4      22.4       23.2
+waveform       9.9       9.9       9.9        9.9
+german         22.3      22.7      22.9       22.7
+image          5.2       6.0       3.6        3.8
+"""
 PAPER_TABLE2: dict[str, dict[tuple[str, float], float]] = {
-    "usps": {("random", 0.05): 4.9, ("kmeans", 0.05): 4.9,
-             ("random", 0.1): 4.7, ("kmeans", 0.1): 4.6},
-    "banana": {("random", 0.05): 16.5, ("kmeans", 0.05): 16.2,
-               ("random", 0.1): 11.0, ("kmeans", 0.1): 10.9},
-    "breast_cancer": {("random", 0.05): 27.9, ("kmeans", 0.05): 26.8,
-                      ("random", 0.1): 27.9, ("kmeans", 0.1): 27.3},
-    "titanic": {("random", 0.05): 26.4, ("kmeans", 0.05): 24.4,
-                ("random", 0.1): 22.4, ("kmeans", 0.1): 23.2},
-    "waveform": {("random", 0.05): 9.9, ("kmeans", 0.05): 9.9,
-                 ("random", 0.1): 9.9, ("kmeans", 0.1): 9.9},
-    "german": {("random", 0.05): 22.3, ("kmeans", 0.05): 22.7,
-               ("random", 0.1): 22.9, ("kmeans", 0.1): 22.7},
-    "image": {("random", 0.05): 5.2, ("kmeans", 0.05): 6.0,
-              ("random", 0.1): 3.6, ("kmeans", 0.1): 3.8},
-}
+    name: dict(zip([("random", 0.05), ("kmeans", 0.05), ("random", 0.1), ("kmeans", 0.1)], v,
+                   strict=True))
+    for name, v in _rows(_TABLE2).items()}
 
 # §5.3: "For the USPS dataset, we use the same parameters as in (Schölkopf and Smola,
 # 2002): C = 10 and γ = 1/128." The IDA sets use Rätsch's published parameters, which
@@ -153,29 +133,6 @@ SLMC_TOLERANCE = {0.1: 0.5, 0.05: 1.0}
 
 
 # -- files ----------------------------------------------------------------------------------
-
-
-def write_atomic(path: Path, data: str | bytes) -> None:
-    """Write ``data`` to ``path`` through a temporary file in the same folder and a rename.
-
-    An interrupted run therefore never leaves a half-written file behind.
-    """
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    if isinstance(data, str):
-        tmp.write_text(data, encoding="utf-8")
-    else:
-        tmp.write_bytes(data)
-    os.replace(tmp, path)
-
-
-def save_figure_atomic(fig: Any, path: Path) -> None:
-    """Save a matplotlib figure as PNG atomically and close it."""
-    import matplotlib.pyplot as plt
-
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=120, bbox_inches="tight")
-    plt.close(fig)
-    write_atomic(path, buf.getvalue())
 
 
 # -- data -----------------------------------------------------------------------------------
@@ -233,11 +190,6 @@ def load_dataset(data_dir: Path, name: str) -> Dataset:
 
 
 # -- model selection ------------------------------------------------------------------------
-
-
-def log_grid(lo: float, hi: float, step: float) -> Array:
-    """10^lo … 10^hi in steps of ``step`` decades."""
-    return 10.0 ** np.round(np.arange(lo, hi + step / 2, step), 6)
 
 
 def select_parameters(X: Array, y: NDArray[Any], C_grid: Array, gamma_grid: Array,
@@ -650,9 +602,9 @@ def run_dataset(ds: Dataset, args: argparse.Namespace, runs: list[Run],
         C, gamma = PAPER_PARAMS[ds.name]
         params = {"source": "paper", "C": C, "gamma": gamma}
     else:
-        params = select_parameters(Xtr, ytr, log_grid(*args.C_range, args.grid_step),
-                                   log_grid(*args.gamma_range, args.grid_step), args.cv_folds,
-                                   args.seed, args.n_jobs)
+        params = select_parameters(Xtr, ytr, harness.log_grid(*args.C_range, args.grid_step),
+                                   harness.log_grid(*args.gamma_range, args.grid_step),
+                                   args.cv_folds, args.seed, args.n_jobs)
         if args.ida_params:
             # say so rather than let the reader assume the published values were used
             params["note"] = (f"--ida-params was given, but there are no published IDA "
@@ -798,8 +750,8 @@ def table1_markdown(runs: Sequence[Run], results: Sequence[DatasetResult],
     lines += ["", *method_notes(args)]
     if notes:
         lines += ["", "## Missing cells", "", *notes]
-    return result_page("Table 1: test error (%) of the sparse methods at Nz/NSV", shows,
-                       args.command, lines, [GENERATED])
+    return harness.result_page("Table 1: test error (%) of the sparse methods at Nz/NSV", shows,
+                               args.command, lines, [GENERATED])
 
 
 def pm(ms: tuple[float, float, int]) -> str:
@@ -872,8 +824,8 @@ def table2_markdown(runs: Sequence[Run], results: Sequence[DatasetResult],
         lines += ["| " + " | ".join(ours) + " |", "| " + " | ".join(paper) + " |"]
     lines += ["", f"SLMC: `SparseSVC(n_init={args.n_init})`; the k-means centres are those "
               "of `sklearn.cluster.KMeans` on the distinct training points.", ""]
-    return result_page("Table 2: SLMC test error (%), random vs k-means initial XVs", shows,
-                       args.command, lines, [GENERATED])
+    return harness.result_page("Table 2: SLMC test error (%), random vs k-means initial XVs", shows,
+                               args.command, lines, [GENERATED])
 
 
 # -- checks ---------------------------------------------------------------------------------
@@ -994,7 +946,7 @@ def plot_curves(runs: Sequence[Run], res: DatasetResult, args: argparse.Namespac
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize=8)
     path = out / f"curve_{res.name}.png"
-    save_figure_atomic(fig, path)
+    harness.write_figure(fig, path, dpi=120, bbox_inches="tight")
     return path
 
 
@@ -1045,7 +997,7 @@ def figure1(args: argparse.Namespace) -> dict[str, Any]:
         ax.axis("off")
     fig.suptitle(f"SLMC expansion vectors, USPS 3 (+) vs 8 (−), Nz = {nz}, "
                  f"test error {out['slmc_error']:.1f} %", fontsize=10)
-    save_figure_atomic(fig, args.out / "figure1.png")
+    harness.write_figure(fig, args.out / "figure1.png", dpi=120, bbox_inches="tight")
     shows = ("Wu, Schölkopf & Bakır (2006), §5.7 Example 2 and Figure 1, reproduced: the full "
              f"SVM and SLMC with Nz = {nz} on USPS 3 vs 8, their support vectors, test errors "
              "and fit times beside the paper's, and the XVs as images (`figure1.png`).")
@@ -1068,10 +1020,10 @@ def figure1(args: argparse.Namespace) -> dict[str, Any]:
     ]
     if out["warnings"]:
         lines += ["", f"Warnings: {out['warnings']}"]
-    write_atomic(args.out / "figure1.md", result_page(
+    harness.write_atomic(args.out / "figure1.md", harness.result_page(
         "Figure 1: SLMC expansion vectors for USPS 3 vs 8", shows, args.command, lines,
         [f"Generated by `benchmarks/reproduce.py --figure1`; {time.strftime('%Y-%m-%d')}, "
-         f"load average {load_average()}."]))
+         f"load average {harness.load_average()}."]))
     print(f"[figure1] SVM NSV {out['nsv']}, error {out['svm_error']:.2f} %; SLMC Nz {nz}, "
           f"error {out['slmc_error']:.2f} % ({slmc_seconds:.1f} s)", flush=True)
     return out
@@ -1080,34 +1032,9 @@ def figure1(args: argparse.Namespace) -> dict[str, Any]:
 # -- report ---------------------------------------------------------------------------------
 
 
-def machine_info() -> dict[str, Any]:
-    """CPU count, platform, load, Python and package versions."""
-    versions = {}
-    for pkg in ("sparsify", "scikit-learn", "numpy", "scipy", "cvxpy", "clarabel"):
-        try:
-            versions[pkg] = importlib.metadata.version(pkg)
-        except importlib.metadata.PackageNotFoundError:
-            versions[pkg] = "absent"
-    return {"cpu_count": os.cpu_count(), "platform": platform.platform(),
-            "python": platform.python_version(), "versions": versions,
-            "load_average": load_average()}
-
-
-def load_average() -> str:
-    """The 1/5/15-minute load averages, or 'n/a'."""
-    try:
-        return " / ".join(f"{v:.2f}" for v in os.getloadavg())
-    except OSError:
-        return "n/a"
-
-
 def write_runs_csv(path: Path, runs: Sequence[Run]) -> None:
     """One row per fit; test_error is a fraction in [0, 1]."""
-    buf = io.StringIO()
-    writer = csv.DictWriter(buf, fieldnames=[f.name for f in fields(Run)], lineterminator="\n")
-    writer.writeheader()
-    writer.writerows(asdict(r) for r in runs)
-    write_atomic(path, buf.getvalue())
+    harness.write_csv(path, [asdict(r) for r in runs], [f.name for f in fields(Run)])
 
 
 def reproduce_markdown(command: str, info: dict[str, Any], results: Sequence[DatasetResult],
@@ -1120,8 +1047,8 @@ def reproduce_markdown(command: str, info: dict[str, Any], results: Sequence[Dat
              else "Complete.")
     machine = (
         f"Generated by `benchmarks/reproduce.py`. Machine: {info['cpu_count']} CPUs "
-        f"({info['platform']}), load average {info['load_average']} at start, "
-        f"{load_average()} now (the CPUs may be shared; times are indicative). Python "
+        f"({info['platform']}), load average {info['load_average_at_start']} at start, "
+        f"{harness.load_average()} now (the CPUs may be shared; times are indicative). Python "
         f"{info['python']}, scikit-learn {v['scikit-learn']}, numpy {v['numpy']}, scipy "
         f"{v['scipy']}, cvxpy {v['cvxpy']}, clarabel {v['clarabel']}, sparsify "
         f"{v['sparsify']}. Wall time so far: {total:.0f} s.")
@@ -1204,8 +1131,8 @@ def reproduce_markdown(command: str, info: dict[str, Any], results: Sequence[Dat
     if fig1 is not None:
         lines.append("- `figure1.md`, `figure1.png`: the paper's Figure 1.")
     lines += ["", *method_notes(args), ""]
-    return result_page("Reproduction of Wu, Schölkopf & Bakır (2006), §5", shows, command,
-                       lines, [machine])
+    return harness.result_page("Reproduction of Wu, Schölkopf & Bakır (2006), §5", shows, command,
+                               lines, [machine])
 
 
 # -- command line ---------------------------------------------------------------------------
@@ -1269,7 +1196,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="parallel jobs for the CV grid search and across one-vs-rest problems")
     p.add_argument("--seed", type=int, default=0,
                    help="base seed: fits use seed + 1000·split + class index; also the CV folds")
-    p.add_argument("--params", type=parse_params, nargs="*", default=[],
+    p.add_argument("--params", type=harness.parse_params, nargs="*", default=[],
                    metavar="DATASET=C:GAMMA",
                    help="fixed (C, γ) for a data set instead of CV, e.g. banana=316.2:1; "
                         "any set of --datasets, published parameters or not")
@@ -1318,10 +1245,10 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     if args.datasets is None:
         args.datasets = [] if args.figure1 else list(DEFAULT_DATASETS)
     args.datasets = list(dict.fromkeys(args.datasets))
-    check_datasets(p, args.data_dir, args.datasets, splits=True)
+    harness.check_datasets(p, args.data_dir, args.datasets, splits=True)
     if args.figure1:
-        check_data_dir(p, args.data_dir, ["usps"])
-    args.params = check_params(p, args.params, args.datasets)
+        harness.check_data_dir(p, args.data_dir, ["usps"])
+    args.params = harness.check_params(p, args.params, args.datasets)
     for name, value in (("--splits", args.splits), ("--n-init", args.n_init),
                         ("--cv-folds", args.cv_folds), ("--rs-starts", args.rs_starts)):
         if value < 1:
@@ -1340,12 +1267,12 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the reproduction and write the report files; returns the exit status."""
     args = parse_args(argv)
-    raw = list(sys.argv[1:] if argv is None else argv)
-    command = "python " + " ".join(shlex.quote(a) for a in ["benchmarks/reproduce.py", *raw])
+    command = harness.command(__file__, argv)
     args.command = command  # every page quotes the command that regenerates it
     args.out.mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()
-    info = machine_info()
+    info = harness.machine_info(("sparsify", "scikit-learn", "numpy", "scipy", "cvxpy",
+                                 "clarabel"))
     runs: list[Run] = []
     results: list[DatasetResult] = []
     curves: dict[str, Path | None] = {}
@@ -1354,10 +1281,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     def write_all(pending: Sequence[str]) -> None:
         total = time.perf_counter() - t0
         write_runs_csv(args.out / "runs.csv", runs)
-        write_atomic(args.out / "table1.md", table1_markdown(runs, results, args))
+        harness.write_atomic(args.out / "table1.md", table1_markdown(runs, results, args))
         if "slmc" in args.methods:
-            write_atomic(args.out / "table2.md", table2_markdown(runs, results, args))
-        write_atomic(args.out / "reproduce.md",
+            harness.write_atomic(args.out / "table2.md", table2_markdown(runs, results, args))
+        harness.write_atomic(args.out / "reproduce.md",
                      reproduce_markdown(command, info, results, runs, args, total, pending,
                                         fig1, curves))
 

@@ -55,10 +55,7 @@ import argparse
 import csv
 import io
 import os
-import platform
-import shlex
 import sys
-import tempfile
 import time
 import traceback
 import warnings
@@ -67,9 +64,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import harness
 import numpy as np
 from numpy.typing import NDArray
-from performance import result_page
 from sklearn.model_selection import StratifiedKFold
 from sklearn.semi_supervised import LabelSpreading
 from sklearn.svm import SVC
@@ -158,8 +155,8 @@ def make_task(name: str, data_dir: Path | None, n_test: int, seed: int) -> Task 
         if path is None or not path.is_file():
             return (f"skipped: no USPS data (expected {path or '<data-dir>/usps/usps.npz'}; "
                     "pass --data-dir)")
-        with np.load(path, allow_pickle=False) as z:
-            pixels, digits = 2.0 * z["X"].astype(np.float64) - 1.0, z["y"].astype(np.int64)
+        z = harness.load_set(path.parent.parent, "usps")
+        pixels, digits = 2.0 * z["X"].astype(np.float64) - 1.0, z["y"].astype(np.int64)
         per_train, per_test = N_TRAIN[name] // 10, n_test // 10
         tr, te = [], []
         for d in range(10):
@@ -177,8 +174,7 @@ def make_task(name: str, data_dir: Path | None, n_test: int, seed: int) -> Task 
         if path is None or not path.is_file():
             return (f"skipped: {name!r} is neither one of {', '.join(DATASETS)} nor a set of "
                     f"--data-dir (expected {path or f'<data-dir>/{name}/{name}.npz'})")
-        with np.load(path, allow_pickle=False) as z:
-            data = {k: z[k] for k in z.files}
+        data = harness.load_set(path.parent.parent, name)
         classes = np.unique(data["y"])
         if len(classes) != 2:
             return f"skipped: {path} has {len(classes)} classes; the S3VM is binary"
@@ -523,16 +519,6 @@ def select(task: Task, ratio: float, mask: NDArray[np.bool_], balance: float | N
 # --------------------------------------------------------------------------- output
 
 
-def write_atomic(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` so that a reader never sees half a file."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.NamedTemporaryFile("w", dir=path.parent, prefix=f".{path.name}.",
-                                     suffix=".tmp", delete=False, encoding="utf-8",
-                                     newline="") as fh:
-        fh.write(text)
-    os.replace(fh.name, path)
-
-
 FIELDS = [
     "stage", "dataset", "n_train", "n_test", "labeled_ratio", "split", "fold", "n_labeled",
     "n_unlabeled", "method", "sigma", "C", "p", "gamma_ratio", "laplacian_power", "n_expansion",
@@ -773,11 +759,10 @@ def write_markdown(path: Path, rows: list[dict[str, Any]], notes: list[dict[str,
              "ratio: transductive and inductive test errors, fit times, kernel weights, the "
              "targets, and how each method's hyperparameters were chosen; the set-up follows "
              "the tables.")
-    machine = (f"Machine: {os.cpu_count()} CPUs ({platform.machine()}, {platform.platform()}), "
-               f"Python {platform.python_version()}, one BLAS thread; "
-               f"{time.strftime('%Y-%m-%d')}, load average {os.getloadavg()[0]:.1f} when "
-               f"written; total {seconds / 60:.1f} min.")
-    write_atomic(path, result_page(
+    machine = (f"Machine: {harness.machine_line()}, one BLAS thread; {time.strftime('%Y-%m-%d')}, "
+               f"load average {harness.load_average()} when written; total "
+               f"{seconds / 60:.1f} min.")
+    harness.write_atomic(path, harness.result_page(
         "Semi-supervised SVMs: S3VM, Lp-MKL-S3VM and its sparse version (the paper "
         "\"Lp-norm constrained multiple kernel semi-supervised SVM\")", shows, command, lines,
         [machine]))
@@ -887,7 +872,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
-    command = "python benchmarks/s3vm.py " + shlex.join(sys.argv[1:] if argv is None else argv)
+    command = harness.command(__file__, argv)
     start = time.perf_counter()
     rows: list[dict[str, Any]] = []
     notes: list[dict[str, Any]] = []
@@ -896,7 +881,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     md, csv_path = args.out / f"{args.name}.md", args.out / f"{args.name}.csv"
 
     def flush(done: bool) -> None:
-        write_atomic(csv_path, csv_text(rows))
+        harness.write_atomic(csv_path, csv_text(rows))
         write_markdown(md, rows, notes, tasks, skipped, args, command,
                        time.perf_counter() - start, done)
 

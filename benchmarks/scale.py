@@ -46,22 +46,18 @@ from __future__ import annotations
 import argparse
 import csv
 import functools
+import io
 import json
 import os
-import platform
 import subprocess
 import sys
 import tempfile
 import time
 import warnings
-from concurrent.futures import ProcessPoolExecutor
-from concurrent.futures import TimeoutError as FutureTimeout
-from multiprocessing import get_context
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-import sklearn
 from sklearn.datasets import make_moons
 from sklearn.kernel_approximation import Nystroem
 from sklearn.model_selection import GridSearchCV
@@ -70,14 +66,7 @@ from sklearn.svm import SVC, LinearSVC
 from threadpoolctl import threadpool_limits
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from performance import (
-    _peak_rss,
-    _reset_peak_rss,
-    _write_atomic,
-    cpu_name,
-    result_page,
-    write_csv,
-)
+import harness
 
 from sparsify import SparseSVC
 from sparsify.datasets import (
@@ -146,7 +135,7 @@ def _fit(method: str, spec: tuple[Any, ...], m: int, C: float, gamma: float,
     "Nystroem" (+ LinearSVC).
     """
     X, y, X_test, y_test = _data(spec)
-    base = _reset_peak_rss()
+    base = harness.reset_peak_rss()
     with threadpool_limits(1), warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         start = time.perf_counter()
@@ -162,25 +151,11 @@ def _fit(method: str, spec: tuple[Any, ...], m: int, C: float, gamma: float,
                                   LinearSVC(C=C, dual=False)).fit(X, y)
             extra = {}
         seconds = time.perf_counter() - start
-    peak = (_peak_rss() - base) / 1024
+    peak = (harness.peak_rss() - base) / 1024
     wrong = np.flatnonzero(model.predict(X_test) != y_test).astype(np.int32)
     return {"method": method, "M": m, "seconds": seconds, "error": len(wrong) / len(y_test),
             "peak_mb": peak, "test_n": len(y_test), "warnings": len(caught), "wrong": wrong,
             **extra}
-
-
-def _fresh(timeout: float, fn: Any, *args: Any) -> dict[str, Any]:
-    """``fn(*args)`` in a fresh spawned process; a timeout or error is a row's note."""
-    with ProcessPoolExecutor(1, mp_context=get_context("spawn")) as pool:
-        job = pool.submit(fn, *args)
-        try:
-            return job.result(timeout=timeout)
-        except FutureTimeout:
-            for proc in pool._processes.values():
-                proc.kill()
-            return {"note": f"over {timeout:.0f} s"}
-        except Exception as exc:  # a failure is a finding: recorded
-            return {"note": f"{type(exc).__name__}: {exc}"[:300]}
 
 
 def _svgp(gp_python: str | None, spec: tuple[Any, ...], m: int, gamma: float, epochs: int,
@@ -256,10 +231,9 @@ def keep_wrong(out: Path, row: dict[str, Any]) -> dict[str, Any]:
         return row
     name = "-".join(str(row.get(k, "")) for k in ("set", "N", "method", "M", "test_n", "seed"))
     path = out / "wrong" / (name.replace(" ", "_") + ".npy")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.NamedTemporaryFile(dir=path.parent, delete=False, suffix=".tmp") as fh:
-        np.save(fh, wrong)
-    os.replace(fh.name, path)
+    buffer = io.BytesIO()
+    np.save(buffer, wrong)
+    harness.write_atomic(path, buffer.getvalue())
     return {**row, "wrong": str(path.resolve())}
 
 
@@ -275,8 +249,8 @@ def save_csv(out: Path, rows: list[dict[str, Any]]) -> None:
     what it measured)."""
     fields = sorted({k for r in rows for k in r}, key=lambda k: (k != "part", k != "set", k))
     # the recorded test points by their name under out/wrong/, which `read_csv` resolves
-    write_csv(out / "scale.csv", [{**r, "wrong": "wrong/" + Path(r["wrong"]).name}
-                                  if "wrong" in r else r for r in rows], fields)
+    harness.write_csv(out / "scale.csv", [{**r, "wrong": "wrong/" + Path(r["wrong"]).name}
+                                          if "wrong" in r else r for r in rows], fields)
 
 
 def read_csv(path: Path) -> list[dict[str, Any]]:
@@ -302,7 +276,7 @@ def run_a9a(args: argparse.Namespace, rows: list[dict[str, Any]]) -> None:
                                ("Nystroem", 500, args.timeout), ("SVC", 0, args.svc_timeout)):
         rows.append(keep_wrong(args.out, {
             "part": "a9a", "set": "a9a", "N": 32561, "C": C, "gamma": gamma,
-            **_fresh(timeout, _fit, method, spec, m, C, gamma, args.seed)}))
+            **harness.fresh_row(timeout, _fit, method, spec, m, C, gamma, args.seed)}))
         rows[-1].setdefault("method", method)
         print(f"[scale] {rows[-1]}", flush=True)
         save_csv(args.out, rows)
@@ -339,7 +313,8 @@ def run_synthetic(args: argparse.Namespace, part: str,
                     if limit is not None and n > limit:
                         slmc = {"note": f"not run: above --limit {kind}={limit}"}
                     elif timed_out is None:
-                        slmc = _fresh(args.timeout, _fit, "SLMC", spec, m, C, gamma, args.seed)
+                        slmc = harness.fresh_row(args.timeout, _fit, "SLMC", spec, m, C, gamma,
+                                                 args.seed)
                         if str(slmc.get("note", "")).startswith("over"):
                             timed_out = n
                     else:
@@ -347,16 +322,16 @@ def run_synthetic(args: argparse.Namespace, part: str,
                     rows.append({**base, "method": "SLMC", "M": m, **slmc})
                 for method, factor in extra:
                     rows.append({**base, "method": method, "M": factor * m,
-                                 **_fresh(args.timeout, _fit, method, spec, factor * m, C,
-                                          gamma, args.seed)})
+                                 **harness.fresh_row(args.timeout, _fit, method, spec,
+                                                     factor * m, C, gamma, args.seed)})
                 for mm in (m, 5 * m) if wanted("Nystroem") else ():
                     need = 3 * 8 * n * mm
                     if need > NYSTROEM_LIMIT_BYTES:
                         rows.append({**base, "method": "Nystroem", "M": mm,
                                      "note": f"not run: needs about {need / 2**30:.0f} GiB"})
                         continue
-                    rows.append({**base, **_fresh(args.timeout, _fit, "Nystroem", spec, mm, C,
-                                                      gamma, args.seed)})
+                    rows.append({**base, **harness.fresh_row(args.timeout, _fit, "Nystroem", spec,
+                                                             mm, C, gamma, args.seed)})
                     rows[-1].setdefault("method", "Nystroem")
                     rows[-1].setdefault("M", mm)
                 if svgp and wanted("SVGP"):
@@ -365,7 +340,8 @@ def run_synthetic(args: argparse.Namespace, part: str,
                 if part == "value" and wanted(FULL_SVM[0]) and m == ms[0]:
                     svc = ({"note": f"not run: over {args.svc_timeout:.0f} s at a smaller N"}
                            if svc_over.get(kind) else
-                           _fresh(args.svc_timeout, _fit, "SVC", spec, 0, C, gamma, args.seed))
+                           harness.fresh_row(args.svc_timeout, _fit, "SVC", spec, 0, C, gamma,
+                                             args.seed))
                     svc_over[kind] = str(svc.get("note", "")).startswith(("over", "not run"))
                     rows.append({**base, "method": "SVC", "M": 0, **svc})
                 rows[first:] = [keep_wrong(args.out, row) for row in rows[first:]]
@@ -721,12 +697,10 @@ def report(rows: list[dict[str, Any]], args: argparse.Namespace, run: str) -> st
         lines += ["", f"Every fit succeeds: {'met' if not failed else 'not met'}."
                   + "".join(f"\n- Nz = {r['M']}, seed {r['seed']}: {r['note']}" for r in failed),
                   ""]
-    machine = (f"Produced by `benchmarks/scale.py`. Machine: {os.cpu_count()} CPUs "
-               f"({cpu_name()}), Python {platform.python_version()}, numpy {np.__version__}, "
-               f"scikit-learn {sklearn.__version__}; one BLAS thread per process; {run}")
-    return result_page("SLMC at scale", _shows(rows),
-                       "OPENBLAS_NUM_THREADS=1 python " + " ".join(_quoted_argv()), lines,
-                       [machine])
+    machine = f"Produced by `benchmarks/scale.py`. {run}"
+    return harness.result_page("SLMC at scale", _shows(rows),
+                               "OPENBLAS_NUM_THREADS=1 python " + " ".join(_quoted_argv()), lines,
+                               [machine])
 
 
 def _shows(rows: list[dict[str, Any]]) -> str:
@@ -830,8 +804,9 @@ def main(argv: list[str] | None = None) -> int:
         rows = [_copy_wrong(args.out, r) for r in _join(rows)]
         args.out.mkdir(parents=True, exist_ok=True)
         save_csv(args.out, rows)
-        text = report(rows, args, f"joined from the CSVs of runs: {args.note}")
-        _write_atomic(args.out / "scale.md", text)
+        text = report(rows, args, f"Machine: {harness.machine_line()}; one BLAS thread per "
+                                  f"process; joined from the CSVs of runs: {args.note}")
+        harness.write_atomic(args.out / "scale.md", text)
         print(text)
         return 0
     try:
@@ -848,7 +823,6 @@ def main(argv: list[str] | None = None) -> int:
         args.moons_nz, args.moons_seeds = [5], 1
     else:
         ns, ms, value_ms = sorted(args.sizes), args.nz, sorted(args.value_budgets)
-    load = os.getloadavg()[0]
     start = time.perf_counter()
     params = ({kind: choose_params(kind, args.seed, 300 if args.quick else 3000, args.cv_cs)
                for kind in args.sets}
@@ -863,11 +837,9 @@ def main(argv: list[str] | None = None) -> int:
                       value_ms, True, rows)
     if "moons" in args.parts:
         run_moons(args, rows)
-    wall = time.perf_counter() - start
-    text = report(rows, args,
-                  f"{time.strftime('%Y-%m-%d')}; load average {load:.1f} at the start, "
-                  f"{os.getloadavg()[0]:.1f} at the end. Total {wall / 60:.1f} min.")
-    _write_atomic(args.out / "scale.md", text)
+    text = report(rows, args, harness.provenance(time.perf_counter() - start,
+                                                 "one BLAS thread per process"))
+    harness.write_atomic(args.out / "scale.md", text)
     print(text)
     return 0
 

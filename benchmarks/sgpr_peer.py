@@ -16,9 +16,12 @@ one torch thread. ``result.npz`` holds the predictive mean on X_test and the tra
 
 from __future__ import annotations
 
+import io
 import sys
 import time
+from pathlib import Path
 
+import harness
 import numpy as np
 
 
@@ -67,7 +70,9 @@ def main(data_path: str, out_path: str) -> int:
     with torch.no_grad(), gpytorch.settings.fast_pred_var():
         mean = torch.cat([model(X_test[k:k + 4096]).mean
                           for k in range(0, len(X_test), 4096)]).numpy()
-    np.savez(out_path, mean=mean, seconds=seconds, final_loss=float(loss.item()))
+    buffer = io.BytesIO()  # whole or not at all: the caller may stop this process
+    np.savez(buffer, mean=mean, seconds=seconds, final_loss=float(loss.item()))
+    harness.write_atomic(Path(out_path), buffer.getvalue())
     return 0
 
 

@@ -27,11 +27,7 @@ on cvxpy's own solve (the DPP path). docs/solvers.md sums up how the backends we
 from __future__ import annotations
 
 import argparse
-import importlib.metadata
 import json
-import os
-import platform
-import shlex
 import sys
 import time
 import warnings
@@ -44,7 +40,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from performance import _write_atomic, result_page
+import harness
 
 from sparsify import RBF, CvxpyMarginal, Kernel, SolverError, SparseSVC
 from sparsify.core.formulation import make_formulation
@@ -70,10 +66,9 @@ class Problem:
 
 def banana_split1(data_dir: Path) -> tuple[Array, NDArray[Any], Array, NDArray[Any]]:
     """Training and test part of Banana split 1 from ``<data_dir>/banana/banana.npz``."""
-    with np.load(data_dir / "banana" / "banana.npz", allow_pickle=False) as z:
-        X, y = z["X"].astype(np.float64), z["y"].astype(np.int64)
-        tr, te = z["train_idx"][0], z["test_idx"][0]
-    return X[tr], y[tr], X[te], y[te]
+    data = harness.load_set(data_dir, "banana")
+    data["X"], data["y"] = data["X"].astype(np.float64), data["y"].astype(np.int64)
+    return harness.split(data, 0)  # type: ignore[return-value]
 
 
 def make_problems(args: argparse.Namespace) -> list[Problem]:
@@ -216,19 +211,6 @@ def time_fit(backend: str, args: argparse.Namespace) -> dict[str, Any]:
                          for w in caught}),
     )
     return out
-
-
-def machine_info() -> dict[str, Any]:
-    """CPU count, platform, Python and package versions."""
-    versions = {}
-    for pkg in ("sparsify", "cvxpy", "clarabel", "ecos", "osqp", "numpy", "scipy"):
-        try:
-            versions[pkg] = importlib.metadata.version(pkg)
-        except importlib.metadata.PackageNotFoundError:
-            versions[pkg] = "not installed"
-    return {"cpu_count": os.cpu_count(), "platform": platform.platform(),
-            "python": sys.version.split()[0], "versions": versions,
-            "load_average_at_start": os.getloadavg() if hasattr(os, "getloadavg") else None}
 
 
 # -- report -------------------------------------------------------------------------------------
@@ -454,17 +436,14 @@ def write_markdown(path: Path, command: str, info: dict[str, Any], res: dict[str
             f"{f.get('final_W', float('nan')):.6g} | {f.get('test_error', float('nan')):.2f} | "
             f"{', '.join(f'{k}: {n}' for k, n in f.get('statuses', {}).items())} | {note} |")
     lines += ["", "## Conclusion", "", *conclusion(res, args)]
-    _write_atomic(path, result_page("General solver backends on cvxpy's own solve", shows,
-                                    command, lines, provenance))
+    harness.write_atomic(path, harness.result_page("General solver backends on cvxpy's own solve",
+                                                   shows, command, lines, provenance))
 
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     """Command-line options."""
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
-                                formatter_class=argparse.ArgumentDefaultsHelpFormatter)
-    p.add_argument("--data-dir", type=Path, required=True,
-                   help="folder holding banana/banana.npz")
-    p.add_argument("--out", type=Path, default=Path("docs"), help="output folder")
+    p = harness.benchmark_parser(__doc__, "folder holding banana/banana.npz", out="docs",
+                                 show_defaults=True)
     p.add_argument("--name", default="solver_choice", help="basename of the output files")
     p.add_argument("--backends", nargs="+", default=["clarabel", "ecos", "osqp"],
                    help="registered solver backends to compare")
@@ -500,9 +479,9 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the measurements and write the report."""
     args = parse_args(argv)
-    command = "python " + " ".join(shlex.quote(a) for a in
-                                   [os.path.relpath(sys.argv[0]), *sys.argv[1:]])
-    info = machine_info()
+    command = harness.command(__file__, argv)
+    info = harness.machine_info(("sparsify", "cvxpy", "clarabel", "ecos", "osqp", "numpy",
+                                 "scipy"))
     t0 = time.perf_counter()
     problems = make_problems(args)
     res: dict[str, Any] = {"timing": [], "gradient": [], "fit": [], "reference": []}
@@ -531,7 +510,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     total = time.perf_counter() - t0
     args.out.mkdir(parents=True, exist_ok=True)
     config = {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()}
-    (args.out / f"{args.name}.json").write_text(json.dumps(
+    harness.write_atomic(args.out / f"{args.name}.json", json.dumps(
         {"command": command, "machine": info, "config": config, "results": res,
          "total_seconds": total}, indent=2, default=float))
     write_markdown(args.out / f"{args.name}.md", command, info, res, args)

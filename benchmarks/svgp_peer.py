@@ -20,11 +20,13 @@ for benchmarks/scale.py's paired comparisons).
 
 from __future__ import annotations
 
+import io
 import json
 import sys
 import time
 from pathlib import Path
 
+import harness
 import numpy as np
 
 
@@ -89,8 +91,10 @@ def main(data_path: str, out_path: str) -> int:
         missed = wrong()
         trace.append({"epoch": epoch, "seconds": seconds,
                       "accuracy": 1 - len(missed) / len(Xt)})
-    Path(out_path).write_text(json.dumps(trace))
-    np.save(Path(out_path).with_suffix(".wrong.npy"), missed)
+    buffer = io.BytesIO()  # whole or not at all: the caller may stop this process
+    np.save(buffer, missed)
+    harness.write_atomic(Path(out_path).with_suffix(".wrong.npy"), buffer.getvalue())
+    harness.write_atomic(Path(out_path), json.dumps(trace))
     return 0
 
 

@@ -51,7 +51,7 @@ def register_estimators(register):  # type: ignore[no-untyped-def]
 
 
 def main() -> None:
-    if "l2svm" not in sparsify.core.registry.get_registry().names("formulation"):
+    if "l2svm" not in sparsify.plugins.registry.get_registry().names("formulation"):
         sparsify.register_plugin(sys.modules[__name__], name="l2svm_example")
     check = check_gradient("l2svm", "rbf", C=1.0)
     print(f"gradient check: relative error {check.rel_error:.1e} against central differences")

@@ -494,7 +494,7 @@ def main() -> None:
     import sparsify
     from sparsify.core.gradcheck import check_gradient
 
-    if "eps_svr" not in sparsify.core.registry.get_registry().names("formulation"):
+    if "eps_svr" not in sparsify.plugins.registry.get_registry().names("formulation"):
         sparsify.register_plugin(sys.modules[__name__], name="declared_formulations")
     for cls in FORMULATIONS:
         X, y = example_data(cls())

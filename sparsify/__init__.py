@@ -33,7 +33,7 @@ _LAZY = {
     "Declaration": "sparsify.core.formulation",
     "Formulation": "sparsify.core.formulation",
     "Outputs": "sparsify.core.formulation",
-    "hookimpl": "sparsify.core.hookspecs",
+    "hookimpl": "sparsify.plugins.hookspecs",
     "ImportVectorMachine": "sparsify.baselines.ivm",
     "RBF": "sparsify.kernels",
     "Kernel": "sparsify.kernels",
@@ -49,7 +49,7 @@ _LAZY = {
     "Marginal": "sparsify.core.marginal",
     "NonDifferentiableWarning": "sparsify.core.marginal",
     "SparseOneClassSVM": "sparsify.algorithms.oneclass.estimator",
-    "register_plugin": "sparsify.core.registry",
+    "register_plugin": "sparsify.plugins.registry",
     "ReducedSetSVC": "sparsify.baselines.reduced_set",
     "ReducedSVC": "sparsify.baselines.rsvm",
     "RVMClassifier": "sparsify.baselines.rvm",
@@ -105,14 +105,14 @@ __all__ = [
 
 
 def __getattr__(name: str) -> Any:
-    """Import a public name, or a submodule (``sparsify.core.registry``), on first access."""
+    """Import a public name, or a submodule (``sparsify.plugins.registry``), on first access."""
     module = _LAZY.get(name)
     if module is not None:
         value = getattr(importlib.import_module(module), name)
         globals()[name] = value  # later look-ups skip this function
         return value
     if not name.startswith("_"):
-        # `import sparsify; sparsify.core.registry.get_registry()` works as if every
+        # `import sparsify; sparsify.plugins.registry.get_registry()` works as if every
         # submodule were imported eagerly
         try:
             return importlib.import_module(f"{__name__}.{name}")
@@ -146,10 +146,8 @@ if TYPE_CHECKING:  # static analysers and IDEs see the eager imports
     from sparsify.core.errors import SolverError
     from sparsify.core.expansion import expansion_coefficients
     from sparsify.core.formulation import Declaration, Formulation, Outputs
-    from sparsify.core.hookspecs import hookimpl
     from sparsify.core.marginal import Evaluation, Marginal, NonDifferentiableWarning
     from sparsify.core.outlier import SparseOutlierDetector
-    from sparsify.core.registry import register_plugin
     from sparsify.core.regressor import SparseKernelRegressor
     from sparsify.core.transformer import SparseKernelTransformer
     from sparsify.kernels import RBF, Kernel, Linear, Polynomial, SumKernel
@@ -158,3 +156,5 @@ if TYPE_CHECKING:  # static analysers and IDEs see the eager imports
     from sparsify.kernels.taylor_rbf import TaylorRBF
     from sparsify.model_selection import SparseSearchCV
     from sparsify.onnx.convert import to_onnx
+    from sparsify.plugins.hookspecs import hookimpl
+    from sparsify.plugins.registry import register_plugin

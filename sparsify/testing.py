@@ -55,9 +55,9 @@ from sparsify.core.formulation import Formulation, Outputs, make_formulation
 from sparsify.core.gradcheck import check_gradient, example_problem
 from sparsify.core.kernel_blocks import expansion_factor
 from sparsify.core.marginal import Marginal, NonDifferentiableWarning
-from sparsify.core.registry import get_registry
 from sparsify.core.solvers import SolverBackend, SolverError, Unsolved, solve_problem
 from sparsify.kernels import Kernel, make_kernel
+from sparsify.plugins.registry import get_registry
 
 __all__ = [
     "CheckResult",

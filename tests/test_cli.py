@@ -659,7 +659,7 @@ def test_a_declared_regressor_is_saved_and_predicted_from_the_command_line(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """A formulation with task "regressor" and no estimator class: the generic estimator."""
     import sparsify
-    from sparsify.core.registry import get_registry
+    from sparsify.plugins.registry import get_registry
     from tests.test_model_file import DeclaredRidge
 
     if DeclaredRidge.name not in get_registry().names("formulation"):

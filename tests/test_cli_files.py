@@ -807,7 +807,7 @@ def test_a_plugin_whose_declare_raises_is_one_error_line(capsys: pytest.CaptureF
     import cvxpy as cp
 
     from sparsify import Formulation, hookimpl, register_plugin
-    from sparsify.core.registry import get_registry
+    from sparsify.plugins.registry import get_registry
 
     class Exploding(Formulation):
         name, task = "issue43_exploding", "classifier"

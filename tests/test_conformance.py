@@ -13,8 +13,8 @@ import pytest
 from sparsify import Declaration, Evaluation, Formulation, Marginal
 from sparsify.algorithms.svm.formulation import SVM
 from sparsify.core.gradcheck import random_problem
-from sparsify.core.registry import get_registry
 from sparsify.core.solvers import Unsolved
+from sparsify.plugins.registry import get_registry
 from sparsify.testing import (
     ConformanceError,
     ConformanceReport,

@@ -16,8 +16,8 @@ from sparsify.core.errors import MemoryEstimateError
 from sparsify.core.formulation import make_formulation
 from sparsify.core.gradcheck import check_gradient, random_problem
 from sparsify.core.optimize import initial_expansion_vectors
-from sparsify.core.registry import get_registry
 from sparsify.kernels import make_kernel
+from sparsify.plugins.registry import get_registry
 from tests.test_klr import _three_classes
 
 BACKENDS = ["structured", "clarabel", "ecos", "osqp", "scs"]

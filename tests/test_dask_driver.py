@@ -78,7 +78,7 @@ def test_kernel_ridge_with_an_integer_n_expansion_fits_over_the_blocks(client: A
 def test_built_in_estimators_fit_with_no_entry_points_visible(
         monkeypatch: pytest.MonkeyPatch) -> None:
     """Built-in estimators name their formulation class: no installed metadata needed."""
-    import sparsify.core.registry as registry
+    import sparsify.plugins.registry as registry
     from sparsify import SparseKernelLogisticRegression
 
     monkeypatch.setattr(registry, "entry_points", lambda group: [])

@@ -2,12 +2,13 @@
 
 `sparsify.core.structured.parts` splits a point-separable problem into parts whose
 Schur complements, residuals and costs add up to the whole problem's; the parts'
-interior point takes the same iterations as `ipm.solve` with the sums in another
-order. So W agrees to far better than the gap it stops at (1e-11 relative here)
-and ν to far better than the 1e-6 of its scale the backend's gradients promise;
-the tests ask for those. Over a Dask cluster (`sparsify.core.declared_blocks`) the
-same holds for W(Z), ∇W(Z), β and b against the in-memory generic path, and each
-iteration moves O(Nz²) numbers per block, whatever the block's rows.
+interior point is the whole one's loop (`ipm.interior_point`) on `Parts`: the same
+steps as on the whole problem, with the sums in another order. So W agrees to far
+better than the gap it stops at (1e-11 relative here) and ν to far better than the
+1e-6 of its scale the backend's gradients promise; the tests ask for those. Over a
+Dask cluster (`sparsify.core.declared_blocks`) the same holds for W(Z), ∇W(Z), β and
+b against the in-memory generic path, and each iteration moves O(Nz²) numbers per
+block, whatever the block's rows.
 """
 
 from __future__ import annotations
@@ -22,9 +23,9 @@ import pytest
 from sparsify import RBF, ConicMarginal, SparseKernelClassifier, SparseKernelRegressor
 from sparsify.core.backends import StructuredBackend
 from sparsify.core.kernel_blocks import whitening
-from sparsify.core.structured.ipm import IPMSettings, solve
+from sparsify.core.structured.ipm import IPMSettings, interior_point, solve
 from sparsify.core.structured.kkt import StructureError
-from sparsify.core.structured.parts import LocalParts, crossing, solve_parts, split
+from sparsify.core.structured.parts import LocalParts, Parts, crossing, split
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "examples"))
 from declared_formulations import (
@@ -82,12 +83,46 @@ def test_the_parts_solve_the_whole_problem(formulation: Any, kind: str) -> None:
     parts = LocalParts(subs)
     for part, sub in zip(parts.parts, subs, strict=True):
         part.set_phi(Phi[slice(*sub.points)])
-    result, v, W_parts = solve_parts(master, parts, SETTINGS)
+    system = Parts(master, parts)
+    result = interior_point(system, SETTINGS)
     assert result.status == whole.status == "optimal"
-    assert abs(W_parts - W) <= 1e-11 * max(1.0, abs(W))
-    nu = np.concatenate([part.final().nu for part in parts.parts])
+    assert abs(result.objective - W) <= 1e-11 * max(1.0, abs(W))
+    nu = np.concatenate([part.p.nu for part in parts.parts])
     assert np.abs(nu - whole.point.nu).max() <= 1e-6 * max(1.0, np.abs(nu).max())
+    v = system.schur_values()
     assert np.allclose(v[:len(master.columns)], x[master.columns], rtol=1e-6, atol=1e-8)
+
+
+def test_the_parts_end_at_the_best_iterate_as_the_whole_problem_does(monkeypatch) -> None:
+    """Where the iterations stop at an iterate worse than an earlier one, both systems go
+    back to the best (here, by a measure of distance that only grows, the first)."""
+    from sparsify.core.structured import ipm
+
+    X, _, targets = _data(200)
+    problem, st, Phi = _linked(EpsilonSVR(C=10.0), X, targets, 6)
+    master, subs = split(problem.own, problem.layout, st, [0, 90, 200])
+    parts = LocalParts(subs)
+    for part, sub in zip(parts.parts, subs, strict=True):
+        part.set_phi(Phi[slice(*sub.points)])
+    settings = IPMSettings(max_iter=4)
+    measured = []
+
+    def growing(measures: tuple[float, ...]) -> float:
+        measured.append(measures)
+        return float(len(measured))
+
+    monkeypatch.setattr(ipm, "_worst", growing)
+    whole = solve(st, problem.own.c, problem.own.b, Phi, settings)
+    first = measured[0]
+    measured.clear()
+    split_run = interior_point(Parts(master, parts), settings)
+    assert whole.status == split_run.status == "max_iter"
+    assert whole.gap == first[1] and split_run.gap == pytest.approx(first[1], rel=1e-9)
+    x = whole.point.x  # the point returned is the first iterate, whose cost was measured
+    assert 0.5 * x @ (st.P @ x) + problem.own.c @ x == pytest.approx(whole.objective, rel=1e-12)
+    assert abs(split_run.objective - whole.objective) <= 1e-9 * max(1.0, abs(whole.objective))
+    nu = np.concatenate([part.p.nu for part in parts.parts])
+    np.testing.assert_allclose(nu, whole.point.nu, rtol=1e-9, atol=1e-12)
 
 
 def test_an_intercept_below_the_density_threshold_is_taken_out_of_the_blocks() -> None:
@@ -105,7 +140,7 @@ def test_an_intercept_below_the_density_threshold_is_taken_out_of_the_blocks() -
     parts = LocalParts(subs)
     for part, sub in zip(parts.parts, subs, strict=True):
         part.set_phi(Phi[slice(*sub.points)])
-    _, _, W_parts = solve_parts(master, parts, SETTINGS)
+    W_parts = interior_point(Parts(master, parts), SETTINGS).objective
     x = solve(st, problem.own.c, problem.own.b, Phi, SETTINGS).point.x
     W = 0.5 * x @ (st.P @ x) + problem.own.c @ x
     assert abs(W_parts - W) <= 1e-11 * max(1.0, abs(W))

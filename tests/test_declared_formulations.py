@@ -23,8 +23,8 @@ from sparsify import ConicMarginal, CvxpyMarginal, SolverError
 from sparsify.core.formulation import make_formulation
 from sparsify.core.gradcheck import check_gradient
 from sparsify.core.optimize import initial_expansion_vectors
-from sparsify.core.registry import get_registry
 from sparsify.kernels import make_kernel
+from sparsify.plugins.registry import get_registry
 from tests.conftest import REPO
 
 _spec = importlib.util.spec_from_file_location(

@@ -104,7 +104,7 @@ def test_the_readme_shows_what_its_first_command_prints(tmp_path: Path,
 
 
 def test_the_solver_lists_name_every_backend(capsys: pytest.CaptureFixture[str]) -> None:
-    from sparsify.core.registry import get_registry
+    from sparsify.plugins.registry import get_registry
 
     backends = [n for n, e in get_registry().entries["solver"].items() if e.builtin]
     # the lines that list the backends (name three of them)

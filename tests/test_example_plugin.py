@@ -98,7 +98,7 @@ def in_python(installed) -> dict[str, object]:
         import json
         import numpy as np
         from sklearn.svm import OneClassSVM
-        from sparsify.core.registry import get_registry
+        from sparsify.plugins.registry import get_registry
         from sparsify.testing import check_formulation
         from sparsify_svdd import SVDD, SparseSVDD
 

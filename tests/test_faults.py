@@ -40,7 +40,7 @@ from sparsify.core.conic import make_marginal
 from sparsify.core.formulation import make_formulation
 from sparsify.core.gradcheck import random_problem
 from sparsify.core.optimize import minimize_marginal
-from sparsify.core.registry import Entry, get_registry
+from sparsify.plugins.registry import Entry, get_registry
 from sparsify.svm_dual import SVMDualMarginal
 
 

@@ -252,7 +252,7 @@ def test_the_command_line_fits_a_declared_regressor(tmp_path, capsys) -> None:
 
     import sparsify
     from sparsify.cli import main
-    from sparsify.core.registry import get_registry
+    from sparsify.plugins.registry import get_registry
 
     if "driver_kridge" not in get_registry().names("formulation"):
         plugin = types.SimpleNamespace(register_formulations=sparsify.hookimpl(

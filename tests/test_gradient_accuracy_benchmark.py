@@ -37,7 +37,7 @@ def test_an_unknown_formulation_is_a_usage_error(tmp_path: Path) -> None:
 
 @pytest.mark.slow
 def test_declared_formulations_join_the_table(tmp_path: Path, monkeypatch) -> None:
-    from sparsify.core.registry import get_registry
+    from sparsify.plugins.registry import get_registry
 
     registry = get_registry()  # the benchmark registers the module: undone after the test
     monkeypatch.setattr(registry, "entries",

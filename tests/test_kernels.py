@@ -6,7 +6,6 @@ import numpy as np
 import pytest
 from sklearn.metrics.pairwise import linear_kernel, polynomial_kernel, rbf_kernel
 
-from sparsify.core.registry import get_registry
 from sparsify.kernels import (
     RBF,
     Kernel,
@@ -16,6 +15,7 @@ from sparsify.kernels import (
     check_kernel_vjp,
     make_kernel,
 )
+from sparsify.plugins.registry import get_registry
 
 rng = np.random.default_rng(1)
 A = rng.normal(size=(7, 3))

@@ -19,8 +19,8 @@ from sparsify.algorithms.kfd.estimator import (
 from sparsify.algorithms.kfd.formulation import KFD, SKFD, RayleighMarginal
 from sparsify.core.formulation import make_formulation
 from sparsify.core.gradcheck import check_gradient, random_problem
-from sparsify.core.registry import get_registry
 from sparsify.kernels import make_kernel
+from sparsify.plugins.registry import get_registry
 
 SOLVERS = ["clarabel", "ecos", "osqp"]
 KERNELS = ["rbf", "poly", "linear", "rbf+linear"]

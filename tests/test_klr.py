@@ -13,7 +13,7 @@ from sparsify import RBF, CvxpyMarginal, Linear
 from sparsify.algorithms.klr.estimator import SparseKernelLogisticRegression
 from sparsify.core.formulation import make_formulation
 from sparsify.core.gradcheck import check_gradient, random_problem
-from sparsify.core.registry import get_registry
+from sparsify.plugins.registry import get_registry
 
 KERNELS = ["rbf", "poly", "linear", "rbf+linear"]
 

@@ -1,4 +1,5 @@
-"""The package layout by concept holds: no import circles, no private name across packages.
+"""The package layout by concept holds: no import circles, no private name across packages,
+the kernels free of the core (both build on the plugin host, `sparsify.plugins`).
 
 Every import of a sparsify module counts, at module level or inside a function
 (a function-level import that closes a circle is a circle that Python merely
@@ -66,8 +67,8 @@ def _runs(tree: ast.Module) -> Iterator[ast.stmt]:
             todo.extend(ast.iter_child_nodes(node))
 
 
-def _imports(importer: str, path: Path) -> Iterator[Import]:
-    for node in _runs(ast.parse(path.read_text(encoding="utf-8"))):
+def _imports(importer: str, source: str) -> Iterator[Import]:
+    for node in _runs(ast.parse(source)):
         if isinstance(node, ast.Import):
             for alias in node.names:
                 if alias.name.split(".")[0] == "sparsify":
@@ -84,7 +85,8 @@ def _imports(importer: str, path: Path) -> Iterator[Import]:
                 yield Import(importer, source, alias.name, node.lineno)
 
 
-IMPORTS = [i for name, path in MODULES.items() for i in _imports(name, path)]
+IMPORTS = [i for name, path in MODULES.items()
+           for i in _imports(name, path.read_text(encoding="utf-8"))]
 
 
 def _graph(imports: list[Import]) -> dict[str, dict[str, int]]:
@@ -170,6 +172,46 @@ def test_the_core_imports_no_algorithm_baseline_or_command_line() -> None:
     bad = [i for i in IMPORTS if i.importer.startswith("sparsify.core")
            and i.module.startswith(outside)]
     assert not bad, bad
+
+
+def _within(module: str, package: str) -> bool:
+    return module == package or module.startswith(package + ".")
+
+
+def _from_package(imports: list[Import], importer: str, imported: str) -> list[Import]:
+    """The run-time imports by modules of package ``importer`` of modules of ``imported``."""
+    return [i for i in imports if _within(i.importer, importer) and _within(i.module, imported)]
+
+
+def test_the_package_rule_finds_a_planted_import() -> None:
+    planted = ("from sparsify.plugins.hookspecs import hookimpl\n"
+               "if TYPE_CHECKING:\n    from sparsify.core.solvers import SolverBackend\n"
+               "def f():\n    from sparsify.core.formulation import Formulation\n")
+    found = _from_package(list(_imports("sparsify.kernels.planted", planted)),
+                          "sparsify.kernels", "sparsify.core")
+    assert [(i.module, i.line) for i in found] == [("sparsify.core.formulation", 5)]
+
+
+def test_the_kernels_import_nothing_from_the_core() -> None:
+    """The core uses the kernels, never the reverse: both register through the plugin host."""
+    assert not _from_package(IMPORTS, "sparsify.kernels", "sparsify.core")
+
+
+def test_the_plugin_host_imports_no_other_sparsify_package() -> None:
+    """Everything may import the host; it loads the default plugins by name only."""
+    bad = [i for i in IMPORTS if _within(i.importer, "sparsify.plugins")
+           and not _within(i.module, "sparsify.plugins") and i.module != "sparsify"]
+    assert not bad, bad
+
+
+def test_the_host_s_names_still_import_from_the_core_s_old_modules() -> None:
+    import sparsify.persistence
+    import sparsify.plugins.hookspecs
+    import sparsify.plugins.registry
+    from sparsify.core import hookspecs, persistence, registry
+    for old, new in ((hookspecs, sparsify.plugins.hookspecs), (registry, sparsify.plugins.registry),
+                     (persistence, sparsify.persistence)):
+        assert old.__all__ and all(getattr(old, n) is getattr(new, n) for n in old.__all__)
 
 
 def test_the_svm_dual_engine_imports_no_algorithm() -> None:

@@ -18,8 +18,8 @@ from sparsify import (
 )
 from sparsify.core.formulation import make_formulation
 from sparsify.core.gradcheck import check_gradient, random_problem
-from sparsify.core.registry import get_registry
 from sparsify.kernels import make_kernel
+from sparsify.plugins.registry import get_registry
 
 SOLVERS = ["clarabel", "ecos", "osqp"]
 KERNELS = ["rbf", "poly", "linear", "rbf+linear"]

@@ -15,7 +15,7 @@ from sparsify import RBF, CvxpyMarginal, SolverError
 from sparsify.algorithms.oneclass.estimator import SparseOneClassSVM
 from sparsify.core.formulation import make_formulation
 from sparsify.core.gradcheck import check_gradient, random_problem
-from sparsify.core.registry import get_registry
+from sparsify.plugins.registry import get_registry
 
 SOLVERS = ["clarabel", "ecos", "osqp"]
 KERNELS = ["rbf", "poly", "linear", "rbf+linear"]

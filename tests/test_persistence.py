@@ -31,7 +31,7 @@ from sparsify import (
     TaylorGaussianFeatures,
 )
 from sparsify.core.estimator import KernelMachineMixin
-from sparsify.core.persistence import (
+from sparsify.persistence import (
     VERSION_KEY,
     IncompatibleVersionError,
     VersionedPickleMixin,
@@ -203,7 +203,7 @@ def _versioned(name: str) -> BaseEstimator:
     est = _estimator(name)
     if not isinstance(est, VersionedPickleMixin):
         pytest.skip(f"{name} does not record the sparsify version when pickled: add "
-                    "sparsify.core.persistence.VersionedPickleMixin first in its bases")
+                    "sparsify.persistence.VersionedPickleMixin first in its bases")
     return est
 
 

@@ -7,9 +7,9 @@ from importlib.metadata import EntryPoint
 
 import pytest
 
-from sparsify.core import hookspecs
-from sparsify.core import registry as registry_module
-from sparsify.core.registry import PluginError, PluginWarning, Registry, get_registry
+from sparsify.plugins import hookspecs
+from sparsify.plugins import registry as registry_module
+from sparsify.plugins.registry import PluginError, PluginWarning, Registry, get_registry
 
 
 def test_builtins_are_registered_with_their_source() -> None:

@@ -33,7 +33,7 @@ def test_plugin_recipe_declares_fits_and_checks_a_regressor(capsys, monkeypatch)
     monkeypatch.setitem(sys.modules, "my_quantile", module)
     import sparsify
 
-    if "quantile" in sparsify.core.registry.get_registry().names("formulation"):
+    if "quantile" in sparsify.plugins.registry.get_registry().names("formulation"):
         pytest.skip("a formulation 'quantile' is registered already in this process")
     namespace: dict = {}
     exec(compile(BLOCKS[2], "README plugin use", "exec"), namespace)

@@ -20,9 +20,9 @@ from sparsify.algorithms.svm.formulation import SVM
 from sparsify.core.conic import make_marginal
 from sparsify.core.gradcheck import check_gradient, random_problem
 from sparsify.core.optimize import initial_expansion_vectors
-from sparsify.core.registry import get_registry
 from sparsify.kernels import make_kernel
 from sparsify.kernels.manifold import ManifoldKernel
+from sparsify.plugins.registry import get_registry
 from sparsify.svm_dual import SVMDualMarginal
 
 # --- the convex stage -------------------------------------------------------------------------

@@ -13,12 +13,12 @@ from sparsify.core.conic_data import ConeDims, ConicData, LinkedProblem, LinkLay
 from sparsify.core.formulation import make_formulation
 from sparsify.core.gradcheck import random_problem
 from sparsify.core.kernel_blocks import whitening
-from sparsify.core.registry import Entry, get_registry
 from sparsify.core.solvers import ConicResult, SolverBackend
 from sparsify.core.structured import _blocks
 from sparsify.core.structured.cones import Cones
 from sparsify.core.structured.ipm import IPMSettings, solve
 from sparsify.core.structured.kkt import KKTStructure, StructureError
+from sparsify.plugins.registry import Entry, get_registry
 from tests.test_declared_formulations import FORMULATIONS, declared
 
 REGRESSION = {"svr", "eps_svr", "kridge", "quantile", "kernel_ridge"}

@@ -11,7 +11,7 @@ from sparsify.core.errors import SolverError
 
 
 def _formulation_class(name: str) -> type:
-    from sparsify.core.registry import get_registry
+    from sparsify.plugins.registry import get_registry
 
     return get_registry().get("formulation", name)  # type: ignore[no-any-return]
 
@@ -56,7 +56,7 @@ def _check_solver(name: str) -> None:
     """Refuse an unknown or uninstalled solver before any work is done."""
     if name == "auto":
         return
-    from sparsify.core.registry import get_registry
+    from sparsify.plugins.registry import get_registry
 
     backend = get_registry().get("solver", name)
     available = getattr(backend, "available", None)

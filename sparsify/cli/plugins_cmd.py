@@ -38,7 +38,7 @@ def _describe(entry: Any) -> dict[str, Any]:
 
 
 def _cmd_plugins(args: argparse.Namespace) -> int:
-    from sparsify.core.registry import get_registry
+    from sparsify.plugins.registry import get_registry
 
     registry = get_registry()
     listing = {

@@ -7,7 +7,7 @@ each part goes, once per problem, to an actor on the worker that holds its
 block (`BlockActor`). Per evaluation the driver sends Z and the whitening T;
 each block computes its kernel rows and Φ_j = K_{X_j Z} T where its rows are,
 and the structured interior point runs on the driver over the parts
-(`sparsify.core.structured.parts.solve_parts`): per iteration each block
+(`sparsify.core.structured.parts.Parts`): per iteration each block
 receives and returns O(Nz²) numbers. ∇W is Lemma 1 summed over the blocks
 (each its K_XZ term from its own ν_j) plus the K_ZZ term on the driver.
 
@@ -44,9 +44,9 @@ from sparsify.core.formulation import Formulation
 from sparsify.core.kernel_blocks import BLOCK_ROWS, diagonal_scale, whitening
 from sparsify.core.marginal import Evaluation, Marginal, check_expansion_vectors
 from sparsify.core.memory import check_memory
-from sparsify.core.structured.ipm import IPMSettings
+from sparsify.core.structured.ipm import IPMSettings, interior_point
 from sparsify.core.structured.kkt import SCHUR_EXTRA_LIMIT, StructureError
-from sparsify.core.structured.parts import BlockPart, SubProblem, crossing, solve_parts, split
+from sparsify.core.structured.parts import BlockPart, Parts, SubProblem, crossing, split
 from sparsify.kernels import Kernel
 
 __all__ = ["BlockActor", "DeclaredBlocks", "DeclaredBlocksMarginal", "on_actors"]
@@ -118,7 +118,7 @@ class BlockActor:
         self.part.set_phi(self.K_xz @ T)
 
     def _nu(self) -> Array:
-        nu: Array = self.part.final().nu.reshape(self.K, -1).T  # (n, K)
+        nu: Array = self.part.p.nu.reshape(self.K, -1).T  # (n, K)
         return nu
 
     def link_terms(self, u: Array) -> Array:
@@ -420,7 +420,7 @@ class DeclaredBlocksMarginal(Marginal):
         statuses = []
         for attempt in blocks.backend.attempts(blocks.tol):
             options = {k: v for k, v in attempt.options.items() if k != "warm_start"}
-            result, v, pcost = solve_parts(blocks.master, self._call, IPMSettings(**options))
+            result = interior_point(Parts(blocks.master, self._call), IPMSettings(**options))
             status = blocks.backend.status(result)
             statuses.append(f"{attempt.label}: {status}")
             accuracy = (attempt.accuracy if status == cp.OPTIMAL
@@ -435,7 +435,8 @@ class DeclaredBlocksMarginal(Marginal):
                 "the general conic solvers try.")
         self.last_solve_seconds = time.perf_counter() - start
         self.iterations = result.iterations
-        value = pcost + blocks.master.offset
+        value = result.objective + blocks.master.offset
+        v = np.concatenate([result.point.x, result.point.y])  # the Schur unknowns
         u = v[:Nz * K].reshape((Nz, K), order="F")
         uu = (u * u).sum(0)
         terms = np.sum(self._call_actors("link_terms", u), axis=0)

@@ -54,12 +54,12 @@ from sparsify.core.optimize import (
     warn_if_not_converged,
 )
 from sparsify.core.params import check_cost_scale
-from sparsify.core.persistence import VersionedPickleMixin
-from sparsify.core.registry import get_registry
 from sparsify.core.shared_params import SHARED, SHARED_PARAMS, parameter_docs
 from sparsify.core.threads import limit_blas_threads
 from sparsify.core.warm import WarmStart, previous_problems, resize
 from sparsify.kernels import Kernel, make_kernel, scale_gamma
+from sparsify.persistence import VersionedPickleMixin
+from sparsify.plugins.registry import get_registry
 
 __all__ = ["SHARED_PARAMS", "KernelMachineMixin", "SparseKernelEstimator", "check_solver",
            "estimator_for", "optimise_start"]

@@ -305,7 +305,7 @@ def make_formulation(formulation: str | Formulation, **params: Any) -> Formulati
                 "alongside an instance."
             )
         return formulation
-    from sparsify.core.registry import get_registry
+    from sparsify.plugins.registry import get_registry
 
     cls: type[Formulation] = get_registry().get("formulation", formulation)
     try:

@@ -20,7 +20,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from sparsify.core.errors import SolverError
-from sparsify.core.registry import get_registry
+from sparsify.plugins.registry import get_registry
 
 if TYPE_CHECKING:
     from sparsify.core.conic_data import LinkedProblem

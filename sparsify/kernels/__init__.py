@@ -9,8 +9,8 @@ contributions; for a symmetric kernel they are the second-argument product with
 ``G`` and with ``Gᵀ``.
 
 Kernels are registered with the ``register_kernels`` hook (see
-`sparsify.core.hookspecs`); the built-in ones below register through the core's
-default plugin, exactly like a third-party kernel would.
+`sparsify.plugins.hookspecs`); the built-in ones below register as one of the
+registry's default plugins, exactly like a third-party kernel would.
 """
 
 from __future__ import annotations
@@ -22,8 +22,8 @@ from dataclasses import dataclass, field, fields
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from sparsify.core.hookspecs import hookimpl
-from sparsify.core.registry import get_registry
+from sparsify.plugins.hookspecs import hookimpl
+from sparsify.plugins.registry import get_registry
 
 __all__ = [
     "RBF",

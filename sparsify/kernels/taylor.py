@@ -32,10 +32,10 @@ from sklearn.preprocessing import PolynomialFeatures
 from sklearn.utils._param_validation import Interval
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from sparsify.core.hookspecs import hookimpl
-from sparsify.core.persistence import VersionedPickleMixin
 from sparsify.kernels import Kernel
 from sparsify.kernels.taylor_rbf import TaylorRBF
+from sparsify.persistence import VersionedPickleMixin
+from sparsify.plugins.hookspecs import hookimpl
 
 __all__ = ["TaylorGaussianFeatures", "TaylorRBF"]
 

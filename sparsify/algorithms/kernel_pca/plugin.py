@@ -11,7 +11,7 @@ from collections.abc import Callable
 from sparsify.algorithms.kernel_pca.estimator import SparseKernelPCA
 from sparsify.algorithms.kernel_pca.formulation import KernelPCA
 from sparsify.core.formulation import Formulation
-from sparsify.core.hookspecs import hookimpl
+from sparsify.plugins.hookspecs import hookimpl
 
 
 @hookimpl

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from sparsify.algorithms.kernel_ridge.estimator import SparseKernelRidge
 from sparsify.algorithms.kernel_ridge.formulation import KernelRidge
 from sparsify.core.formulation import Formulation
-from sparsify.core.hookspecs import hookimpl
+from sparsify.plugins.hookspecs import hookimpl
 
 
 @hookimpl

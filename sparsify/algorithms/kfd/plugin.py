@@ -12,7 +12,7 @@ from collections.abc import Callable
 from sparsify.algorithms.kfd.estimator import SparseKFD
 from sparsify.algorithms.kfd.formulation import KFD, SKFD
 from sparsify.core.formulation import Formulation
-from sparsify.core.hookspecs import hookimpl
+from sparsify.plugins.hookspecs import hookimpl
 
 
 @hookimpl

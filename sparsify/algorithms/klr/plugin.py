@@ -12,7 +12,7 @@ from collections.abc import Callable
 from sparsify.algorithms.klr.estimator import SparseKernelLogisticRegression
 from sparsify.algorithms.klr.formulation import KLR
 from sparsify.core.formulation import Formulation
-from sparsify.core.hookspecs import hookimpl
+from sparsify.plugins.hookspecs import hookimpl
 
 
 @hookimpl

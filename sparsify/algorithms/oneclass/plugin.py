@@ -12,7 +12,7 @@ from collections.abc import Callable
 from sparsify.algorithms.oneclass.estimator import SparseOneClassSVM
 from sparsify.algorithms.oneclass.formulation import OneClass
 from sparsify.core.formulation import Formulation
-from sparsify.core.hookspecs import hookimpl
+from sparsify.plugins.hookspecs import hookimpl
 
 
 @hookimpl

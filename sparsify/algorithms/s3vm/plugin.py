@@ -12,7 +12,7 @@ from collections.abc import Callable
 from sparsify.algorithms.s3vm.estimator import SemiSupervisedSVC
 from sparsify.algorithms.s3vm.formulation import S3VM
 from sparsify.core.formulation import Formulation
-from sparsify.core.hookspecs import hookimpl
+from sparsify.plugins.hookspecs import hookimpl
 
 
 @hookimpl

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from sparsify.algorithms.svm.estimator import SparseSVC
 from sparsify.algorithms.svm.formulation import SVM
 from sparsify.core.formulation import Formulation
-from sparsify.core.hookspecs import hookimpl
+from sparsify.plugins.hookspecs import hookimpl
 
 
 @hookimpl

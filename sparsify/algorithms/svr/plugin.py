@@ -12,7 +12,7 @@ from collections.abc import Callable
 from sparsify.algorithms.svr.estimator import SparseSVR
 from sparsify.algorithms.svr.formulation import SVR
 from sparsify.core.formulation import Formulation
-from sparsify.core.hookspecs import hookimpl
+from sparsify.plugins.hookspecs import hookimpl
 
 
 @hookimpl

@@ -15,8 +15,8 @@ from sparsify.core.backends.ecos import ECOSBackend
 from sparsify.core.backends.osqp import OSQPBackend
 from sparsify.core.backends.scs import SCSBackend
 from sparsify.core.backends.structured import StructuredBackend
-from sparsify.core.hookspecs import hookimpl
 from sparsify.core.solvers import SolverBackend
+from sparsify.plugins.hookspecs import hookimpl
 
 __all__ = ["ClarabelBackend", "ECOSBackend", "OSQPBackend", "SCSBackend", "StructuredBackend"]
 

@@ -15,6 +15,13 @@ boundary. Each iteration factors the KKT matrix once
 against the unregularised matrix. A problem with no cone rows is an equality
 constrained quadratic program: one KKT solve is its solution (no iterations).
 
+One loop, `interior_point`, serves every problem, as CVXOPT's ``coneqp`` serves
+every ``kktsolver``: it holds numbers only and asks a `KKTSystem` for the KKT
+solves and the vector work (residuals, right-hand sides, step bounds, moves),
+whose sums, inner products and norms it returns. A whole problem in memory is
+one `sparsify.core.structured.part.Part` (`solve`); a problem split by row blocks
+is `sparsify.core.structured.parts.Parts`, which sums the parts' shares.
+
 The stopping rule is Clarabel's (gap, primal and dual residuals relative to the
 data), so that ``tol`` means the same to this backend as to the others. There is
 no homogeneous embedding: an infeasible or unbounded problem ends as a failure
@@ -24,14 +31,15 @@ no homogeneous embedding: an infeasible or unbounded problem ends as a failure
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any, Protocol
 
 import numpy as np
 from numpy.typing import NDArray
 
-from sparsify.core.structured.cones import Cones, Scaling
-from sparsify.core.structured.kkt import KKTFactor, KKTStructure, PhiMap
+from sparsify.core.structured.kkt import KKTStructure
+from sparsify.core.structured.part import Iterate, Measured, Part
 
-__all__ = ["IPMResult", "IPMSettings", "Iterate", "solve"]
+__all__ = ["IPMResult", "IPMSettings", "Iterate", "KKTSystem", "interior_point", "solve"]
 
 Array = NDArray[np.float64]
 
@@ -66,18 +74,8 @@ class IPMSettings:
 
 
 @dataclass
-class Iterate:
-    """A primal-dual point: x, the link's dual ν, the own rows' duals y and the cone slacks s."""
-
-    x: Array
-    nu: Array
-    y: Array
-    s: Array
-
-
-@dataclass
 class IPMResult:
-    """The outcome of `solve`.
+    """The outcome of `interior_point`.
 
     Attributes
     ----------
@@ -86,12 +84,15 @@ class IPMResult:
         "stalled" (the steps became too short or the residuals grew: an infeasible,
         unbounded or badly conditioned problem).
     point : Iterate
-        The last iterate.
+        The last iterate (the best one where the iterations did not converge), as the
+        system gives it (`KKTSystem.finish`).
     iterations : int
     gap, primal_residual, dual_residual : float
         The relative measures of the stopping rule at the last iterate.
     history : list of tuple
         Per iteration: (gap, primal residual, dual residual, step).
+    objective : float
+        ½ xᵀP x + cᵀx at the point (the formulation's constant not included).
     """
 
     status: str
@@ -101,109 +102,149 @@ class IPMResult:
     primal_residual: float
     dual_residual: float
     history: list[tuple[float, float, float, float]] = field(default_factory=list)
+    objective: float = np.nan
 
 
-class _Problem:
-    """The residuals and the stopping rule's measures of one linked problem."""
+class KKTSystem(Protocol):
+    """What `interior_point` asks of a problem: its KKT solves and the work on its vectors.
 
-    def __init__(self, st: KKTStructure, c: Array, b: Array, Phi: Array) -> None:
-        self.st, self.c, self.b, self.Phi = st, c, b, Phi
-        self.phi = PhiMap(Phi, st.layout.K)
-        self.norm_b = float(np.abs(b).max(initial=0.0))
-        self.norm_c = float(np.abs(c).max(initial=0.0))
-
-    def residuals(self, p: Iterate) -> tuple[Array, Array, Array, float, float]:
-        """r_x, r_link, r_rows (A x + s − b, with s = 0 on equality rows), pcost, dcost."""
-        st, phi = self.st, self.phi
-        r_x = st.P @ p.x
-        xPx = float(p.x @ r_x)
-        r_x += self.c  # in place: at 10⁶ points every fresh vector costs its page faults
-        r_x += st.AT @ p.y
-        r_x[st.F] += p.nu
-        r_x[st.U] -= phi.T(p.nu)
-        r_link = p.x[st.F] - phi(p.x[st.U])
-        r_rows = st.A @ p.x
-        r_rows -= self.b
-        r_rows[st.zero:] += p.s
-        pcost = 0.5 * xPx + float(self.c @ p.x)
-        dcost = -0.5 * xPx - float(self.b @ p.y)
-        return r_x, r_link, r_rows, pcost, dcost
-
-    def measures(self, p: Iterate, res: tuple[Array, Array, Array, float, float]
-                 ) -> tuple[float, float, float, float]:
-        """(gap_abs, gap_rel, primal residual, dual residual), relative as Clarabel's."""
-        r_x, r_link, r_rows, pcost, dcost = res
-        norm_x, norm_s = _norm_inf(p.x), _norm_inf(p.s)
-        norm_y = max(_norm_inf(p.y), _norm_inf(p.nu))
-        pres = max(_norm_inf(r_link), _norm_inf(r_rows))
-        dres = _norm_inf(r_x)
-        gap_abs = abs(pcost - dcost)
-        gap_rel = gap_abs / max(1.0, min(abs(pcost), abs(dcost)))
-        return (gap_abs, gap_rel, pres / max(1.0, self.norm_b + norm_x + norm_s),
-                dres / max(1.0, self.norm_c + norm_x + norm_y))
-
-
-def _refined(factor: KKTFactor, rhs: tuple[Array, Array, Array], steps: int
-             ) -> tuple[Array, Array, Array]:
-    """Solve with ``factor``, then refine against its unregularised matrix.
-
-    Refinement stops when the residual is below 1e-10 of the right-hand side (a
-    direction needs no more: the next iteration's residuals are computed afresh)
-    or after ``steps`` steps, and returns the solution with the smallest residual
-    (late iterations, where the Schur complement's condition number reaches 1e12,
-    need several steps, and a step may not reduce the residual before the next one
-    does).
+    The system holds the iterate and every vector; the loop holds numbers. A solve
+    goes through the Schur complement of the KKT matrix: its right-hand side is
+    reduced to the Schur unknowns (``*_rhs``, `correct`), solved there
+    (`schur_solve`), and the solution recovered from them (`expand`). Where the
+    vectors are split into parts, each method's numbers are sums (costs, inner
+    products, right-hand sides), maxima (norms) or minima (step bounds) over them.
+    `sparsify.core.structured.part.Part` (a whole problem) and
+    `sparsify.core.structured.parts.Parts` (one split by row blocks) implement it.
     """
-    sol = factor.solve(*rhs)
-    if steps == 0:
-        return sol
-    size = max(max(_norm_inf(r) for r in rhs), 1e-300)
-    best, best_err = sol, np.inf
-    for step in range(steps + 1):
-        mv = factor.matvec(*sol)
-        res = tuple(np.subtract(r, m, out=m) for r, m in zip(rhs, mv, strict=True))
-        err = max(_norm_inf(r) for r in res)
-        if err < best_err:
-            best, best_err = sol, err
-        if err <= 1e-10 * size or step == steps:
+
+    def describe(self) -> tuple[float, float, int]:
+        """The largest |b| and |c| of the data and the cones' degree (0: no cone)."""
+
+    def factor(self, scaled: bool) -> Any:
+        """Factor the KKT matrix at the iterate's NT scaling, or at W = I (not ``scaled``)."""
+
+    def start_rhs(self) -> tuple[Array, float]:
+        """The starting point's right-hand side (−c, 0, b) reduced; its largest entry."""
+
+    def direction_rhs(self, sigma_mu: float | None) -> tuple[Array, float]:
+        """The predictor's (None) or the corrector's (centring σμ) right-hand side at the
+        iterate, reduced; its largest entry."""
+
+    def schur_solve(self, rhs: Array) -> Array:
+        """The Schur unknowns for a reduced right-hand side."""
+
+    def expand(self, xs: Array, residual: bool = False, add: bool = False) -> Any:
+        """The solution from the Schur unknowns ``xs`` (added to the current one with
+        ``add``); with ``residual``, (the largest entry of its residual, …)."""
+
+    def correct(self, keep: bool) -> Array:
+        """Keep the current solution as the best (``keep``); its residual, reduced."""
+
+    def settle(self, keep: bool) -> None:
+        """End a refined solve at the current solution (``keep``) or the best one."""
+
+    def bounds(self) -> tuple[float, float]:
+        """The direction solved: its largest step inside the cones and Δsᵀ Δz."""
+
+    def shifts(self) -> tuple[float, float, float]:
+        """After the start's solve: the smallest eigenvalues of s = −z and of z, |z|'s
+        largest entry."""
+
+    def begin(self, shift_s: float | None, shift_z: float | None,
+              warm: Iterate | None = None) -> None:
+        """The starting point, s and z shifted into the cones; blended with ``warm``."""
+
+    def measure(self) -> Measured:
+        """The iterate's residuals (kept for the directions), costs and norms."""
+
+    def keep(self) -> None:
+        """Keep the iterate as the best so far."""
+
+    def move(self, step: float) -> None:
+        """Step ``step`` along the direction last bounded."""
+
+    def finish(self, restore: bool) -> Iterate:
+        """The final point: the best one kept (``restore``) or the current one."""
+
+
+def interior_point(system: KKTSystem, settings: IPMSettings = IPMSettings(),
+                   start: Iterate | None = None) -> IPMResult:
+    """The interior point on ``system``'s KKT solves (module docstring).
+
+    Parameters
+    ----------
+    system : KKTSystem
+    settings : IPMSettings
+    start : Iterate, optional
+        A warm start, an earlier result's ``point``: the iterations start from a
+        blend of it and the cold start (`KKTSystem.begin`); by default from CVXOPT's
+        starting point.
+
+    Returns
+    -------
+    IPMResult
+    """
+    norm_b, norm_c, degree = system.describe()
+    # the start: one KKT solve with W = I
+    system.factor(False)
+    _solve(system, *system.start_rhs(), settings.refine)
+    if degree == 0:  # an equality-constrained QP: that solve is its solution
+        system.begin(None, None)
+        m = system.measure()
+        _, gap_rel, pres, dres = _measures(m, norm_b, norm_c)
+        ok = pres <= settings.tol_feas and dres <= settings.tol_feas
+        return IPMResult("optimal" if ok else "stalled", system.finish(False), 1, gap_rel,
+                         pres, dres, objective=m.pcost)
+    low_s, low_z, big = system.shifts()
+    system.begin(_shift(low_s, big), _shift(low_z, big), start)
+    history: list[tuple[float, float, float, float]] = []
+    best: tuple[float, tuple[float, float, float], float] | None = None
+    status = "max_iter"
+    for iteration in range(settings.max_iter + 1):
+        m = system.measure()
+        measures = _measures(m, norm_b, norm_c)
+        _, gap_rel, pres, dres = measures
+        worst = _worst(measures)
+        last_is_best = best is None or worst < best[0]
+        if last_is_best:
+            best = (worst, (gap_rel, pres, dres), m.pcost)
+            system.keep()
+        assert best is not None
+        if _converged(measures, settings):
+            status = "optimal"
             break
-        corr = factor.solve(*res)
-        sol = tuple(a + d for a, d in zip(sol, corr, strict=True))  # type: ignore[assignment]
-    return best
-
-
-def _direction(factor: KKTFactor, W: Scaling, res: tuple[Array, Array, Array, float, float],
-               q_c: Array, zero: int, refine: int) -> tuple[Array, Array, Array, Array]:
-    """The Newton direction (Δx, Δν, Δy, Δs) at residuals ``res`` with λ ∘ (WΔz + W⁻¹Δs)
-    = λ ∘ ``q_c``: the KKT system with −W² on the cone rows, then Δs = W q_c − W² Δz."""
-    r_x, r_link, r_rows, _, _ = res
-    wq = W.apply(q_c)
-    rows = -r_rows
-    rows[zero:] -= wq
-    dx, dnu, dy = _refined(factor, (-r_x, -r_link, rows), refine)
-    wq -= W.squared(dy[zero:])
-    return dx, dnu, dy, wq
-
-
-def _start(problem: _Problem, cones: Cones, refine: int) -> Iterate:
-    """CVXOPT's default starting point: one KKT solve with W = I, slacks shifted inside."""
-    st = problem.st
-    factor = st.factor(problem.Phi, None)
-    x, nu, y = _refined(factor, (-problem.c, np.zeros(len(st.F)), problem.b.copy()), refine)
-    z = y[st.zero:].copy()
-    s = -z
-    e = cones.identity()
-    for v in (s, z):
-        shift = -cones.min_eigenvalue(v) if cones.size else -1.0
-        if shift >= -1e-8 * max(float(np.abs(v).max(initial=0.0)), 1.0):
-            v += (1 + shift) * e
-    y[st.zero:] = z
-    return Iterate(x, nu, y, s)
+        if iteration == settings.max_iter:
+            break
+        if _stalled(history, worst, best[0]):
+            status = "stalled"
+            break
+        system.factor(True)
+        # predictor: it only sets the centring and the corrector's second-order term, so
+        # its solve is not refined (the corrector's is)
+        _solve(system, *system.direction_rhs(None), 0)
+        alpha, dsdz = system.bounds()
+        sigma = _centring(min(1.0, alpha), dsdz, m.sz)
+        # corrector, refined once the gap is small: far from the optimum a direction's
+        # round-off is far below what the next iteration's fresh residuals correct
+        _solve(system, *system.direction_rhs(sigma * (m.sz / degree)),
+               settings.refine if gap_rel < 1e-3 else 0)
+        step = min(1.0, settings.step * system.bounds()[0])
+        system.move(step)
+        history.append((gap_rel, pres, dres, step))
+    objective = m.pcost
+    if status != "optimal":
+        assert best is not None
+        worst_best, (gap_rel, pres, dres), objective = best
+        if worst_best <= settings.reduced_tol:
+            status = "optimal_inaccurate"
+    point = system.finish(status != "optimal" and not last_is_best)
+    return IPMResult(status, point, len(history), gap_rel, pres, dres, history, objective)
 
 
 def solve(st: KKTStructure, c: Array, b: Array, Phi: Array,
           settings: IPMSettings = IPMSettings(), start: Iterate | None = None) -> IPMResult:
-    """Solve the linked problem of ``st`` at whitened rows ``Phi`` (module docstring).
+    """The interior point on a whole linked problem in memory: `interior_point` on one `Part`.
 
     Parameters
     ----------
@@ -216,80 +257,84 @@ def solve(st: KKTStructure, c: Array, b: Array, Phi: Array,
     settings : IPMSettings
     start : Iterate, optional
         The previous problem's solution, to start from a blend of it and the cold
-        start (`_blend`); by default CVXOPT's starting point.
+        start (`sparsify.core.structured.part.blend`); by default CVXOPT's starting
+        point.
 
     Returns
     -------
     IPMResult
+
+    Examples
+    --------
+    A declared ridge regression (no cone: one KKT solve):
+
+    >>> import cvxpy as cp
+    >>> from sparsify import Declaration, Formulation
+    >>> from sparsify.core.backends import StructuredBackend
+    >>> from sparsify.core.conic import compile_linked
+    >>> from sparsify.core.declared import declare
+    >>> class Ridge(Formulation):
+    ...     name = "doc_ipm_ridge"
+    ...     def declare(self, out):
+    ...         loss = cp.sum_squares(out.f - out.y)
+    ...         return Declaration(cp.Minimize(loss + out.norm_w2), [])
+    >>> y = np.sin(np.linspace(-3, 3, 30))
+    >>> decl, f, u, K = declare(Ridge(), y, 30, 4)
+    >>> linked = compile_linked(cp.Problem(decl.objective), f, u, 30, 4, K, "CLARABEL").problem
+    >>> st = StructuredBackend("structured").structure(linked)
+    >>> Phi = np.random.default_rng(0).normal(size=(30, 4))  # any whitened rows
+    >>> result = solve(st, linked.own.c, linked.own.b, Phi)
+    >>> result.status, result.iterations
+    ('optimal', 1)
     """
-    cones = st.cones
-    problem = _Problem(st, c, b, Phi)
-    if cones.size == 0:  # an equality-constrained QP: one Newton step is its solution
-        factor = st.factor(Phi, None)
-        x, nu, y = _refined(factor, (-c, np.zeros(len(st.F)), b.copy()), settings.refine)
-        point = Iterate(x, nu, y, np.zeros(0))
-        _, gap_rel, pres, dres = problem.measures(point, problem.residuals(point))
-        ok = pres <= settings.tol_feas and dres <= settings.tol_feas
-        return IPMResult("optimal" if ok else "stalled", point, 1, gap_rel, pres, dres)
-    p = _start(problem, cones, settings.refine)
-    if start is not None:
-        p = _blend(start, p)
-    e = cones.identity()
-    history: list[tuple[float, float, float, float]] = []
-    best: tuple[float, Iterate, tuple[float, float, float]] | None = None
-    zero = st.zero
-    status = "max_iter"
-    measures = (np.inf, np.inf, np.inf, np.inf)
-    for iteration in range(settings.max_iter + 1):
-        res = problem.residuals(p)
-        measures = problem.measures(p, res)
-        _, gap_rel, pres, dres = measures
-        worst = _worst(measures)
-        if best is None or worst < best[0]:
-            best = (worst, p, (gap_rel, pres, dres))
-        if converged(measures, settings):
-            status = "optimal"
-            break
-        if iteration == settings.max_iter:
-            break
-        if stalled(history, worst, best[0]):
-            status = "stalled"
-            break
-        z = p.y[zero:]
-        W = cones.scaling(p.s, z)
-        lam = W.lam
-        factor = st.factor(Phi, W)
-        mu = float(p.s @ z) / cones.degree
-        # predictor: it only sets the centring and the corrector's second-order term, so
-        # its solve is not refined (the corrector's is)
-        dx, dnu, dy, ds = _direction(factor, W, res, -lam, zero, 0)
-        ds_t, dz_t = W.apply_inverse(ds), W.apply(dy[zero:])
-        alpha = min(1.0, cones.max_step(lam, ds_t), cones.max_step(lam, dz_t))
-        sigma = centring(alpha, float(ds @ dy[zero:]), float(p.s @ z))
-        # corrector
-        r_c = -cones.jordan(lam, lam) + sigma * mu * e - cones.jordan(ds_t, dz_t)
-        # refined once the gap is small: far from the optimum a direction's round-off is
-        # far below what the next iteration's fresh residuals correct
-        dx, dnu, dy, ds = _direction(factor, W, res, cones.jordan_divide(lam, r_c), zero,
-                                     settings.refine if gap_rel < 1e-3 else 0)
-        ds_t, dz_t = W.apply_inverse(ds), W.apply(dy[zero:])
-        step = min(1.0, settings.step * min(cones.max_step(lam, ds_t),
-                                            cones.max_step(lam, dz_t)))
-        for d, v in ((dx, p.x), (dnu, p.nu), (dy, p.y), (ds, p.s)):  # d ← v + step·d
-            d *= step
-            d += v
-        p = Iterate(dx, dnu, dy, ds)
-        history.append((gap_rel, pres, dres, step))
-    if status != "optimal":
-        assert best is not None
-        worst_best, p, (gap_rel, pres, dres) = best
-        if worst_best <= settings.reduced_tol:
-            status = "optimal_inaccurate"
-        measures = (np.nan, gap_rel, pres, dres)
-    return IPMResult(status, p, len(history), measures[1], measures[2], measures[3], history)
+    part = Part(st, c, b, decompose=True)
+    part.set_phi(Phi)
+    return interior_point(part, settings, start)
 
 
-def converged(measures: tuple[float, float, float, float], settings: IPMSettings) -> bool:
+def _solve(system: KKTSystem, rhs: Array, size: float, refine: int) -> None:
+    """One KKT solve of the reduced right-hand side ``rhs`` (of largest entry ``size``).
+
+    Refined against the unregularised matrix (``refine`` steps at most) until the
+    residual is below 1e-10 of the right-hand side (a direction needs no more: the
+    next iteration's residuals are computed afresh); the solution with the smallest
+    residual is kept (late iterations, where the Schur complement's condition
+    number reaches 1e12, need several steps, and a step may not reduce the residual
+    before the next one does).
+    """
+    xs = system.schur_solve(rhs)
+    if refine == 0:
+        system.expand(xs)
+        return
+    size = max(size, 1e-300)
+    best_err = np.inf
+    err = system.expand(xs, True)[0]
+    for step in range(refine + 1):
+        keep = err < best_err
+        if keep:
+            best_err = err
+        if err <= 1e-10 * size or step == refine:
+            break
+        err = system.expand(system.schur_solve(system.correct(keep)), True, True)[0]
+    system.settle(keep)
+
+
+def _shift(low: float, big: float) -> float | None:
+    """The shift of a starting slack (or multiplier) into the cone: by −λ_min where λ_min,
+    its smallest eigenvalue ``low``, is not well inside (CVXOPT's rule); ``big`` its
+    largest entry."""
+    return -low if -low >= -1e-8 * max(big, 1.0) else None
+
+
+def _measures(m: Measured, norm_b: float, norm_c: float) -> tuple[float, float, float, float]:
+    """(gap_abs, gap_rel, primal residual, dual residual), relative as Clarabel's."""
+    gap_abs = abs(m.pcost - m.dcost)
+    gap_rel = gap_abs / max(1.0, min(abs(m.pcost), abs(m.dcost)))
+    return (gap_abs, gap_rel, m.primal_residual / max(1.0, norm_b + m.norm_x + m.norm_s),
+            m.dual_residual / max(1.0, norm_c + m.norm_x + m.norm_y))
+
+
+def _converged(measures: tuple[float, float, float, float], settings: IPMSettings) -> bool:
     """The stopping rule (Clarabel's) on (gap_abs, gap_rel, primal, dual residual)."""
     gap_abs, gap_rel, pres, dres = measures
     return (pres <= settings.tol_feas and dres <= settings.tol_feas
@@ -302,32 +347,13 @@ def _worst(measures: tuple[float, float, float, float]) -> float:
     return max(min(gap_rel, gap_abs), pres, dres)
 
 
-def stalled(history: list[tuple[float, float, float, float]], worst: float, best: float
+def _stalled(history: list[tuple[float, float, float, float]], worst: float, best: float
             ) -> bool:
     """Steps too short to move, or residuals blown up: no further iteration will help."""
     return bool(history) and (history[-1][3] < 1e-8 or not np.isfinite(worst)
                               or worst > 1e6 * best)
 
 
-def centring(alpha: float, dsdz: float, gap: float) -> float:
+def _centring(alpha: float, dsdz: float, gap: float) -> float:
     """Mehrotra's σ = (μ_aff / μ)³ from the predictor's step α, Δsᵀ Δz and the gap sᵀz."""
     return min(1.0, max(0.0, 1 - alpha + alpha ** 2 * dsdz / gap)) ** 3
-
-
-def _norm_inf(v: Array) -> float:
-    """max |v_i| (0 for an empty v), without |v|'s temporary."""
-    return max(float(v.max(initial=0.0)), -float(v.min(initial=0.0)))
-
-
-def _blend(previous: Iterate, cold: Iterate, weight: float = 0.1) -> Iterate:
-    """A warm start: the previous solution moved a tenth of the way to the cold start.
-
-    The previous solution alone sits on the cone's boundary, where the iterations
-    crawl (more of them than from the cold start); the blend keeps it centred and
-    saves a few iterations over the cold start along L-BFGS-sized moves of the XVs
-    (docs/theory.md has the counts). Both s and z of the cold start are strictly
-    inside the cone, so the blend is.
-    """
-    return Iterate(*((1 - weight) * a + weight * b for a, b in zip(
-        (previous.x, previous.nu, previous.y, previous.s),
-        (cold.x, cold.nu, cold.y, cold.s), strict=True)))

@@ -16,13 +16,16 @@ iterations need is a sum over the parts plus a term of the Schur unknowns alone
 - the costs, the complementarity sᵀz, the norms of the stopping rule (maxima)
   and the step to the boundary (minima).
 
-`solve_parts` runs the iterations of `sparsify.core.structured.ipm.solve` on the
-driver with the global part, asking the parts (`BlockPart`, one per row block,
-wherever they live) for their shares through a ``call`` function. Per
-iteration each part receives and returns O(Nz²) numbers (its share of S and
-a few vectors of the Schur unknowns' size): no vector of its points' size
-leaves it. The parts' Schur unknowns follow the driver's (it sends them at
-each iteration), so the parts and the driver agree on one iterate.
+`Parts` is the interior point's KKT system over them: the one loop
+(`sparsify.core.structured.ipm.interior_point`) runs on the driver with the
+global part, and asks the parts (`BlockPart`, one per row block, wherever they
+live) for their shares through a ``call`` function. Each part is a
+`sparsify.core.structured.part.Part`, as the whole problem is: the vector work
+is the same, only the sums are here. Per iteration each part receives and
+returns O(Nz²) numbers (its share of S and a few vectors of the Schur unknowns'
+size): no vector of its points' size leaves it. The parts' Schur unknowns
+follow the global part's (it sends them at each iteration), so the parts and
+the driver agree on one iterate.
 
 A formulation whose blocks couple points of different row blocks (a graph
 regulariser over all points), or with second-order cones over many points'
@@ -42,21 +45,10 @@ from numpy.typing import NDArray
 
 from sparsify.core.conic_data import ConicData, LinkLayout
 from sparsify.core.structured.cones import Cones, Scaling
-from sparsify.core.structured.ipm import (
-    IPMResult,
-    IPMSettings,
-    Iterate,
-    _norm_inf,
-    _Problem,
-    _worst,
-    centring,
-    converged,
-    stalled,
-)
-from sparsify.core.structured.kkt import KKTFactor, KKTStructure, StructureError, schur_lu
+from sparsify.core.structured.kkt import KKTStructure, StructureError, schur_lu
+from sparsify.core.structured.part import Iterate, Measured, Part
 
-__all__ = ["BlockPart", "GlobalPart", "LocalParts", "SubProblem", "crossing", "solve_parts",
-           "split"]
+__all__ = ["BlockPart", "GlobalPart", "LocalParts", "Parts", "SubProblem", "crossing", "split"]
 
 Array = NDArray[np.float64]
 Index = NDArray[np.intp]
@@ -112,11 +104,12 @@ class SubProblem:
 
 
 class GlobalPart:
-    """The Schur unknowns' own terms and the dense rows' cones (held by the driver).
+    """The global part's data: the Schur unknowns' own terms and the dense rows' cones.
 
-    Its unknowns are v = (u, the dense variables, the dense rows' duals), in the
-    Schur complement's order; its dense rows are ``zero`` equality rows, then
-    orthant rows.
+    It is the structure of a `Part` held by the driver (`Parts`) whose unknowns are
+    all Schur unknowns: its columns are u and the dense variables (in the Schur
+    complement's order), its rows the dense rows (``zero`` equality rows, then
+    orthant rows). It has no points: f and the link are the row blocks' parts'.
 
     Parameters
     ----------
@@ -134,39 +127,58 @@ class GlobalPart:
         The objective's constant.
     columns : ndarray
         Where u and the dense variables are among the whole problem's columns.
-    n_u : int
-        u's columns (Nz·K).
+    layout : LinkLayout
+        u's place (the first columns) and the sizes; no points.
     """
 
     def __init__(self, P: Array, c: Array, A: Array, b: Array, zero: int, offset: float,
-                 columns: Index, n_u: int) -> None:
-        self.P, self.c, self.A, self.b = P, c, A, b
-        self.zero, self.offset, self.columns, self.n_u = zero, offset, columns, n_u
-        self.n_x, self.n_r = len(c), len(b)
-        self.cones = Cones(self.n_r - zero)
-        self.size = self.n_x + self.n_r
+                 columns: Index, layout: LinkLayout) -> None:
+        self.P, self.c, self.A, self.AT, self.b = P, c, A, A.T, b
+        self.zero, self.offset, self.columns, self.layout = zero, offset, columns, layout
+        self.n, self.m = len(c), len(b)
+        self.cones = Cones(self.m - zero)
+        self.F = np.zeros(0, np.intp)
+        self.U = np.arange(layout.Nz * layout.K)
+        self.glob = np.arange(len(self.U), self.n)
+        self.schur_rows = np.arange(self.m)
 
-    def matrix(self, d: Array | None) -> Array:
-        """S₀ = [[P, Aᵀ], [A, −D]], D = ``d`` on the orthant rows (0: residuals' matrix)."""
-        S = np.zeros((self.size, self.size))
-        S[:self.n_x, :self.n_x] = self.P
-        S[self.n_x:, :self.n_x] = self.A
-        S[:self.n_x, self.n_x:] = self.A.T
-        if d is not None:
-            rows = self.n_x + self.zero + np.arange(self.cones.size)
-            S[rows, rows] -= d
-        return S
+    def part(self) -> Part:
+        """Its `Part` (Φ without rows: no points)."""
+        part = Part(self, self.c, self.b)
+        part.set_phi(np.zeros((0, self.layout.Nz)))
+        return part
 
-    def residual(self, v: Array, s: Array) -> tuple[Array, float, float]:
-        """The Schur unknowns' residual rows at (v, s), without the parts' shares; the
-        costs' terms of v."""
-        out = self.matrix(None) @ v
-        out[:self.n_x] += self.c
-        out[self.n_x:] -= self.b
-        out[self.n_x + self.zero:] += s
-        x = v[:self.n_x]
-        xPx = float(x @ self.P @ x)
-        return out, 0.5 * xPx + float(self.c @ x), -0.5 * xPx - float(self.b @ v[self.n_x:])
+    def factor(self, Phi: Array, scaling: Scaling | None, decompose: bool = False
+               ) -> _DenseKKT:
+        """Its KKT matrix at NT scaling ``scaling`` (None: W = I), as `KKTStructure.factor`."""
+        return _DenseKKT(self, scaling)
+
+
+class _DenseKKT:
+    """The global part's KKT matrix S₀ = [[P, Aᵀ], [A, −D]] (D: W² on the orthant rows),
+    as a `KKTFactor` without ``decompose``: every unknown is a Schur unknown, so the
+    right-hand side's reduction and the solution's expansion only stack and split."""
+
+    def __init__(self, glob: GlobalPart, scaling: Scaling | None) -> None:
+        n, m = glob.n, glob.m
+        self.n = n
+        S = np.zeros((n + m, n + m))
+        S[:n, :n] = glob.P
+        S[n:, :n] = glob.A
+        S[:n, n:] = glob.AT
+        rows = n + glob.zero + np.arange(glob.cones.size)
+        S[rows, rows] -= 1.0 if scaling is None else scaling.w ** 2
+        self.S = S
+
+    def reduce(self, r_x: Array, r_link: Array, r_rows: Array) -> Array:
+        return np.concatenate([r_x, r_rows])
+
+    def expand(self, xs: Array, r_x: Array, r_link: Array) -> tuple[Array, Array, Array]:
+        return xs[:self.n].copy(), np.zeros(0), xs[self.n:].copy()
+
+    def matvec(self, x: Array, nu: Array, y: Array) -> tuple[Array, Array, Array]:
+        out = self.S @ np.concatenate([x, y])
+        return out[:self.n], np.zeros(0), out[self.n:]
 
 
 def crossing(own: ConicData, layout: LinkLayout,
@@ -226,7 +238,7 @@ def split(own: ConicData, layout: LinkLayout, st: KKTStructure,
 
     Examples
     --------
-    See `solve_parts`.
+    See `Parts`.
     """
     if len(st.expanded):
         raise StructureError("it has second-order cones over many points' variables, which "
@@ -272,7 +284,8 @@ def split(own: ConicData, layout: LinkLayout, st: KKTStructure,
                              "by row blocks")
     P_G = P[G]
     master = GlobalPart(P_G[:, G].toarray(), own.c[G].copy(), A[R0][:, G].toarray(),
-                        own.b[R0].copy(), int((R0 < zero).sum()), own.offset, G, n_u)
+                        own.b[R0].copy(), int((R0 < zero).sum()), own.offset, G,
+                        LinkLayout(len(G), 0, 0, 0, layout.Nz, K))
     col_block = np.full(n, -1)
     col_block[st.local] = comp_block[st._labels[:nl]]
     row_block = np.full(st.m, -1)
@@ -315,227 +328,36 @@ def _without(matrix: sp.spmatrix, rows: int | tuple[int, int], cols: tuple[int, 
                          shape=coo.shape)
 
 
-class BlockPart:
-    """One part of a split problem where its row block lives: its iterate and its shares.
-
-    The methods are the steps of `solve_parts`, called on every part in turn; each
-    returns only numbers of the Schur unknowns' size.
-    """
-
-    p: Iterate  # the current iterate
-    best: Iterate  # the best one so far (the driver says which)
-    factor: KKTFactor
-    W: Scaling
-    _sol: tuple[Array, Array, Array]  # a solve's solution (x, ν, y), and its best
-    _best: tuple[Array, Array, Array]
-    _dir: tuple[Array, Array, Array, Array]  # the step's direction (Δx, Δν, Δy, Δs)
+class BlockPart(Part):
+    """A row block's part where its block lives: a shared `Part`, whose steps `Parts` sends
+    in batches (`run`)."""
 
     def __init__(self, sub: SubProblem) -> None:
+        super().__init__(sub.structure(), sub.c, sub.b, shared=True)
         self.sub = sub
-        self.st = st = sub.structure()
-        self.cones, self.zero = sub.cones, sub.zero
-        self.G = np.concatenate([st.U, st.glob])  # the Schur unknowns among the columns
-        self.R0 = st.schur_rows
-        self.x_own = np.ones(st.n, bool)
-        self.x_own[self.G] = False
-        self.row_own = np.ones(st.m, bool)
-        self.row_own[self.R0] = False
-        self.Phi: Array | None = None
 
-    # -- the data -----------------------------------------------------------------------------
-
-    def set_phi(self, Phi: Array) -> None:
-        """Use the block's whitened rows Φ_j from now on."""
-        self.Phi = Phi
-        self.problem = _Problem(self.st, self.sub.c, self.sub.b, Phi)
-
-    def norms(self) -> tuple[float, float]:
-        """The largest |b| and |c| of the part's data."""
-        return self.problem.norm_b, self.problem.norm_c
-
-    def degree(self) -> int:
-        """The part's cones' degree (`Cones.degree`)."""
-        return self.cones.degree
-
-    def _shares(self, vx: Array, vrows: Array) -> Array:
-        """The Schur unknowns' entries of a vector (x part, rows part), in S's order."""
-        return np.concatenate([vx[self.G], vrows[self.R0]])
-
-    def _local(self, rhs: tuple[Array, Array, Array]) -> tuple[Array, Array, Array]:
-        """The right-hand side with the Schur unknowns' rows zeroed (the driver adds them)."""
-        r_x, r_link, r_rows = (np.array(r) for r in rhs)
-        r_x[self.G] = 0.0
-        r_rows[self.R0] = 0.0
-        return r_x, r_link, r_rows
-
-    def _size(self, rhs: tuple[Array, Array, Array]) -> float:
-        return max(_norm_inf(rhs[0][self.x_own]), _norm_inf(rhs[1]),
-                   _norm_inf(rhs[2][self.row_own]))
-
-    # -- one KKT solve, refined (`sparsify.core.structured.ipm._refined`) ------------------
-
-    def _reduce(self, rhs: tuple[Array, Array, Array]) -> tuple[Array, float]:
-        self._rhs = self._local(rhs)
-        return self.factor.reduce(*self._rhs), self._size(self._rhs)
-
-    def expand(self, xs: Array, refine: bool, add: bool = False) -> tuple[Array, float] | None:
-        """The solution from the Schur unknowns ``xs`` (added to the last with ``add``);
-        with ``refine``, the shares of its KKT product and the part's own residual."""
-        sol = self.factor.expand(xs, self._rhs[0], self._rhs[1])
-        if add:
-            sol = (self._sol[0] + sol[0], self._sol[1] + sol[1], self._sol[2] + sol[2])
-        self._sol = sol
-        if not refine:
-            return None
-        if not add:
-            self._best = sol
-        mv = self.factor.matvec(*sol)
-        shares = self._shares(mv[0], mv[2])
-        self._res = tuple(np.subtract(r, m, out=m) for r, m in
-                          zip(self._full_rhs, mv, strict=True))
-        return shares, self._size(self._res)
-
-    def correct(self, keep: bool) -> tuple[Array, float]:
-        """Keep the current solution as the best (``keep``); reduce its residual."""
-        if keep:
-            self._best = self._sol
-        return self._reduce(self._res)
-
-    def _settle(self, keep: bool, xs: Array | None) -> None:
-        """End a solve: expand ``xs`` where it was not refined (given), else keep the
-        current solution (``keep``) or go back to the best one."""
-        if xs is not None:
-            self.expand(xs, False)
-        elif not keep:
-            self._sol = self._best
-
-    # -- the interior point's steps ---------------------------------------------------------
-
-    def start(self) -> tuple[Array, Array, float]:
-        """CVXOPT's starting point's KKT system (W = I): the shares of S and of its rhs."""
-        assert self.Phi is not None, "set_phi first"
-        self.factor = self.st.factor(self.Phi, None, decompose=False)
-        self._full_rhs = (-self.sub.c, np.zeros(len(self.st.F)), self.sub.b.copy())
-        share, size = self._reduce(self._full_rhs)
-        return self.factor.S, share, size
-
-    def start_point(self, keep: bool, xs: Array | None) -> tuple[float, float, float, float]:
-        """End the start's solve (`_settle`); slacks s = −z from its solution: their
-        smallest eigenvalues and largest entries, for the driver's shift into the cone."""
-        self._settle(keep, xs)
-        x, nu, y = self._sol
-        z = y[self.zero:].copy()
-        self._start = (x, nu, y, z, -z)
-        big = _norm_inf(z)
-        return self.cones.min_eigenvalue(-z), self.cones.min_eigenvalue(z), big, big
-
-    def measure(self, v: Array, update: tuple[Any, ...]) -> tuple[Any, ...]:
-        """Move to the next iterate (``update``), set its Schur unknowns to ``v``; the
-        residuals' shares, the costs' and the stopping rule's maxima."""
-        if update[0] == "start":
-            x, nu, y, z, s = self._start
-            e = self.cones.identity()
-            for vec, shift in ((s, update[1]), (z, update[2])):
-                if shift is not None:
-                    vec += (1 + shift) * e
-            y[self.zero:] = z
-            self.p = Iterate(x, nu, y, s)
-        elif update[0] == "step":
-            step = update[1]
-            for d, w in zip(self._dir, (self.p.x, self.p.nu, self.p.y, self.p.s), strict=True):
-                d *= step
-                d += w
-            self.p = Iterate(*self._dir)
-        elif update[0] == "best":
-            self.p = self.best
-        p = self.p
-        p.x[self.G] = v[:len(self.G)]
-        p.y[self.R0] = v[len(self.G):]
-        self._res_ipm = res = self.problem.residuals(p)
-        r_x, r_link, r_rows, pcost, dcost = res
-        return (self._shares(r_x, r_rows), pcost, dcost, _norm_inf(r_x[self.x_own]),
-                max(_norm_inf(r_link), _norm_inf(r_rows[self.row_own])),
-                _norm_inf(p.x), _norm_inf(p.s), max(_norm_inf(p.y), _norm_inf(p.nu)))
-
-    def factor_step(self, keep_best: bool) -> tuple[Array, Array, float]:
-        """Keep the iterate as the best (``keep_best``); the NT scaling, the KKT shares, the
-        predictor's right-hand side share and the part's sᵀz."""
-        if keep_best:
-            self.best = self.p
-        p = self.p
-        z = p.y[self.zero:]
-        self.W = W = self.cones.scaling(p.s, z)
-        assert self.Phi is not None
-        self.factor = self.st.factor(self.Phi, W, decompose=False)
-        share, _ = self._direction_rhs(-W.lam)
-        return self.factor.S, share, float(p.s @ z)
-
-    def _direction_rhs(self, q_c: Array) -> tuple[Array, float]:
-        r_x, r_link, r_rows, _, _ = self._res_ipm
-        self._wq = self.W.apply(q_c)
-        rows = -r_rows
-        rows[self.zero:] -= self._wq
-        self._full_rhs = (-r_x, -r_link, rows)
-        return self._reduce(self._full_rhs)
-
-    def _steps(self) -> tuple[float, Array, Array, Array]:
-        """The direction's Δs, its scaled Δs and Δz, and the part's bound on the step."""
-        W, lam = self.W, self.W.lam
-        dy = self._sol[2]
-        ds = self._wq - W.squared(dy[self.zero:])
-        ds_t, dz_t = W.apply_inverse(ds), W.apply(dy[self.zero:])
-        return min(self.cones.max_step(lam, ds_t), self.cones.max_step(lam, dz_t)), \
-            ds, ds_t, dz_t
-
-    def predict(self, xs: Array) -> tuple[float, float]:
-        """The predictor direction from ``xs``: the part's step bound and Δsᵀ Δz."""
-        self.expand(xs, False)
-        bound, ds, ds_t, dz_t = self._steps()
-        self._pred = (ds_t, dz_t)
-        return bound, float(ds @ self._sol[2][self.zero:])
-
-    def correct_rhs(self, sigma_mu: float) -> tuple[Array, float]:
-        """The corrector's right-hand side share (centring σμ and the second-order term)."""
-        cones, lam = self.cones, self.W.lam
-        ds_t, dz_t = self._pred
-        r_c = -cones.jordan(lam, lam) + sigma_mu * cones.identity() - cones.jordan(ds_t, dz_t)
-        return self._direction_rhs(cones.jordan_divide(lam, r_c))
-
-    def step_bound(self, keep: bool, xs: Array | None) -> float:
-        """End the corrector's solve (`_settle`): the part's bound on the step."""
-        self._settle(keep, xs)
-        bound, ds, _, _ = self._steps()
-        self._dir = (*self._sol, ds)
-        return bound
-
-    def final(self) -> Iterate:
-        """The iterate the interior point ended at (the best one where it did not converge)."""
-        return self.p
+    def run(self, ops: Sequence[tuple[str, tuple[Any, ...]]]) -> list[Any]:
+        """``self.method(*args)`` for each (method, args) in turn; their results."""
+        return [getattr(self, method)(*args) for method, args in ops]
 
 
-def solve_parts(master: GlobalPart, call: Call, settings: IPMSettings | None = None
-                ) -> tuple[IPMResult, Array, float]:
-    """The structured interior point over parts (module docstring).
+class Parts:
+    """The interior point's `KKTSystem` over a split problem (module docstring).
+
+    The global part is here (a `Part` of `GlobalPart`), the row blocks' parts
+    (`BlockPart`) wherever ``call`` reaches them. Each method combines the global
+    part's numbers with the parts' (sums, maxima, minima; the parts' residual
+    shares go into the global part's rows), and the Schur complement is summed
+    and factored here. A step that returns nothing (a factorisation, a solution
+    recovered, a move) waits for the next call that returns numbers and goes with
+    it: five calls per iteration, two more per refinement step.
 
     Parameters
     ----------
     master : GlobalPart
     call : callable
-        ``call(method, *args)`` runs ``BlockPart.method(*args)`` on every part (each
-        part's Φ already set) and returns their results in order.
-    settings : IPMSettings, optional
-        The stopping rule; the defaults by default.
-
-    Returns
-    -------
-    result : IPMResult
-        Its point holds the global part's unknowns only: x = (u, dense variables),
-        y = the dense rows' duals, s = their slacks; the parts keep the rest
-        (`BlockPart.final`).
-    v : ndarray
-        The Schur unknowns (u, dense variables, dense rows' duals) at that point.
-    pcost : float
-        The objective there, the formulation's constant not included.
+        ``call("run", ops)`` runs `BlockPart.run(ops)` on every part (each part's Φ
+        already set) and returns their results in order.
 
     Examples
     --------
@@ -546,7 +368,7 @@ def solve_parts(master: GlobalPart, call: Call, settings: IPMSettings | None = N
     >>> from sparsify.core.backends import StructuredBackend
     >>> from sparsify.core.conic import compile_linked
     >>> from sparsify.core.declared import declare
-    >>> from sparsify.core.structured.ipm import solve
+    >>> from sparsify.core.structured.ipm import interior_point, solve
     >>> class Ridge(Formulation):
     ...     name = "doc_parts_ridge"
     ...     def declare(self, out):
@@ -564,178 +386,138 @@ def solve_parts(master: GlobalPart, call: Call, settings: IPMSettings | None = N
     >>> parts = LocalParts(subs)
     >>> for part, sub in zip(parts.parts, subs):
     ...     part.set_phi(Phi[slice(*sub.points)])
-    >>> result, v, W = solve_parts(master, parts)
-    >>> x = solve(st, linked.own.c, linked.own.b, Phi).point.x
-    >>> bool(np.isclose(W, 0.5 * x @ (st.P @ x) + linked.own.c @ x))
+    >>> W = interior_point(Parts(master, parts)).objective
+    >>> bool(np.isclose(W, solve(st, linked.own.c, linked.own.b, Phi).objective))
     True
     """
-    settings = settings or IPMSettings()
-    norms = call("norms")
-    norm_b = max([master.b.size and _norm_inf(master.b)] + [b for b, _ in norms])
-    norm_c = max([master.c.size and _norm_inf(master.c)] + [c for _, c in norms])
-    cones = master.cones
-    n_x, zero = master.n_x, master.zero
-    degree = cones.degree + sum(call("degree"))
 
-    def lu_of(parts: list[Any], d: Array | None) -> tuple[Array, Any, bool]:
-        S = master.matrix(d) + np.sum([part[0] for part in parts], axis=0)
-        return schur_lu(S, n_x, master.n_r, 0)
+    def __init__(self, master: GlobalPart, call: Call) -> None:
+        self.master, self.call = master, call
+        self.part = master.part()
+        self._pending: list[tuple[str, tuple[Any, ...], Callable[[list[Any]], None] | None]] = []
+        self._lu: tuple[Array, Any, bool] | None = None
 
-    def solve(lu: tuple[Array, Any, bool], d: Array | None, shares: list[Any],
-              rhs: Array, refine: int) -> tuple[Array, tuple[bool, Array | None]]:
-        """The refined solve of `ipm._refined`, its product and residual summed over parts.
+    def _later(self, method: str, *args: Any,
+               then: Callable[[list[Any]], None] | None = None) -> None:
+        """Send ``method(*args)`` with the next call; ``then`` takes the parts' results."""
+        self._pending.append((method, args, then))
 
-        Returns the Schur unknowns and what the parts' next call settles with
-        (`BlockPart._settle`): whether their current solution is the best, and the
-        unknowns to expand where the solve was not refined.
-        """
-        xs = scipy.linalg.lu_solve(lu[:2], rhs + np.sum([s[0] for s in shares], axis=0),
-                                   check_finite=False)
-        if not refine:
-            return xs, (True, xs)
-        size = max(max(s[1] for s in shares), _norm_inf(rhs), 1e-300)
-        S0 = master.matrix(d)
-        sol, best, best_err = xs, xs, np.inf
-        parts = call("expand", xs, True)
-        keep = False
-        for step in range(refine + 1):
-            res = rhs - S0 @ sol - np.sum([p[0] for p in parts], axis=0)
-            err = max(max(p[1] for p in parts), _norm_inf(res))
-            keep = err < best_err
-            if keep:
-                best, best_err = sol, err
-            if err <= 1e-10 * size or step == refine:
-                break
-            shares = call("correct", keep)
-            corr = scipy.linalg.lu_solve(lu[:2], res + np.sum([s[0] for s in shares], axis=0),
-                                         check_finite=False)
-            sol = sol + corr
-            parts = call("expand", corr, True, True)
-        return best, (keep, None)
+    def _ask(self, method: str, *args: Any) -> list[Any]:
+        """``method(*args)`` on every part, after the steps waiting; the parts' results."""
+        ops = [*self._pending, (method, args, None)]
+        self._pending = []
+        replies = self.call("run", [(name, a) for name, a, _ in ops])
+        for k, (_, _, then) in enumerate(ops):
+            if then is not None:
+                then([reply[k] for reply in replies])
+        return [reply[-1] for reply in replies]
 
-    def measures(v: Array, s: Array, update: tuple[Any, ...]
-                 ) -> tuple[tuple[float, float, float, float], float, Array]:
-        parts = call("measure", v, update)
-        r, pcost, dcost = master.residual(v, s)
-        r += np.sum([p[0] for p in parts], axis=0)
-        pcost += sum(p[1] for p in parts)
-        dcost += sum(p[2] for p in parts)
-        dres = max(max(p[3] for p in parts), _norm_inf(r[:n_x]))
-        pres = max(max(p[4] for p in parts), _norm_inf(r[n_x:]))
-        norm_x = max(max(p[5] for p in parts), _norm_inf(v[:n_x]))
-        norm_s = max(max(p[6] for p in parts), _norm_inf(s))
-        norm_y = max(max(p[7] for p in parts), _norm_inf(v[n_x:]))
-        gap_abs = abs(pcost - dcost)
-        gap_rel = gap_abs / max(1.0, min(abs(pcost), abs(dcost)))
-        return ((gap_abs, gap_rel, pres / max(1.0, norm_b + norm_x + norm_s),
-                 dres / max(1.0, norm_c + norm_x + norm_y)), pcost, r)
+    def describe(self) -> tuple[float, float, int]:
+        mine, theirs = self.part.describe(), self._ask("describe")
+        return (max([mine[0], *(t[0] for t in theirs)]), max([mine[1], *(t[1] for t in theirs)]),
+                mine[2] + sum(t[2] for t in theirs))
 
-    # the start: one KKT solve with W = I, slacks shifted inside the cones
-    parts = call("start")
-    d0 = np.ones(cones.size)
-    lu = lu_of(parts, d0)
-    v, settle = solve(lu, d0, [p[1:] for p in parts], np.concatenate([-master.c, master.b]),
-                      settings.refine)
-    found = call("start_point", *settle)
-    if degree == 0:  # an equality-constrained QP: that solve is its solution
-        (_, gap_rel, pres, dres), pcost, _ = measures(v, np.zeros(0), ("start", None, None))
-        ok = pres <= settings.tol_feas and dres <= settings.tol_feas
-        point = Iterate(v[:n_x], np.zeros(0), v[n_x:], np.zeros(0))
-        return IPMResult("optimal" if ok else "stalled", point, 1, gap_rel, pres, dres), v, pcost
-    z0 = v[n_x + zero:].copy()
-    s0 = -z0
-    e0 = cones.identity()
-    shifts = []
-    for which, vec in ((0, s0), (1, z0)):
-        low = min([cones.min_eigenvalue(vec)] + [f[which] for f in found])
-        big = max([_norm_inf(vec)] + [f[2 + which] for f in found])
-        shift = -low
-        if shift >= -1e-8 * max(big, 1.0):
-            vec += (1 + shift) * e0
-            shifts.append(shift)
-        else:
-            shifts.append(None)
-    v[n_x + zero:] = z0
-    s = s0
-    update: tuple[Any, ...] = ("start", *shifts)
-    history: list[tuple[float, float, float, float]] = []
-    best: tuple[float, Array, Array, tuple[float, float, float], float] | None = None
-    status = "max_iter"
-    pcost = np.nan
-    keep_best = True
-    for iteration in range(settings.max_iter + 1):
-        now, pcost, r = measures(v, s, update)
-        _, gap_rel, pres, dres = now
-        worst = _worst(now)
-        keep_best = best is None or worst < best[0]  # the parts keep it at factor_step
-        if keep_best:
-            best = (worst, v, s, (gap_rel, pres, dres), pcost)
-        if converged(now, settings):
-            status = "optimal"
-            break
-        if iteration == settings.max_iter:
-            break
-        assert best is not None
-        if stalled(history, worst, best[0]):
-            status = "stalled"
-            break
-        z = v[n_x + zero:]
-        W = cones.scaling(s, z)
-        lam = W.lam
-        parts = call("factor_step", keep_best)
-        gap = float(s @ z) + sum(p[2] for p in parts)
-        mu = gap / degree
-        d = W.w ** 2
-        lu = lu_of(parts, d)
-        rhs, wq = _direction_rhs(W, r, -lam, n_x, zero)
-        dv, _ = solve(lu, d, [p[1:3] for p in parts], rhs, 0)  # `predict` expands it
-        ds = wq - W.squared(dv[n_x + zero:])
-        ds_t, dz_t = W.apply_inverse(ds), W.apply(dv[n_x + zero:])
-        predicted = call("predict", dv)
-        alpha = min([1.0, cones.max_step(lam, ds_t), cones.max_step(lam, dz_t),
-                     *(p[0] for p in predicted)])
-        dsdz = float(ds @ dv[n_x + zero:]) + sum(p[1] for p in predicted)
-        sigma = centring(alpha, dsdz, gap)
-        r_c = -cones.jordan(lam, lam) + sigma * mu * e0 - cones.jordan(ds_t, dz_t)
-        shares = call("correct_rhs", sigma * mu)
-        rhs, wq = _direction_rhs(W, r, cones.jordan_divide(lam, r_c), n_x, zero)
-        dv, settle = solve(lu, d, shares, rhs, settings.refine if gap_rel < 1e-3 else 0)
-        ds = wq - W.squared(dv[n_x + zero:])
-        ds_t, dz_t = W.apply_inverse(ds), W.apply(dv[n_x + zero:])
-        bound = min([cones.max_step(lam, ds_t), cones.max_step(lam, dz_t),
-                     *call("step_bound", *settle)])
-        step = min(1.0, settings.step * bound)
-        v = v + step * dv
-        s = s + step * ds
-        update = ("step", step)
-        history.append((gap_rel, pres, dres, step))
-    if status != "optimal":
-        assert best is not None
-        worst_best, v, s, (gap_rel, pres, dres), pcost = best
-        if not keep_best:  # the last iterate is not the best: the parts go back to it
-            call("measure", v, ("best",))
-        if worst_best <= settings.reduced_tol:
-            status = "optimal_inaccurate"
-    point = Iterate(v[:n_x], np.zeros(0), v[n_x:], s)
-    return IPMResult(status, point, len(history), gap_rel, pres, dres, history), v, pcost
+    def factor(self, scaled: bool) -> None:
+        S = self.part.factor(scaled)
+
+        def factored(shares: list[Array]) -> None:
+            self._lu = schur_lu(S + np.sum(shares, axis=0), self.master.n, self.master.m, 0)
+
+        self._later("factor", scaled, then=factored)
+
+    def schur_solve(self, rhs: Array) -> Array:
+        assert self._lu is not None
+        xs: Array = scipy.linalg.lu_solve(self._lu[:2], rhs, check_finite=False)
+        return xs
+
+    def start_rhs(self) -> tuple[Array, float]:
+        return _summed(self.part.start_rhs(), self._ask("start_rhs"))
+
+    def direction_rhs(self, sigma_mu: float | None) -> tuple[Array, float]:
+        return _summed(self.part.direction_rhs(sigma_mu), self._ask("direction_rhs", sigma_mu))
+
+    def expand(self, xs: Array, residual: bool = False, add: bool = False
+               ) -> tuple[float, None] | None:
+        if not residual:
+            self._later("expand", xs, False, add)
+            self.part.expand(xs, False, add)
+            return None
+        theirs = self._ask("expand", xs, True, add)
+        mine = self.part.expand(xs, True, add, np.sum([t[1] for t in theirs], axis=0))
+        assert mine is not None
+        return max([mine[0], *(t[0] for t in theirs)]), None
+
+    def correct(self, keep: bool) -> Array:
+        theirs = self._ask("correct", keep)
+        rhs: Array = self.part.correct(keep) + np.sum(theirs, axis=0)
+        return rhs
+
+    def settle(self, keep: bool) -> None:
+        self._later("settle", keep)
+        self.part.settle(keep)
+
+    def bounds(self) -> tuple[float, float]:
+        theirs = self._ask("bounds")
+        bound, dsdz = self.part.bounds()
+        return min([bound, *(t[0] for t in theirs)]), dsdz + sum(t[1] for t in theirs)
+
+    def shifts(self) -> tuple[float, float, float]:
+        found = [self.part.shifts(), *self._ask("shifts")]
+        return min(f[0] for f in found), min(f[1] for f in found), max(f[2] for f in found)
+
+    def begin(self, shift_s: float | None, shift_z: float | None,
+              warm: Iterate | None = None) -> None:
+        if warm is not None:
+            raise NotImplementedError("The interior point over row blocks has no warm start "
+                                      "yet; call it without start.")
+        self._later("begin", shift_s, shift_z)
+        self.part.begin(shift_s, shift_z)
+
+    def measure(self) -> Measured:
+        theirs = self._ask("measure", self.part.schur_values())
+        mine = self.part.measure(extra=np.sum([t.shares for t in theirs], axis=0))
+        every = [mine, *theirs]
+        return Measured(sum(m.pcost for m in every), sum(m.dcost for m in every),
+                        max(m.dual_residual for m in every),
+                        max(m.primal_residual for m in every), max(m.norm_x for m in every),
+                        max(m.norm_s for m in every), max(m.norm_y for m in every),
+                        sum(m.sz for m in every))
+
+    def keep(self) -> None:
+        self._later("keep")
+        self.part.keep()
+
+    def move(self, step: float) -> None:
+        self._later("move", step)
+        self.part.move(step)
+
+    def finish(self, restore: bool) -> Iterate:
+        """The global part's final point: x = (u, the dense variables), y = the dense rows'
+        duals, s their slacks; the parts keep theirs (`Part.p`)."""
+        if restore:
+            self._ask("restore")
+        self._pending = []
+        return self.part.finish(restore)
+
+    def schur_values(self) -> Array:
+        """The Schur unknowns (u, the dense variables, the dense rows' duals) at the point."""
+        return self.part.schur_values()
 
 
-def _direction_rhs(W: Scaling, r: Array, q_c: Array, n_x: int, zero: int
-                   ) -> tuple[Array, Array]:
-    """The global part's right-hand side of a direction (`ipm._direction`) and W q_c."""
-    wq = W.apply(q_c)
-    rows = -r[n_x:]
-    rows[zero:] -= wq
-    return np.concatenate([-r[:n_x], rows]), wq
+def _summed(mine: tuple[Array, float], theirs: list[tuple[Array, float]]
+            ) -> tuple[Array, float]:
+    """A reduced right-hand side summed over the parts, and its largest entry."""
+    return (mine[0] + np.sum([t[0] for t in theirs], axis=0),
+            max([mine[1], *(t[1] for t in theirs)]))
 
 
 class LocalParts:
-    """The parts of a split problem in this process: ``call`` for `solve_parts` (tests,
-    and a reference for a cluster's parts).
+    """The parts of a split problem in this process: ``call`` for `Parts` (tests, and a
+    reference for a cluster's parts).
 
     Examples
     --------
-    See `solve_parts`.
+    See `Parts`.
     """
 
     def __init__(self, subs: Sequence[SubProblem]) -> None:
@@ -743,3 +525,4 @@ class LocalParts:
 
     def __call__(self, method: str, *args: Any) -> list[Any]:
         return [getattr(part, method)(*args) for part in self.parts]
+
