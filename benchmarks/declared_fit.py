@@ -26,19 +26,14 @@ writes ``declared_fit.md`` and ``declared_fit.csv``.
 
 from __future__ import annotations
 
-import argparse
 import os
-import sys
 import time
 import warnings
-from concurrent.futures import ProcessPoolExecutor
-from multiprocessing import get_context
-from pathlib import Path
 from typing import Any
 
+import harness
 import numpy as np
 from generic_path import TOL, make_data
-from performance import _peak_rss, _reset_peak_rss, _write_atomic, cpu_name, result_page, write_csv
 
 #: The variants: label and the estimator's parameters beyond the shared ones.
 VARIANTS = {
@@ -67,13 +62,13 @@ def fit(label: str, n: int, n_test: int, nz: int, max_iter: int, seed: int) -> d
     estimator = cls(nz, C=form.C, epsilon=form.epsilon, gamma=1.0 / X.shape[1],
                     solver="structured", solver_tol=TOL, max_iter=max_iter, random_state=seed,
                     callback=lambda info: _count(samples, info, n), **VARIANTS[label])
-    base = _reset_peak_rss()
+    base = harness.reset_peak_rss()
     with threadpool_limits(1), warnings.catch_warnings():
         warnings.simplefilter("ignore")
         start = time.perf_counter()
         estimator.fit(X, y)
         seconds = time.perf_counter() - start
-        peak = (_peak_rss() - base) / 1024
+        peak = (harness.peak_rss() - base) / 1024
         # W on all training points at the fitted XVs, from the fit's own unweighted problem
         W = ConicMarginal(form, X, y, RBF(1.0 / X.shape[1]), nz, solver="structured",
                           tol=TOL).evaluate(estimator.expansion_vectors_, grad=False).value
@@ -92,7 +87,7 @@ def _count(samples: dict[int, int], info: Any, n: int) -> None:
     samples[m] = samples.get(m, 0) + 1
 
 
-def report(rows: list[dict[str, Any]], wall: float) -> str:
+def report(rows: list[dict[str, Any]], wall: float, command: str) -> str:
     first = rows[0]
     size = f"{first['N']:,}".replace(",", " ")
     lines = [f"## The declared ε-SVR, N = {size}, Nz = {first['Nz']}", "",
@@ -116,22 +111,20 @@ def report(rows: list[dict[str, Any]], wall: float) -> str:
              "structured backend: 200 iterations on all points against W's sampling plateau, "
              "with and without the continuation over the data: time, iterations, final W, test "
              "RMSE, peak memory.")
-    machine = (f"Machine: {cpu_name()}, {os.cpu_count()} CPUs, one BLAS thread, each fit in a "
-               f"fresh process, one at a time; {time.strftime('%Y-%m-%d')}, load average "
-               f"{os.getloadavg()[0]:.1f} at the end; total {wall / 60:.1f} min.")
+    machine = harness.provenance(wall, "one BLAS thread, each fit in a fresh process, one at "
+                                       "a time")
     setup = ["### Set-up", "", "Friedman #1 (10 features, noise 0.5), X and y standardised, as "
              "benchmarks/generic_path.py makes it; the test points are drawn with the training "
              "points and held out. C = 1, ε = 0.1, γ = 1/d, random initial XVs (seed 0), the "
              f"structured backend at tol {TOL:g}. W is re-evaluated at the fitted XVs on all "
              "training points by the generic path, the same problem for every variant."]
-    return result_page("A declared formulation's whole fit: 200 iterations against the "
-                       "sampling plateau", shows, " ".join(["python", *sys.argv]),
-                       [*lines, *setup], [machine])
+    return harness.result_page("A declared formulation's whole fit: 200 iterations against "
+                               "the sampling plateau", shows, command, [*lines, *setup],
+                               [machine])
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--out", type=Path, required=True)
+    parser = harness.benchmark_parser(__doc__, data_required=False)
     parser.add_argument("--n", type=int, default=100_000)
     parser.add_argument("--n-test", type=int, default=20_000)
     parser.add_argument("--nz", type=int, default=100)
@@ -142,21 +135,16 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     for name in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
         os.environ[name] = "1"
-    args.out.mkdir(parents=True, exist_ok=True)
+    harness.ready(args, __file__, argv)
     start = time.perf_counter()
     rows = []
     for label in VARIANTS:
         call = (label, args.n, args.n_test, args.nz, args.max_iter, args.seed)
-        if args.in_process:
-            rows.append(fit(*call))
-        else:
-            with ProcessPoolExecutor(1, mp_context=get_context("spawn")) as pool:
-                rows.append(pool.submit(fit, *call).result())
+        row = fit(*call) if args.in_process else harness.fresh_row(7200, fit, *call)
+        rows.append({"variant": label, **row})
         print(f"[declared_fit] {rows[-1]}", flush=True)
-    write_csv(args.out / "declared_fit.csv", rows)
-    text = report(rows, time.perf_counter() - start)
-    _write_atomic(args.out / "declared_fit.md", text)
-    print(text)
+    page = report(rows, time.perf_counter() - start, args.command)
+    harness.write_results(args.out, "declared_fit", page, rows, first=["variant"])
     return 0
 
 

@@ -26,25 +26,12 @@ writes ``fit_speed.md`` and ``fit_speed.csv``.
 from __future__ import annotations
 
 import os
-import sys
 import time
-from concurrent.futures import ProcessPoolExecutor
-from multiprocessing import get_context
 from pathlib import Path
 from typing import Any
 
+import harness
 import numpy as np
-from performance import (
-    _load,
-    _peak_rss,
-    _reset_peak_rss,
-    _write_atomic,
-    benchmark_parser,
-    check_data_dir,
-    cpu_name,
-    result_page,
-    write_csv,
-)
 
 PARTS = ("a9a", "usps", "profile")
 A9A = {"C": 8.0, "gamma": 2.0**-5}
@@ -54,12 +41,10 @@ TARGETS = {("a9a", 100): 5.0, ("a9a", 20): 10.0, ("usps", None): 5.0}
 
 
 def load(data_dir: str, name: str) -> tuple[np.ndarray, ...]:
-    d = _load(Path(data_dir), name)
-    X = d["X"].astype(float)
-    if name == "usps":
-        X = 2 * X - 1
-    tr, te = d["train_idx"][0], d["test_idx"][0]
-    return X[tr], d["y"][tr], X[te], d["y"][te]
+    d = harness.load_set(Path(data_dir), name)
+    d["X"] = d["X"].astype(float) * (2.0 if name == "usps" else 1.0) - (
+        1.0 if name == "usps" else 0.0)
+    return harness.split(d, 0)
 
 
 def make(method: str, nz: int | float, params: dict[str, float], seed: int,
@@ -99,13 +84,13 @@ def run(data_dir: str, name: str, method: str, nz: int | float, seed: int,
     params = A9A if name == "a9a" else USPS
     estimator = make(method, nz, params, seed, n_jobs)
     timers = _profiled() if profile else None
-    base = _reset_peak_rss()
+    base = harness.reset_peak_rss()
     with threadpool_limits(1), warnings.catch_warnings():
         warnings.simplefilter("ignore")
         start = time.perf_counter()
         estimator.fit(X, y)
         seconds = time.perf_counter() - start
-    peak_mb = (_peak_rss() - base) / 1024
+    peak_mb = (harness.peak_rss() - base) / 1024
     row: dict[str, Any] = {
         "set": name, "method": method, "seed": seed, "n_jobs": n_jobs or 1,
         "Nz": _n_kernel(estimator), "fit_s": seconds, "peak_mb": peak_mb,
@@ -168,8 +153,12 @@ def _profiled() -> dict[str, Any]:
 
 
 def in_fresh_process(*args: Any, **kwargs: Any) -> dict[str, Any]:
-    with ProcessPoolExecutor(1, mp_context=get_context("spawn")) as pool:
-        return pool.submit(run, *args, **kwargs).result()
+    """`run` in a fresh process; a fit that fails stops the benchmark (its figures would be
+    missing from every table)."""
+    row = harness.in_fresh_process(3600, run, *args, **kwargs)
+    if not isinstance(row, dict):
+        raise RuntimeError(f"{args}: {row}")
+    return row
 
 
 def a9a(data_dir: str, seeds: int, before_seeds: int) -> list[dict[str, Any]]:
@@ -226,7 +215,7 @@ def _stats(rows: list[dict[str, Any]]) -> dict[str, float]:
             "iterations": float(np.median([r.get("iterations", np.nan) for r in rows]))}
 
 
-def report(rows: list[dict[str, Any]], wall: float) -> str:
+def report(rows: list[dict[str, Any]], wall: float, command: str) -> str:
     lines: list[str] = []
     main_rows = [r for r in rows if r.get("part") != "profile"]
     verdicts = []
@@ -281,10 +270,8 @@ def report(rows: list[dict[str, Any]], wall: float) -> str:
              "accuracy over seeds, fit time, peak memory, on a9a (Nz = 20, 100) and USPS "
              "(10 classes, Nz = 10 % of each NSV), with SLMC's fit before and after the "
              "continuation over the data, and where its time goes.")
-    machine = (f"Machine: {cpu_name()}, {os.cpu_count()} CPUs, one BLAS thread per process, "
-               "each fit in a fresh process, one at a time; "
-               f"{time.strftime('%Y-%m-%d')}, load average {os.getloadavg()[0]:.1f} at the end; "
-               f"total {wall / 60:.1f} min. Python {sys.version.split()[0]}.")
+    machine = harness.provenance(wall, "one BLAS thread per process, each fit in a fresh "
+                                       "process, one at a time")
     setup = ["### Set-up", "",
              "a9a: LIBSVM's a9a/a9a.t (32 561 training, 16 281 test points), C = 8, γ = 2⁻⁵ "
              "(docs/results/a9a.md's cross-validated values) for every method. USPS: the "
@@ -293,8 +280,8 @@ def report(rows: list[dict[str, Any]], wall: float) -> str:
              "time), the peers with `n_components` = SLMC's total Nz (one-vs-rest LinearSVC). "
              "LinearSVC: scikit-learn's defaults (squared hinge, tol 1e-4). Peak memory: "
              "Linux VmHWM of the fit's process above what it held with the data loaded."]
-    return result_page("Fit time at equal Nz: SLMC against Nyström, random features and SVC",
-                       shows, " ".join(["python", *sys.argv]), [*lines, *setup], [machine])
+    return harness.result_page("Fit time at equal Nz: SLMC against Nyström, random features "
+                               "and SVC", shows, command, [*lines, *setup], [machine])
 
 
 def _verdict(name: str, s: dict[str, float], peer: dict[str, float], target: float,
@@ -310,7 +297,7 @@ def _verdict(name: str, s: dict[str, float], peer: dict[str, float], target: flo
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = benchmark_parser(__doc__)
+    parser = harness.benchmark_parser(__doc__)
     parser.add_argument("--parts", nargs="+", choices=PARTS, default=list(PARTS))
     parser.add_argument("--seeds", type=int, default=5, help="seeds of a9a's fits")
     parser.add_argument("--before-seeds", type=int, default=2,
@@ -320,8 +307,8 @@ def main(argv: list[str] | None = None) -> int:
     for name in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
         os.environ[name] = "1"  # the spawned processes' BLAS, from their start
     names = sorted({"a9a" if p in ("a9a", "profile") else "usps" for p in args.parts})
-    check_data_dir(parser, args.data_dir, names)
-    args.out.mkdir(parents=True, exist_ok=True)
+    harness.check_data_dir(parser, args.data_dir, names)
+    harness.ready(args, __file__, argv)
     start = time.perf_counter()
     rows: list[dict[str, Any]] = []
     data = str(args.data_dir)
@@ -331,12 +318,10 @@ def main(argv: list[str] | None = None) -> int:
         rows += usps(data, args.usps_seeds)
     if "profile" in args.parts:
         rows += profile(data)
-    write_csv(args.out / "fit_speed.csv", [{k: v for k, v in r.items() if k != "evaluations"}
-                                           for r in rows],
-              fields=sorted({k for r in rows for k in r if k != "evaluations"}))
-    text = report(rows, time.perf_counter() - start)
-    _write_atomic(args.out / "fit_speed.md", text)
-    print(text)
+    page = report(rows, time.perf_counter() - start, args.command)
+    harness.write_results(args.out, "fit_speed", page,
+                          [{k: v for k, v in r.items() if k != "evaluations"} for r in rows],
+                          first=["set", "method", "seed"])
     return 0
 
 

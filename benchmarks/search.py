@@ -25,23 +25,14 @@ writes ``search.md``, ``search.csv`` and ``search_<set>.png``.
 
 from __future__ import annotations
 
-import os
-import sys
 import time
 import warnings
+from functools import partial
 from pathlib import Path
 from typing import Any
 
+import harness
 import numpy as np
-from performance import (
-    _load,
-    _write_atomic,
-    available_datasets,
-    benchmark_parser,
-    cpu_name,
-    result_page,
-    write_csv,
-)
 from threadpoolctl import threadpool_limits
 
 #: Training points of the IDA sets stored without splits (their IDA sizes).
@@ -56,8 +47,8 @@ ERROR_POINTS, TIME_FRACTION, PATH_FACTOR = 0.5, 0.2, 2.0
 def binary_sets(data_dir: Path) -> list[str]:
     """The folder's sets with two classes and no missing values."""
     names = []
-    for name in available_datasets(data_dir):
-        d = _load(data_dir, name)
+    for name in harness.available_datasets(data_dir):
+        d = harness.load_set(data_dir, name)
         y = d["y"]
         if y.dtype.kind in "iub" and len(np.unique(y)) == 2 and not np.isnan(
                 d["X"].astype(float)).any():
@@ -70,7 +61,7 @@ def split(data_dir: Path, name: str, subsample: int, seed: int,
     """(X, y, X_test, y_test): the k-th predefined split, else a stratified one (seed + k)."""
     from sklearn.model_selection import train_test_split
 
-    d = _load(data_dir, name)
+    d = harness.load_set(data_dir, name)
     X, y = d["X"].astype(float), d["y"]
     seed += k
     if "train_idx" in d and k < len(d["train_idx"]):
@@ -84,12 +75,6 @@ def split(data_dir: Path, name: str, subsample: int, seed: int,
         X_train, _, y_train, _ = train_test_split(X_train, y_train, train_size=subsample,
                                                   stratify=y_train, random_state=seed)
     return X_train, y_train, X_test, y_test
-
-
-def timed(fn: Any, *args: Any, **kwargs: Any) -> tuple[Any, float]:
-    start = time.perf_counter()
-    out = fn(*args, **kwargs)
-    return out, time.perf_counter() - start
 
 
 def one_set(data_dir: Path, name: str, args: Any, out: Path) -> list[dict[str, Any]]:
@@ -112,8 +97,8 @@ def one_set(data_dir: Path, name: str, args: Any, out: Path) -> list[dict[str, A
         base = SparseSVC(nz, random_state=args.seed)
         common = {"set": name, "n_train": len(X), "n_test": len(X_test), "d": X.shape[1],
                   "split": k + 1}
-        grid_search, grid_s = timed(GridSearchCV(base, grid, cv=cv).fit, X, y)
-        ours, ours_s = timed(SparseSearchCV(base, grid, cv=cv).fit, X, y)
+        grid_search, grid_s = harness.timed(partial(GridSearchCV(base, grid, cv=cv).fit, X, y))
+        ours, ours_s = harness.timed(partial(SparseSearchCV(base, grid, cv=cv).fit, X, y))
         for label, search, seconds in (("GridSearchCV", grid_search, grid_s),
                                        ("SparseSearchCV", ours, ours_s)):
             rows.append({**common, "part": "C x gamma", "method": label, "Nz": nz,
@@ -133,12 +118,12 @@ def one_set(data_dir: Path, name: str, args: Any, out: Path) -> list[dict[str, A
 
     sizes = expansion_sizes(min(args.largest, len(np.unique(X, axis=0)) // 2))
     path_grid = {"n_expansion": sizes, "C": [C], "gamma": [gamma]}
-    path, path_s = timed(SparseSearchCV(SparseSVC(random_state=args.seed), path_grid,
-                                        cv=cv).fit, X, y)
+    path, path_s = harness.timed(partial(SparseSearchCV(SparseSVC(random_state=args.seed),
+                                                        path_grid, cv=cv).fit, X, y))
     largest = SparseSVC(sizes[-1], C=C, gamma=gamma, random_state=args.seed)
-    _, alone_s = timed(cross_val_score, largest, X, y, cv=cv)
+    _, alone_s = harness.timed(partial(cross_val_score, largest, X, y, cv=cv))
     plateau = SparseSVC(sizes[-1], C=C, gamma=gamma, random_state=args.seed, n_iter_no_change=3)
-    _, alone_plateau_s = timed(cross_val_score, plateau, X, y, cv=cv)
+    _, alone_plateau_s = harness.timed(partial(cross_val_score, plateau, X, y, cv=cv))
     results = path.cv_results_
     rows.append({**common, "part": "expansion path", "method": "SparseSearchCV path",
                  "Nz": path.best_params_["n_expansion"], "largest": sizes[-1],
@@ -200,11 +185,10 @@ def plot(path: Path, name: str, sizes: list[int], curve: dict[str, list[float]],
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8)
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    harness.write_figure(fig, path, dpi=110)
 
 
-def report(rows: list[dict[str, Any]], wall: float, out: Path) -> str:
+def report(rows: list[dict[str, Any]], wall: float, command: str) -> str:
     sets = list(dict.fromkeys(r["set"] for r in rows))
     lines = ["## C × γ: SparseSearchCV against GridSearchCV", "",
              "Per set, the mean over its splits; *same choice*: the splits where both searches "
@@ -267,9 +251,7 @@ def report(rows: list[dict[str, Any]], wall: float, out: Path) -> str:
              "expansion path Nz = 1 … 64 against cross-validating the largest Nz alone; and "
              "the test error against Nz of SLMC, Nyström and random features beside the full "
              "SVC.")
-    machine = (f"Machine: {cpu_name()}, {os.cpu_count()} CPUs, one BLAS thread, one search at "
-               f"a time; {time.strftime('%Y-%m-%d')}, load average {os.getloadavg()[0]:.1f} at "
-               f"the end; total {wall / 60:.1f} min.")
+    machine = harness.provenance(wall, "one BLAS thread, one search at a time")
     setup = ["### Set-up", "",
              "Each set's first predefined training/test split, or a stratified one of the IDA "
              f"training sizes ({', '.join(f'{k} {v}' for k, v in IDA_TRAIN.items())}; two thirds "
@@ -279,13 +261,12 @@ def report(rows: list[dict[str, Any]], wall: float, out: Path) -> str:
              "(Nz = the command's, at most a quarter of the distinct training points). The "
              "path's C and γ are SparseSearchCV's choice. Nyström and random features: mean "
              "of the command's seeds, LinearSVC(C) with scikit-learn's defaults."]
-    return result_page("Choosing Nz, C and γ: SparseSearchCV, GridSearchCV and the expansion "
-                       "path", shows, " ".join(["python", *sys.argv]), [*lines, *setup],
-                       [machine])
+    return harness.result_page("Choosing Nz, C and γ: SparseSearchCV, GridSearchCV and the "
+                               "expansion path", shows, command, [*lines, *setup], [machine])
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = benchmark_parser(__doc__)
+    parser = harness.benchmark_parser(__doc__)
     parser.add_argument("--datasets", nargs="+", default=None,
                         help="sets of the folder (default: every two-class set without "
                              "missing values)")
@@ -298,11 +279,11 @@ def main(argv: list[str] | None = None) -> int:
                         help="splits per set of the C × γ comparison (predefined ones first)")
     args = parser.parse_args(argv)
     names = args.datasets or binary_sets(args.data_dir)
-    missing = sorted(set(names) - set(available_datasets(args.data_dir)))
+    missing = sorted(set(names) - set(harness.available_datasets(args.data_dir)))
     if missing:
         parser.error(f"{args.data_dir} has no set {missing}; it has "
-                     f"{available_datasets(args.data_dir)}")
-    args.out.mkdir(parents=True, exist_ok=True)
+                     f"{harness.available_datasets(args.data_dir)}")
+    harness.ready(args, __file__, argv)
     start = time.perf_counter()
     rows: list[dict[str, Any]] = []
     with threadpool_limits(1), warnings.catch_warnings():
@@ -310,10 +291,8 @@ def main(argv: list[str] | None = None) -> int:
         for name in names:
             rows += one_set(args.data_dir, name, args, args.out)
             print(f"[search] {name} done at {time.perf_counter() - start:.0f} s", flush=True)
-    write_csv(args.out / "search.csv", rows, fields=sorted({k for r in rows for k in r}))
-    text = report(rows, time.perf_counter() - start, args.out)
-    _write_atomic(args.out / "search.md", text)
-    print(text)
+    page = report(rows, time.perf_counter() - start, args.command)
+    harness.write_results(args.out, "search", page, rows, first=["set", "part", "method"])
     return 0
 
 
