@@ -220,3 +220,34 @@ def test_an_empty_grid_is_refused(moons: tuple) -> None:
     X, y = moons
     with pytest.raises(ValueError, match="non-empty"):
         SparseSearchCV(SparseSVC(4), {"C": []}, cv=3).fit(X, y)
+
+
+def test_regressors_and_declared_formulations_search_warm() -> None:
+    import cvxpy as cp
+
+    from sparsify import Declaration, Formulation, SparseSVR
+    from sparsify.core.estimator import estimator_for
+
+    rng = np.random.default_rng(0)
+    X = rng.uniform(-3, 3, size=(150, 1))
+    y = np.sin(X[:, 0]) + 0.1 * rng.normal(size=150)
+
+    class Huberised(Formulation):
+        name, task = "test_search_huber", "regressor"
+
+        def __init__(self, C: float = 1.0) -> None:
+            self.C = C
+
+        def declare(self, out):  # type: ignore[no-untyped-def]
+            b = cp.Variable()
+            return Declaration(cp.Minimize(0.5 * out.norm_w2 + self.C * cp.sum(
+                cp.huber(out.f + b - out.y, 0.1))), [], b)
+
+    declared, _ = estimator_for(Huberised)
+    for base in (SparseSVR(epsilon=0.05, gamma=1.0, random_state=0, max_iter=30),
+                 declared(gamma=1.0, random_state=0, max_iter=15)):
+        steps = []
+        search = SparseSearchCV(base, {"n_expansion": [2, 4], "C": [1.0, 10.0]}, cv=3,
+                                callback=steps.append).fit(X, y)
+        assert sum(s.warm for s in steps) == 3 * 3
+        assert search.best_estimator_.score(X, y) > 0.8
