@@ -42,6 +42,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import indexable
 
 from sparsify.core.continuation import STAGE_WINDOW
+from sparsify.persistence import VersionedPickleMixin
 
 __all__ = ["SearchStep", "SparseSearchCV", "expansion_sizes", "warm_plan"]
 
@@ -249,7 +250,7 @@ def _per_sample(value: Any, X: Any) -> bool:
         len(value) == len(X))
 
 
-class SparseSearchCV(BaseSearchCV):
+class SparseSearchCV(VersionedPickleMixin, BaseSearchCV):
     """Cross-validated grid search over a sparse kernel estimator, each fit warm-started.
 
     `sklearn.model_selection.GridSearchCV`'s interface and attributes (``cv_results_``,
@@ -257,7 +258,8 @@ class SparseSearchCV(BaseSearchCV):
     ``refit_time_``, prediction and scoring through the refitted best), for
     sparsify's estimators: within a fold the settings are fitted one after the
     other, each from its nearest fitted neighbour's XVs and solution (`warm_plan`,
-    `sparsify.core.warm`); ``n_expansion`` in the grid is an expansion path.
+    `sparsify.core.warm`); ``n_expansion`` in the grid is an expansion path. Pickles
+    record the sparsify version, as the estimators' do.
 
     Parameters
     ----------

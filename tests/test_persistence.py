@@ -27,6 +27,7 @@ from sparsify import (
     SparseKernelTransformer,
     SparseKFD,
     SparseOneClassSVM,
+    SparseSearchCV,
     SparseSVC,
     TaylorGaussianFeatures,
 )
@@ -54,6 +55,8 @@ SETTINGS: dict[str, BaseEstimator] = {
     "KernelMatchingReduction": KernelMatchingReduction(C=10.0, n_delete=0.2, random_state=0),
     "TaylorGaussianFeatures": TaylorGaussianFeatures(gamma=0.5),
     "SemiSupervisedSVC": SemiSupervisedSVC(n_expansion=4, gamma=2.0, max_iter=5, random_state=0),
+    "SparseSearchCV": SparseSearchCV(SparseSVC(3, gamma=2.0, max_iter=5, random_state=0),
+                                     {"C": [1.0, 10.0]}, cv=2),
 }
 
 # Estimators whose random_state picks the initial XVs (or candidates): another seed must give
@@ -144,6 +147,8 @@ def _assert_same(a: Any, b: Any, where: str) -> None:
         _assert_same(_fitted_state(a), _fitted_state(b), where)
     elif isinstance(a, float) and np.isnan(a):
         assert np.isnan(b), where
+    elif callable(a) and not isinstance(a, type):  # a search's scorer: bound to no fitted state
+        assert type(a) is type(b), where
     else:
         assert a == b, where
 
@@ -223,7 +228,9 @@ def test_model_from_another_major_minor_is_refused(name: str, shift: str,
     major, minor = (int(p) for p in major_minor(sparsify.__version__))
     other = f"{major}.{minor + 1}.0" if shift == "minor" else f"{major + 1}.{minor}.0"
     data = _pickle_as(est, other, monkeypatch)
-    message = (rf"This {name} was saved by sparsify {other} and this is sparsify "
+    # a search holds fitted estimators, and the first of them to load refuses
+    shown = type(est.estimator).__name__ if hasattr(est, "best_estimator_") else name
+    message = (rf"This {shown} was saved by sparsify {other} and this is sparsify "
                rf"{sparsify.__version__}; models load only in the same major\.minor version "
                rf"\({major}\.{minor}\.x\)\. Refit it")
     with pytest.raises(IncompatibleVersionError, match=message):
@@ -270,9 +277,10 @@ MACHINES = [c for c in CASES if issubclass(public_estimators()[c[1]], KernelMach
 
 
 def test_every_public_kernel_machine_has_the_feature_map() -> None:
-    # everything sparsify exports except the Taylor feature map predicts with XVs
+    # everything sparsify exports except the Taylor feature map and the search (whose
+    # best_estimator_ is one) predicts with XVs
     machines = {c[1] for c in MACHINES}
-    assert set(public_estimators()) - machines == {"TaylorGaussianFeatures"}
+    assert set(public_estimators()) - machines == {"TaylorGaussianFeatures", "SparseSearchCV"}
 
 
 @pytest.mark.parametrize(("name", "kind"), [c[1:] for c in MACHINES],
