@@ -154,7 +154,12 @@ def _assert_same(a: Any, b: Any, where: str) -> None:
 
 
 def _fitted_state(est: BaseEstimator) -> dict[str, Any]:
-    return {k: v for k, v in vars(est).items() if k.endswith("_") and not k.startswith("_")}
+    """The fitted attributes, but the seconds a search measured (never the same twice)."""
+    state = {k: v for k, v in vars(est).items() if k.endswith("_") and not k.startswith("_")
+             and k != "refit_time_"}
+    if "cv_results_" in state:
+        state["cv_results_"] = {k: v for k, v in state["cv_results_"].items() if "time" not in k}
+    return state
 
 
 # ----------------------------------------------------------------------------- determinism
