@@ -38,7 +38,7 @@ from sparsify.core.data_source import (
     draw_rows,
     payload_bytes,
 )
-from sparsify.core.declared import declare
+from sparsify.core.declared import declare, formulation_label
 from sparsify.core.errors import SolverError
 from sparsify.core.formulation import Formulation
 from sparsify.core.kernel_blocks import BLOCK_ROWS, diagonal_scale, whitening
@@ -199,7 +199,7 @@ class DeclaredBlocks(BlockProblem):
                                   list(self.declaration.constraints))
         self.backend = StructuredBackend("structured")
         compiled = compile_linked(self.problem, f, u, N, self.n_expansion, K,
-                                  self.backend.layout)
+                                  self.backend.layout, formulation_label(formulation))
         chunks = [int(c) for c in source.X.chunks[0]]
         bounds = np.concatenate([[0], np.cumsum(chunks)])
         structure: Any = compiled

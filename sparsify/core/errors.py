@@ -7,7 +7,7 @@ for the solvers that raise them.
 
 from __future__ import annotations
 
-__all__ = ["MemoryEstimateError", "SolverError"]
+__all__ = ["MemoryEstimateError", "PluginError", "SolverError"]
 
 
 class SolverError(RuntimeError):
@@ -31,5 +31,20 @@ class MemoryEstimateError(MemoryError, ValueError):
     Examples
     --------
     >>> issubclass(MemoryEstimateError, ValueError)
+    True
+    """
+
+
+class PluginError(ValueError):
+    """A plugin problem: under ``SPARSIFY_STRICT_PLUGINS=1``, or plugin code that tried to exit.
+
+    The message is one line; a subclass of `ValueError`, so the command line
+    prints it as ``sparsify: error: ...`` and exits with status 2.
+    `sparsify.core.registry.PluginError` is this class.
+
+    Examples
+    --------
+    >>> from sparsify.core.registry import PluginError
+    >>> issubclass(PluginError, ValueError)
     True
     """

@@ -49,6 +49,7 @@ from sparsify.core.optimize import (
 )
 from sparsify.core.params import check_cost_scale
 from sparsify.core.persistence import VersionedPickleMixin
+from sparsify.core.plugin_code import plugin_code
 from sparsify.core.registry import get_registry
 from sparsify.core.shared_params import SHARED, SHARED_PARAMS, parameter_docs
 from sparsify.core.threads import limit_blas_threads
@@ -387,7 +388,8 @@ class SparseKernelEstimator(KernelMachineMixin, BaseEstimator):
                   else self._formulation_params(weights))
         cls = self._formulation_type()
         try:
-            return cls(**params)
+            with plugin_code(cls, "its constructor"):
+                return cls(**params)
         except TypeError as exc:
             raise ValueError(f"The {cls.__name__} formulation does not take the parameters "
                              f"{sorted(params)}: {exc}") from exc
@@ -479,7 +481,9 @@ class SparseKernelEstimator(KernelMachineMixin, BaseEstimator):
         ``verbose`` hear of it, as in memory.
         """
         callback, verbose = (self.callback, self.verbose) if report else (None, 0)
-        problem = formulation.row_blocks(source, target, kernel, n_expansion, self.solver_tol)
+        with plugin_code(formulation, "row_blocks()"):
+            problem = formulation.row_blocks(source, target, kernel, n_expansion,
+                                             self.solver_tol)
         if problem is None:
             problem = DeclaredBlocks(formulation, source, target, kernel, n_expansion,
                                      self.solver_tol)
