@@ -383,8 +383,9 @@ def check_declaration(formulation: Formulation, decl: Any, f: cp.Variable, K: in
     if not isinstance(decl.objective, cp.Minimize):
         raise fail("must declare a cp.Minimize objective (negate a Maximize one).")
     constraints = list(decl.constraints)
-    if not all(isinstance(c, cp.constraints.constraint.Constraint) for c in constraints):
-        bad = next(c for c in constraints if not isinstance(c, cp.constraints.constraint.Constraint))
+    odd = [c for c in constraints if not isinstance(c, cp.constraints.constraint.Constraint)]
+    if odd:
+        bad = odd[0]
         raise fail(f"declares a constraint that is not a cvxpy constraint: {bad!r} (a "
                    f"{type(bad).__name__}); write constraints with ==, <= or >= over cvxpy "
                    "expressions.")
