@@ -39,7 +39,6 @@ import json
 import math
 import os
 import re
-import secrets
 import struct
 import zipfile
 import zlib
@@ -281,12 +280,13 @@ def dumps_model(estimator: Any, metadata: Mapping[str, Any] | None = None) -> by
 
 
 def _write_atomically(path: Path, data: bytes) -> None:
-    """Write ``data`` to a new file beside ``path``, then rename it over ``path``.
+    """Write ``data`` to a new file beside ``path``, then rename it over ``path``
+    (`sparsify.io.targets.write_atomically`: a replaced file keeps its mode and owner).
 
     A symbolic link is written through (its target is replaced); a target that
     is not a regular file or is read-only is refused (`sparsify.io.targets`).
     """
-    from sparsify.io.targets import output_target
+    from sparsify.io.targets import output_target, write_atomically
 
     try:
         path = output_target(path, "the model file")
@@ -299,22 +299,9 @@ def _write_atomically(path: Path, data: bytes) -> None:
     if not parent.is_dir():
         raise FileNotFoundError(f"Cannot write the model file '{path}': the directory "
                                 f"'{parent}' does not exist; create it first.")
-    tmp = parent / f".{path.name}.{secrets.token_hex(6)}.tmp"
     try:
-        # O_EXCL: never reuse a file; mode 0o666 less the umask, like any new file
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0),
-                     0o666)
-        try:
-            with os.fdopen(fd, "wb") as fh:
-                fh.write(data)
-                fh.flush()
-                os.fsync(fh.fileno())
-        except BaseException:
-            tmp.unlink(missing_ok=True)
-            raise
-        os.replace(tmp, path)
+        write_atomically([(path, data)], "the model file")
     except OSError as exc:
-        tmp.unlink(missing_ok=True)
         raise OSError(exc.errno, f"Cannot write the model file '{path}': "
                       f"{exc.strerror or exc}; nothing was written.") from exc
 
