@@ -54,6 +54,7 @@ from sparsify.io.kernel_spec import (
     KernelSpecError,
     build_kernel,
     check_kernel_arrays,
+    check_row_cost,
     kernel_array_shapes,
     validate_kernel_spec,
 )
@@ -239,6 +240,12 @@ def dumps_model(estimator: Any, metadata: Mapping[str, Any] | None = None) -> by
     import sparsify
 
     d = describe_estimator(estimator)
+    try:  # what read_model would refuse is not written
+        check_row_cost(d.kernel, {name: arr.shape for name, arr in d.arrays.items()},
+                       d.n_features_in, len(d.arrays["intercept"]))
+    except KernelSpecError as exc:
+        raise ValueError(f"This {d.estimator_class} cannot be saved as a model file: {exc}.") \
+            from exc
     size = sum(arr.nbytes for arr in d.arrays.values())
     if size > MAX_ARRAY_BYTES:
         largest = max(d.arrays, key=lambda name: d.arrays[name].nbytes)
@@ -573,6 +580,10 @@ def _expected_shapes(header: Mapping[str, Any], shapes: Mapping[str, tuple[int, 
     wanted.update(kernel_array_shapes(header["kernel"], n_expansion, header["n_features_in"]))
     _expect(set(shapes) == set(wanted), source,
             f"arrays must be exactly {sorted(wanted)}; got {sorted(shapes)}")
+    try:  # before any array is read or any value computed
+        check_row_cost(header["kernel"], shapes, header["n_features_in"], n_outputs)
+    except KernelSpecError as exc:
+        raise _fail(source, str(exc).rstrip(".") + ".") from exc
     for name, want in wanted.items():
         have = shapes[name]
         # an entry naming another array means that array's first length (graph points)
