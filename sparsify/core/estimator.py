@@ -38,6 +38,7 @@ from sparsify.core.data_source import (
 )
 from sparsify.core.declared_blocks import DeclaredBlocks
 from sparsify.core.formulation import Formulation
+from sparsify.core.kernel_blocks import check_gamma
 from sparsify.core.marginal import Marginal
 from sparsify.core.optimize import (
     INIT_METHODS,
@@ -45,9 +46,10 @@ from sparsify.core.optimize import (
     minimize_marginal,
     problem_line,
     sampling_plateau,
+    warn_if_no_step,
     warn_if_not_converged,
 )
-from sparsify.core.params import check_cost_scale
+from sparsify.core.params import check_cost_scale, check_cost_weights, check_no_bools
 from sparsify.core.persistence import VersionedPickleMixin
 from sparsify.core.plugin_code import plugin_code
 from sparsify.core.registry import get_registry
@@ -277,6 +279,9 @@ class KernelMachineMixin(VersionedPickleMixin):
         return tags
 
 
+#: The most starts per problem (``n_init``).
+MAX_N_INIT = 1000
+
 #: The constraint on ``n_iter_no_change``, offered by the estimators with an exact fast path
 #: (their fits reach large N; `SparseKernelEstimator._plateau` reads it).
 N_ITER_NO_CHANGE_CONSTRAINT: list[Any] = [Interval(Integral, 1, None, closed="left"),
@@ -326,13 +331,15 @@ class SparseKernelEstimator(KernelMachineMixin, BaseEstimator):
         "degree": [Interval(Integral, 1, None, closed="left")],
         "coef0": [Real],
         "init": [StrOptions(set(INIT_METHODS))],
-        "n_init": [Interval(Integral, 1, None, closed="left")],
+        # each start is a whole fit: a million of them is a typing error, not a plan
+        "n_init": [Interval(Integral, 1, MAX_N_INIT, closed="both")],
         "solver": [str],
         "max_iter": [Interval(Integral, 0, None, closed="left")],
         "tol": [Interval(Real, 0.0, None, closed="left")],
         "solver_tol": [Interval(Real, 0.0, None, closed="neither")],
         "random_state": ["random_state"],
-        "n_jobs": [Integral, None],
+        "n_jobs": [Interval(Integral, None, -1, closed="right"),
+                   Interval(Integral, 1, None, closed="left"), None],
         "verbose": ["verbose"],
         "callback": [callable, None],
     }
@@ -352,7 +359,9 @@ class SparseKernelEstimator(KernelMachineMixin, BaseEstimator):
         """scikit-learn's parameter checks, then a cost C (or C*) too large for float64 solvers
         (`sparsify.core.params.check_cost_scale`), before any work."""
         super()._validate_params()
-        check_cost_scale(self.get_params(deep=False))
+        params = self.get_params(deep=False)
+        check_no_bools(type(self).__name__, self._parameter_constraints, params)
+        check_cost_scale(params)
 
     def _formulation_type(self) -> type[Formulation]:
         """The formulation class; an estimator may choose it per instance (SparseKFD's
@@ -384,6 +393,8 @@ class SparseKernelEstimator(KernelMachineMixin, BaseEstimator):
         return {name: getattr(self, name) for name in self._formulation_param_names()}
 
     def _make_formulation(self, weights: Array | None = None) -> Formulation:
+        if weights is not None:
+            check_cost_weights(self.get_params(deep=False), weights)
         params = (self._formulation_params() if weights is None
                   else self._formulation_params(weights))
         cls = self._formulation_type()
@@ -466,6 +477,7 @@ class SparseKernelEstimator(KernelMachineMixin, BaseEstimator):
                 for k in range(len(targets))]
         warn_if_not_converged(type(self).__name__, [(f["problem"], f["result"]) for f in fits],
                               self.max_iter)
+        warn_if_no_step(type(self).__name__, [(f["problem"], f["result"]) for f in fits])
         return fits
 
     def _run_on_blocks(self, source: RowBlocks, target: RowTarget, formulation: Formulation,
@@ -550,6 +562,8 @@ class SparseKernelEstimator(KernelMachineMixin, BaseEstimator):
             source = InMemoryRows(source)
         kernel = make_kernel(self.kernel, None, self._gamma(source, scale_weights),
                              self.degree, self.coef0)
+        if isinstance(source, InMemoryRows):
+            check_gamma(kernel, source.X, type(self).__name__)
         formulation = self._make_formulation(weights)
         check_solver(self.solver)
         if isinstance(source, RowBlocks):

@@ -17,6 +17,7 @@ from sklearn.utils.validation import check_consistent_length, column_or_1d, vali
 
 from sparsify.core.data_source import RowBlocks, RowTarget, is_dask_collection
 from sparsify.core.estimator import SparseKernelEstimator
+from sparsify.core.params import check_target_scale
 
 __all__ = ["SparseKernelRegressor"]
 
@@ -106,6 +107,7 @@ class SparseKernelRegressor(RegressorMixin, SparseKernelEstimator):
             if np.isinf(targets).any():
                 raise ValueError("y contains infinity; pass finite targets (NaN marks an "
                                  "unlabelled point).")
+            check_target_scale(targets, "y")
             if np.isnan(targets).all():
                 raise ValueError(f"{type(self).__name__} needs labelled samples: every target "
                                  "in y is NaN (unlabelled); give some points a target.")
@@ -118,6 +120,7 @@ class SparseKernelRegressor(RegressorMixin, SparseKernelEstimator):
                 raise
             raise ValueError(f"{type(self).__name__} is a regressor: y must hold numbers "
                              f"({exc}). For class labels use a classifier.") from None
+        check_target_scale(y, "y")
         return X_valid, [y]
 
     def predict(self, X: ArrayLike) -> Array:

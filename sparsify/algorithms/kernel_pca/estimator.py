@@ -61,7 +61,7 @@ class SparseKernelPCA(SparseKernelTransformer):
         Number of starts per problem (different initial XVs, in parallel with
         ``n_jobs``); the one with the lowest W(Z), the training objective, is
         kept. W is not convex in Z, so a few starts avoid poor local minima, as
-        in k-means.
+        in k-means. At most 1000: each start is a whole fit.
     solver : str, default="auto"
         Checked, and otherwise unused: the eigenproblem has no cvxpy path, so
         every solver name gives the same exact W(Z).

@@ -60,7 +60,7 @@ class SparseKernelRidge(SparseKernelRegressor):
         Number of starts per problem (different initial XVs, in parallel with
         ``n_jobs``); the one with the lowest W(Z), the training objective, is
         kept. W is not convex in Z, so a few starts avoid poor local minima, as
-        in k-means.
+        in k-means. At most 1000: each start is a whole fit.
     solver : str, default="auto"
         "auto": the closed form; a backend name ("structured", "clarabel",
         "ecos", "osqp", "scs") solves the generic declaration instead, its

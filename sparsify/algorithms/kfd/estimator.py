@@ -23,7 +23,7 @@ from sklearn.utils.validation import validate_data
 
 from sparsify.algorithms.kfd.formulation import KFD, SKFD
 from sparsify.algorithms.kfd.scatter import class_contrast, full_kfd, within_class_centring
-from sparsify.core.classifier import SparseKernelClassifier
+from sparsify.core.classifier import SparseKernelClassifier, check_class_count, check_label_types
 from sparsify.core.expansion import expansion_coefficients
 from sparsify.core.formulation import Formulation
 from sparsify.core.solvers import SolverError
@@ -86,7 +86,7 @@ class SparseKFD(SparseKernelClassifier):
         Number of starts per problem (different initial XVs, in parallel with
         ``n_jobs``); the one with the lowest W(Z), the training objective, is
         kept. W is not convex in Z, so a few starts avoid poor local minima, as
-        in k-means.
+        in k-means. At most 1000: each start is a whole fit.
     solver : str, default="auto"
         Solver backend of the cvxpy solves (the SVM step; every W(Z) for
         ``method="convex"``).
@@ -217,8 +217,10 @@ class SparseKFD(SparseKernelClassifier):
         """
         self._validate_params()
         X, y = validate_data(self, X, y, dtype=np.float64)
+        check_label_types(y, type(self).__name__)
         check_classification_targets(y)
         classes, counts = np.unique(y, return_counts=True)
+        check_class_count(type(self).__name__, len(classes), len(y))
         if len(classes) >= 2 and counts.min() < 2:
             raise ValueError(
                 f"{type(self).__name__} needs at least 2 samples of each class to estimate "

@@ -95,7 +95,7 @@ class SparseKernelLogisticRegression(LogisticMixin, SparseKernelClassifier):
         Number of starts per problem (different initial XVs, in parallel with
         ``n_jobs``); the one with the lowest W(Z), the training objective, is
         kept. W is not convex in Z, so a few starts avoid poor local minima, as
-        in k-means.
+        in k-means. At most 1000: each start is a whole fit.
     solver : str, default="auto"
         "auto" solves each fixed-Z problem by the formulation's exact fast path
         (damped Newton on the whitened coefficients, warm-started; no cvxpy);

@@ -86,7 +86,7 @@ class SparseOneClassSVM(SparseOutlierDetector):
         Number of starts per problem (different initial XVs, in parallel with
         ``n_jobs``); the one with the lowest W(Z), the training objective, is
         kept. W is not convex in Z, so a few starts avoid poor local minima, as
-        in k-means.
+        in k-means. At most 1000: each start is a whole fit.
     solver : str, default="auto"
         "auto" (the structured interior point, then Clarabel, OSQP, ECOS) or a
         backend name: "structured", "clarabel", "ecos", "osqp", "scs".

@@ -83,7 +83,7 @@ class SparseSVC(SparseKernelClassifier):
         Number of starts per problem (different initial XVs, in parallel with
         ``n_jobs``); the one with the lowest W(Z), the training objective, is
         kept. W is not convex in Z, so a few starts avoid poor local minima, as
-        in k-means.
+        in k-means. At most 1000: each start is a whole fit.
     solver : str, default="auto"
         "auto" takes the SVM's exact fast path (a dedicated dual solver,
         warm-started between L-BFGS evaluations); a backend name

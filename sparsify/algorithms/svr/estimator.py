@@ -70,7 +70,7 @@ class SparseSVR(SparseKernelRegressor):
         Number of starts per problem (different initial XVs, in parallel with
         ``n_jobs``); the one with the lowest W(Z), the training objective, is
         kept. W is not convex in Z, so a few starts avoid poor local minima, as
-        in k-means.
+        in k-means. At most 1000: each start is a whole fit.
     solver : str, default="auto"
         "auto": the exact dual solver; a backend name ("structured",
         "clarabel", "ecos", "osqp", "scs") solves the generic declaration
