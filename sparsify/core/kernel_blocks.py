@@ -144,9 +144,9 @@ def check_gamma(kernel: Kernel, X: Array, owner: str) -> None:
     overflows on them, naming what to change.
 
     Inputs of 1e160 (or 1e-160) have squared distances of inf (or 0): every kernel
-    value is then wrong, whatever gamma. The gradient of W moves each XV by terms of 2·gamma·(x − z)·k(x, z): where
-    2·gamma·max|x| is not finite (gamma = 1e308), every gradient is NaN whatever the
-    data, and the fault is gamma's, not the data's.
+    value is then wrong, whatever gamma. The gradient of W moves each XV by terms of
+    2·gamma·(x − z)·k(x, z): where 2·gamma·max|x| is not finite (gamma = 1e308),
+    every gradient is NaN whatever the data, and the fault is gamma's, not the data's.
 
     Examples
     --------
