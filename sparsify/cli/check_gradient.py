@@ -68,6 +68,14 @@ def _cmd_check_gradient(args: argparse.Namespace) -> int:
             print(f"read {args.data}: {'; '.join(reading)}")
         print(f"gradient check: formulation {res.formulation}, kernel {res.kernel}, solver "
               f"{res.solver}, Nz = {res.grad.shape[0]}, d = {res.grad.shape[1]}")
+        if res.flat:
+            print(f"W(Z) = {res.value:.6g} does not change with the XVs here (|∇W| = "
+                  f"{np.linalg.norm(res.grad):.1e}, finite differences "
+                  f"{np.linalg.norm(res.numeric):.1e}): the kernel is constant on these data "
+                  "or vanishes between points, so no gradient error can show. Use a gamma "
+                  "near 'scale' (1/(d·Var(X))) or other data; threshold "
+                  f"{args.threshold:g}: CANNOT JUDGE")
+            return 1
         verdict = "OK" if passed else "FAILED"
         print(f"rel_error = {res.rel_error:.3e}, finite differences accurate to "
               f"{res.fd_error:.1e} (noise of W {res.noise:.1e}, step {res.step:.1e}); "

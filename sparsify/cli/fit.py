@@ -60,7 +60,7 @@ def _cmd_fit(args: argparse.Namespace) -> int:
     from sklearn.base import is_classifier, is_outlier_detector, is_regressor
     from sklearn.utils.multiclass import check_classification_targets
 
-    from sparsify.core.classifier import check_class_count, check_label_types
+    from sparsify.core.labels import check_class_count, check_label_types
     from sparsify.kernels import make_kernel
 
     # Cheap checks first: outputs, names, data; the fit is the expensive part.

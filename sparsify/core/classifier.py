@@ -28,18 +28,23 @@ from sklearn.utils.validation import (
     _check_sample_weight,
     check_consistent_length,
     column_or_1d,
-    validate_data,
 )
 
 from sparsify.core.calibration import fit_platt, platt_proba
-from sparsify.core.data_source import InMemoryRows, RowBlocks, RowTarget, is_dask_collection
+from sparsify.core.data_source import (
+    InMemoryRows,
+    RowBlocks,
+    RowTarget,
+    is_dask_collection,
+    validate_rows,
+)
 from sparsify.core.estimator import SparseKernelEstimator, _fit_start, _problem_name
-from sparsify.core.memory import check_memory
+from sparsify.core.labels import check_class_count, check_label_types
 from sparsify.core.optimize import CLASSIFIER_INIT_METHODS
 from sparsify.kernels import RBF, Kernel, Linear, Polynomial
 
-__all__ = ["SparseKernelClassifier", "check_class_count", "check_label_types", "full_svm",
-           "resolve_n_expansion", "unlabelled_targets", "validate_classification"]
+__all__ = ["SparseKernelClassifier", "full_svm", "resolve_n_expansion", "unlabelled_targets",
+           "validate_classification"]
 
 Array = NDArray[np.float64]
 
@@ -81,7 +86,7 @@ def validate_classification(
         if y is None:
             raise ValueError(f"{type(estimator).__name__} requires y to be passed, but the "
                              "target y is None.")
-        X_valid = validate_data(estimator, X, dtype=np.float64)
+        X_valid = validate_rows(estimator, X, dtype=np.float64)
         y_arr = column_or_1d(np.asarray(y, dtype=object if np.asarray(y).dtype.kind in "OUS"
                                         else None), warn=True)
         check_consistent_length(X_valid, y_arr)
@@ -94,7 +99,7 @@ def validate_classification(
         if labelled.dtype == object:
             labelled = np.array(labelled.tolist())
     else:
-        X_valid, labelled = validate_data(estimator, X, y, dtype=np.float64)
+        X_valid, labelled = validate_rows(estimator, X, y, dtype=np.float64)
         missing = np.zeros(len(X_valid), bool)
     check_label_types(labelled, type(estimator).__name__)
     check_classification_targets(labelled)
@@ -116,70 +121,6 @@ def validate_classification(
     codes = np.full(len(X_valid), -1, dtype=np.intp)
     codes[~missing] = encoder.transform(labelled)
     return X_valid, codes
-
-
-#: A classifier with more classes than this needs `MIN_SAMPLES_PER_CLASS` samples per class on
-#: average: many classes of one or two samples are real targets or identifiers, not labels.
-MANY_CLASSES = 20
-MIN_SAMPLES_PER_CLASS = 3
-
-
-def check_class_count(owner: str, n_classes: int, n_samples: int) -> None:
-    """Refuse labels that cannot be classes: many classes of very few samples each.
-
-    One-vs-rest fits a problem per class (and every multi-class fit holds about
-    n_classes × n_samples numbers), so 2000 "classes" in 4000 rows, a column of
-    real values or identifiers read as labels, would run for hours or exhaust
-    memory. Refused before any work when there are more than `MANY_CLASSES`
-    classes with fewer than `MIN_SAMPLES_PER_CLASS` samples each on average,
-    or when the n_classes × n_samples numbers would not fit in memory.
-
-    Examples
-    --------
-    >>> check_class_count("SparseSVC", 3, 10)
-    >>> check_class_count("SparseSVC", 2000, 4000)  # doctest: +ELLIPSIS
-    Traceback (most recent call last):
-    ...
-    ValueError: SparseSVC got 2000 classes in 4000 samples (2 per class on average): ...
-    """
-    if n_classes > MANY_CLASSES and n_samples < MIN_SAMPLES_PER_CLASS * n_classes:
-        raise ValueError(
-            f"{owner} got {n_classes} classes in {n_samples} samples "
-            f"({n_samples / n_classes:.2g} per class on average): a classifier needs several "
-            "samples of each class, each class being a problem (one-vs-rest) or an output of "
-            "its own. If y holds real values or identifiers rather than class labels, fit a "
-            "regressor (SparseKernelRidge, SparseSVR) or choose the label column again; "
-            "otherwise merge rare classes.")
-    check_memory(8 * n_classes * n_samples,
-                 f"{owner} with {n_classes} classes of {n_samples} samples (a target per class "
-                 "and sample)", "Merge rare classes, or fit on a subsample.")
-
-
-def check_label_types(labels: NDArray[Any], owner: str) -> None:
-    """Refuse labels of mixed kinds (numbers and strings, or None among them), naming them.
-
-    numpy cannot sort such labels (it would say "'<' not supported"), and 1 and
-    "1" would be two classes.
-
-    Examples
-    --------
-    >>> check_label_types(np.array(["a", "b"], dtype=object), "SparseSVC")
-    >>> check_label_types(np.array([1, "a", None], dtype=object), "SparseSVC")
-    Traceback (most recent call last):
-    ...
-    ValueError: SparseSVC got labels of mixed types in y (None, int, str): give every label the same type, all strings (y.astype(str)) or all numbers; a missing label (None, NaN) is not a class: remove those samples.
-    """  # noqa: E501
-    if labels.dtype != object:
-        return
-    kinds = {"None" if v is None else type(v).__name__ if isinstance(v, (str, bytes))
-             else "int" if isinstance(v, (bool, int, np.integer))
-             else "float" if isinstance(v, (float, np.floating)) else type(v).__name__
-             for v in labels.tolist()}
-    if len(kinds) > 1 and not kinds <= {"int", "float"}:
-        raise ValueError(
-            f"{owner} got labels of mixed types in y ({', '.join(sorted(kinds, key=str))}): give "
-            "every label the same type, all strings (y.astype(str)) or all numbers; a missing "
-            "label (None, NaN) is not a class: remove those samples.")
 
 
 def unlabelled_targets(codes: NDArray[np.intp], targets: NDArray[Any]) -> NDArray[Any]:

@@ -19,13 +19,14 @@ from numpy.typing import ArrayLike, NDArray
 from sklearn.preprocessing import LabelEncoder
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.multiclass import check_classification_targets
-from sklearn.utils.validation import validate_data
 
 from sparsify.algorithms.kfd.formulation import KFD, SKFD
 from sparsify.algorithms.kfd.scatter import class_contrast, full_kfd, within_class_centring
-from sparsify.core.classifier import SparseKernelClassifier, check_class_count, check_label_types
+from sparsify.core.classifier import SparseKernelClassifier
+from sparsify.core.data_source import validate_rows
 from sparsify.core.expansion import expansion_coefficients
 from sparsify.core.formulation import Formulation
+from sparsify.core.labels import check_class_count, check_label_types
 from sparsify.core.solvers import SolverError
 from sparsify.kernels import Kernel
 
@@ -216,7 +217,7 @@ class SparseKFD(SparseKernelClassifier):
         self
         """
         self._validate_params()
-        X, y = validate_data(self, X, y, dtype=np.float64)
+        X, y = validate_rows(self, X, y, dtype=np.float64)
         check_label_types(y, type(self).__name__)
         check_classification_targets(y)
         classes, counts = np.unique(y, return_counts=True)
