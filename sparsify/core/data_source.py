@@ -348,10 +348,9 @@ class RowBlocks(DataSource):
         labels, counts = (np.asarray(a) for a in
                           da.compute(*da.unique(self.y, return_counts=True)))
         if labels.dtype.kind == "f" and not np.isfinite(labels).all():
-            missing = int(counts[~np.isfinite(labels)].sum())
-            raise ValueError(f"y passed to {self.owner}.fit contains NaN or infinity ({missing} "
-                             "rows of its dask blocks): a label must be a class; remove those "
-                             "rows (y.notnull() selects the others).")
+            raise ValueError(f"y passed to {self.owner}.fit contains NaN or infinity in its "
+                             "dask blocks: a label must be a class; remove those rows "
+                             "(y.notnull() selects the others).")
         check_class_count(self.owner, len(labels), self.n_samples)
         return labels, counts
 

@@ -32,6 +32,7 @@ from sklearn.preprocessing import PolynomialFeatures
 from sklearn.utils._param_validation import Interval
 from sklearn.utils.validation import check_is_fitted, validate_data
 
+from sparsify.core.data_source import validate_rows
 from sparsify.core.hookspecs import hookimpl
 from sparsify.core.persistence import VersionedPickleMixin
 from sparsify.kernels import Kernel
@@ -89,7 +90,7 @@ class TaylorGaussianFeatures(VersionedPickleMixin, TransformerMixin, BaseEstimat
         self
         """
         self._validate_params()
-        X = validate_data(self, X, accept_sparse="csr", dtype=np.float64)
+        X = validate_rows(self, X, accept_sparse="csr", dtype=np.float64)
         self._poly = PolynomialFeatures(degree=self.order, include_bias=True).fit(X)
         self.powers_ = self._poly.powers_
         k = self.powers_.sum(1)
