@@ -49,7 +49,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from sparsify.core.conic import ConicMarginal
-from sparsify.core.declared import CvxpyMarginal
+from sparsify.core.declared import CvxpyMarginal, n_outputs
 from sparsify.core.errors import MemoryEstimateError, PluginError
 from sparsify.core.formulation import Formulation, Outputs, make_formulation
 from sparsify.core.gradcheck import check_gradient, example_problem
@@ -375,7 +375,7 @@ def _direct_full_value(ctx: _Context, kernel: Kernel, backend: SolverBackend | N
     N = len(ctx.X)
     K = kernel(ctx.X, ctx.X)
     R = expansion_factor(K)
-    k = int(ctx.formulation.n_outputs(ctx.y))
+    k = n_outputs(ctx.formulation, ctx.y)
     beta = cp.Variable((N,) if k == 1 else (N, k))
     f = cp.Variable(beta.shape)
     norms = (cp.sum_squares(R @ beta),) if k == 1 else tuple(

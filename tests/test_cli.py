@@ -346,7 +346,7 @@ def csv_case(tmp_path: Path) -> Any:
     [
         ("missing", [], ["No data file", "missing.csv"]),
         ("nan", [], ["data.csv, line 5, column 2: missing value 'nan'", "NaN"]),
-        ("inf", [], ["infinity"]),
+        ("inf", [], ["data.csv, line 2, column 1: 'inf' is not a finite number"]),
         ("nan_label", [], ["data.csv, line 7, column 3: missing value 'nan'"]),
         ("one_class", [], ["only one class"]),
         ("too_many_xvs", ["--n-expansion", "50"], ["50", "40 distinct training points"]),

@@ -266,7 +266,7 @@ def test_header_options_settle_the_ambiguous_cases(tmp_path: Path) -> None:
         ("x,y,l\n1,2,0\n3,NA,1\n", "line 3, column 2: missing value 'NA'"),
         ("x,y,l\n1,2,0\n\n3,4,N/A\n", "line 4, column 3: missing value 'N/A'"),  # blank line 3
         ("x,y,l\n1,2,0\n3,4\n", "line 3: 2 cells where line 2 has 3"),
-        ("x,y,l\n", "has no data rows after its header (line 1)"),
+        ("x,y,l\n", "has no data rows after its header (line 1); give a file with rows"),
         ("", "is empty"),
         ("x,y\n1,2\n", None),  # one feature column: fine
         ("1\n2\n", "needs at least one feature column and the label column"),

@@ -99,7 +99,7 @@ def _cmd_fit(args: argparse.Namespace) -> int:
     for name, value in args.param:
         if name not in accepted:
             raise ValueError(f"--param {name}: the {args.formulation!r} estimator "
-                             f"{est_cls.__name__} has no parameter {name!r}; it has "
+                             f"{est_cls.__name__} has no parameter {name!r}; give one of "
                              f"{sorted(accepted)}.")
         if name in OWN_OPTIONS:
             raise ValueError(f"--param {name}={value}: {name} has an option of its own; give it "

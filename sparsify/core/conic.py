@@ -40,7 +40,12 @@ from cvxpy.reductions.solution import Solution
 from numpy.typing import NDArray
 
 from sparsify.core.conic_data import ConicData, LinkedProblem, LinkLayout, read_problem_data
-from sparsify.core.declared import DeclaredMarginal, LinkSolution, formulation_label
+from sparsify.core.declared import (
+    DeclaredMarginal,
+    LinkSolution,
+    formulation_label,
+    n_outputs,
+)
 from sparsify.core.formulation import Formulation
 from sparsify.core.kernel_blocks import whitening
 from sparsify.core.marginal import Evaluation, Marginal
@@ -157,7 +162,7 @@ class ConicMarginal(DeclaredMarginal):
     ) -> None:
         super().__init__(formulation, X, y, kernel, n_expansion, solver, tol, jitter)
         N, Nz = len(self.X), self.n_expansion
-        K = int(formulation.n_outputs(y))
+        K = n_outputs(formulation, y)
         self._what = (f"The generic path for the {self.formulation_name!r} formulation with "
                       f"N={N}, Nz={Nz}" + (f", K={K} outputs" if K > 1 else ""))
         self._advice = ("Use fewer XVs or a subsample of the training points, or the "

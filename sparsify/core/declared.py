@@ -60,7 +60,7 @@ from sparsify.core.solvers import (
 from sparsify.kernels import Kernel
 
 __all__ = ["CvxpyMarginal", "DeclaredMarginal", "LinkSolution", "check_declaration",
-           "check_intercept", "declare", "formulation_label", "norm_multiplier"]
+           "check_intercept", "declare", "formulation_label", "n_outputs", "norm_multiplier"]
 
 Array = NDArray[np.float64]
 
@@ -268,7 +268,7 @@ class CvxpyMarginal(DeclaredMarginal):
         N, Nz = len(self.X), self.n_expansion
         # compiling densifies cvxpy's parameter tensor: a row per constraint entry that
         # holds a Parameter (f's N·K link rows at least) by a column per parameter entry
-        K = int(formulation.n_outputs(y))
+        K = n_outputs(formulation, y)
         check_memory(8 * N * K * (N * Nz + Nz * Nz + 1),
                      f"cvxpy's DPP path for the {self.formulation_name!r} formulation with "
                      f"N={N}, Nz={Nz}",
@@ -331,8 +331,7 @@ def declare(formulation: Formulation, y: NDArray[Any] | None, n_samples: int,
     `check_declaration`.
     """
     N, Nz = n_samples, n_expansion
-    with plugin_code(formulation, "n_outputs()"):
-        K = int(formulation.n_outputs(y))
+    K = n_outputs(formulation, y)
     f = cp.Variable((N,) if K == 1 else (N, K), name="f")
     u = cp.Variable((Nz,) if K == 1 else (Nz, K), name="u")
     norms = ((cp.sum_squares(u),) if K == 1
@@ -343,6 +342,24 @@ def declare(formulation: Formulation, y: NDArray[Any] | None, n_samples: int,
         decl = formulation.declare(outputs)
     check_declaration(formulation, decl, f, K)
     return decl, f, u, K
+
+
+def n_outputs(formulation: Formulation, y: NDArray[Any] | None) -> int:
+    """K, the formulation's number of outputs for these targets: its `Formulation.n_outputs`,
+    run as a plugin's code, and checked to be a positive integer.
+
+    Examples
+    --------
+    >>> from sparsify.core.formulation import make_formulation
+    >>> n_outputs(make_formulation("svm"), np.array([-1, 1]))
+    1
+    """
+    with plugin_code(formulation, "n_outputs()"):
+        K = formulation.n_outputs(y)
+    if isinstance(K, bool) or not isinstance(K, (int, np.integer)) or K < 1:
+        raise ValueError(f"The {formulation_label(formulation)} returned n_outputs = {K!r}; it "
+                         "must be an integer >= 1 (the columns of β and f).")
+    return int(K)
 
 
 def formulation_label(formulation: Formulation) -> str:

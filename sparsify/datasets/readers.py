@@ -34,6 +34,9 @@ MISSING_TOKENS = frozenset({"", "na", "n/a", "nan", "-nan", "+nan", "null", "non
 # Refuse to densify a LIBSVM matrix larger than this (bytes): LIBSVM text can name
 # millions of features, and a dense float64 copy of N × d would exhaust memory.
 _DENSE_LIMIT = 4 * 2**30
+# ... nor one that a small file implies: above this floor, this many bytes per byte of text.
+_DENSE_FLOOR = 2**26
+_DENSE_PER_BYTE = 256
 
 _INTEGER = re.compile(r"[0-9]+")
 
@@ -247,7 +250,8 @@ def read_data_file(
 def _read_npz(path: Path, split: int, labels: bool | None) -> DataFile:
     # numpy calls a non-zip file "pickled data", which misleads.
     if not zipfile.is_zipfile(path):
-        raise ValueError(f"{path} is not a valid .npz file (not a zip archive).")
+        raise ValueError(f"{path} is not a valid .npz file (not a zip archive); save the arrays "
+                         "with numpy.savez, or give the data as .csv or LIBSVM text.")
     try:  # the arrays' sizes as stored, before numpy allocates them (a compressed member can
         # expand a thousandfold)
         with zipfile.ZipFile(path) as zf:
@@ -433,7 +437,8 @@ def _read_csv(path: Path, header: bool | None, labels: bool | None, n_features: 
                 break
             n_comments += 1
         if first is None:
-            raise ValueError(f"{path} is empty; a .csv needs rows of comma-separated numbers.")
+            raise ValueError(f"{path} is empty; give a .csv with rows of comma-separated "
+                             "numbers.")
         notes: list[str] = []
         head: tuple[int, list[str]] | None = first if header else None
         decided: bool | None = None
@@ -472,7 +477,8 @@ def _read_csv(path: Path, header: bool | None, labels: bool | None, n_features: 
         notes.insert(1, f"{n_comments} comment line(s) starting with '#' skipped")
     if parser.n_rows == 0:
         raise ValueError(f"{path} has no data rows"
-                         + (f" after its header (line {head[0]})." if head else "."))
+                         + (f" after its header (line {head[0]})" if head else "")
+                         + "; give a file with rows of comma-separated numbers.")
     X, y = parser.result()
     return DataFile(X, y, None, None, path, "csv", header=head is not None, labelled=labelled,
                     notes=tuple(notes),
@@ -653,7 +659,7 @@ class _RowParser:
         except ValueError:
             data = None
         if data is not None and data.shape == (len(block), len(self.features)) \
-                and not np.isnan(data).any():
+                and np.isfinite(data).all():
             return data
         for no, cells in block:  # name the first bad cell
             for j in (*self.features, *(() if self.label is None else (self.label,))):
@@ -664,6 +670,11 @@ class _RowParser:
                     raise ValueError(f"{self.path}, line {no}, column {j + 1}: could not "
                                      f"convert {cells[j]!r} to a number; feature columns must "
                                      "be numeric.")
+                if kind == "number" and j != self.label and not np.isfinite(float(cells[j])):
+                    raise ValueError(f"{self.path}, line {no}, column {j + 1}: {cells[j]!r} "
+                                     "is not a finite number (inf, or beyond float64's "
+                                     "1.8e308); give finite features (rescale the column, or "
+                                     "remove the row).")
         raise ValueError(f"{self.path}: could not read lines {block[0][0]} to {block[-1][0]} "
                          "as numbers.")  # numpy refused what the scan accepts: not expected
 
@@ -703,20 +714,23 @@ def _read_libsvm(path: Path, zero_based: bool | None, labels: bool | None,
     try:
         # Read the indices as written (column j = index j); the base is decided below.
         X_sparse, y = load_svmlight_file(str(path), zero_based=True)
-    except ValueError as exc:
+    except (ValueError, OverflowError) as exc:  # an index beyond a C integer: OverflowError
         raise ValueError(
             f"Could not read {path} as LIBSVM text ({exc}); use .npz, .csv or LIBSVM format."
         ) from exc
     n_cols = max(X_sparse.shape[1] - (0 if zero_based else 1), n_features or 0, 1)
     dense = X_sparse.shape[0] * n_cols * 8
-    limit = min(_DENSE_LIMIT, _memory_budget())
+    # a few bytes of text must not imply gigabytes: at most 4 GiB, half the memory available,
+    # and (beyond 64 MiB) 256 bytes of matrix per byte of the file
+    limit = min(_DENSE_LIMIT, _memory_budget(),
+                max(_DENSE_FLOOR, _DENSE_PER_BYTE * path.stat().st_size))
     if dense > limit:  # before tocsc(), whose column pointers alone take 8 bytes per column
         raise ValueError(f"{path} has {X_sparse.shape[0]} rows and feature indices up to "
-                         f"{X_sparse.shape[1] - 1}: {dense / 2**30:.3g} GiB as the dense matrix "
-                         f"sparsify works on, more than its limit of {limit / 2**30:.3g} GiB "
-                         "(the smaller of 4 GiB and half the memory available). Check the "
-                         "indices (a feature index must be a column number), or reduce the "
-                         "features first.")
+                         f"{X_sparse.shape[1] - 1}: {dense / 2**20:.4g} MiB as the dense matrix "
+                         f"sparsify works on, more than its limit of {limit / 2**20:.4g} MiB for "
+                         f"this file (the least of 4 GiB, half the memory available, and 256 "
+                         "bytes per byte of the file beyond 64 MiB). Check the indices (a "
+                         "feature index is a column number), or reduce the features first.")
     X_sparse = X_sparse.tocsc()
     uses_zero = bool(X_sparse.indptr[1] > X_sparse.indptr[0])  # column 0 has an entry
     if zero_based is None:
