@@ -623,7 +623,7 @@ def cost_cases() -> list[Case]:
                           lambda d, i=index: (Path(d / "w.libsvm").write_text(
                               f"1 {i}:1\n-1 2:1\n"), _cli("fit", "--data", d / "w.libsvm",
                                                           *QUICK))[1],
-                          "refuse", ("w.libsvm", "feature indices")))
+                          "refuse", ("w.libsvm", "feature ind")))
     for n_rows, n_classes in ((150, 75), (4000, 2000), (100_000, 100_000)):
         cases.append(Case(f"costs/classes/{n_classes}in{n_rows}", "costs",
                           f"a CSV of {n_rows} rows with {n_classes} classes",

@@ -202,7 +202,7 @@ def check_worker_memory(client: Any, needs: Iterable[tuple[str | None, int]],
     total: dict[str, int] = {}
     unplaced = 0
     for worker, need in needs:
-        if worker in workers:
+        if worker is not None and worker in workers:
             total[worker] = total.get(worker, 0) + need
         else:
             unplaced += need

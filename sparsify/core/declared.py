@@ -428,11 +428,12 @@ def check_declaration(formulation: Formulation, decl: Any, f: cp.Variable, K: in
     if f.id not in used:
         raise fail("ignores the outputs f: declare the loss or constraints over "
                    "out.f so that the data enter the problem.")
-    for where, part in [("its objective", decl.objective),
-                        *((f"its constraint {i}", c) for i, c in enumerate(constraints))]:
-        bad = _non_finite(part)
-        if bad:
-            raise fail(f"declares non-finite data in {where}: {bad}. A solver would answer "
+    parts_named: list[tuple[str, Any]] = [("its objective", decl.objective)]
+    parts_named += [(f"its constraint {i}", c) for i, c in enumerate(constraints)]
+    for where, part in parts_named:
+        found = _non_finite(part)
+        if found:
+            raise fail(f"declares non-finite data in {where}: {found}. A solver would answer "
                        "nonsense (W(Z) of 1e40, say) rather than fail; check what declare() "
                        "computes from out.y and its hyperparameters (np.log of a negative "
                        "target, a division by zero).")

@@ -714,7 +714,12 @@ def _read_libsvm(path: Path, zero_based: bool | None, labels: bool | None,
     try:
         # Read the indices as written (column j = index j); the base is decided below.
         X_sparse, y = load_svmlight_file(str(path), zero_based=True)
-    except (ValueError, OverflowError) as exc:  # an index beyond a C integer: OverflowError
+    except OverflowError as exc:  # scikit-learn's reader keeps indices in C integers
+        raise ValueError(
+            f"{path} has a feature index too large for any data set (beyond a C integer: "
+            f"{exc}); check the feature indices (an index is a column number)."
+        ) from exc
+    except ValueError as exc:
         raise ValueError(
             f"Could not read {path} as LIBSVM text ({exc}); use .npz, .csv or LIBSVM format."
         ) from exc
