@@ -1217,16 +1217,25 @@ def report(cases: list[Case], observed: dict[str, Obs], args: argparse.Namespace
                      "expect": case.expect, "outcome": obs.outcome, "verdict": verdict,
                      "why": why, "message": obs.message or " | ".join(obs.warnings)})
     counts = {v: sum(r["verdict"] == v for r in rows) for v in VERDICTS}
+    before = _read_before(args.before, {r["id"] for r in rows})
     body = ["## Counts", "",
             f"{len(rows)} inputs: **{counts[VERDICTS[0]]} handled clearly, "
-            f"{counts[VERDICTS[1]]} unhelpful, {counts[VERDICTS[2]]} unsafe or silent.**", "",
-            "| family | inputs | handled clearly | unhelpful | unsafe or silent |",
-            "|---|---:|---:|---:|---:|"]
+            f"{counts[VERDICTS[1]]} unhelpful, {counts[VERDICTS[2]]} unsafe or silent.**"]
+    if before:
+        old = {v: sum(verdict == v for verdict in before.values()) for v in VERDICTS}
+        body += ["", f"The same inputs {args.before_label}: {old[VERDICTS[0]]} handled clearly, "
+                     f"{old[VERDICTS[1]]} unhelpful, {old[VERDICTS[2]]} unsafe or silent "
+                     "(columns \"before\")."]
+    extra = " | before: clear / unhelpful / unsafe" if before else ""
+    body += ["", f"| family | inputs | handled clearly | unhelpful | unsafe or silent{extra} |",
+             "|---|---:|---:|---:|---:|" + ("---:|" if before else "")]
     for family in dict.fromkeys(r["family"] for r in rows):
         mine = [r for r in rows if r["family"] == family]
-        body.append(f"| {family} | {len(mine)} | "
-                    + " | ".join(str(sum(r["verdict"] == v for r in mine)) for v in VERDICTS)
-                    + " |")
+        cells = [str(sum(r["verdict"] == v for r in mine)) for v in VERDICTS]
+        if before:
+            cells.append(" / ".join(str(sum(before.get(r["id"]) == v for r in mine))
+                                    for v in VERDICTS))
+        body.append(f"| {family} | {len(mine)} | " + " | ".join(cells) + " |")
     for verdict in VERDICTS[2:0:-1]:
         listed = [r for r in rows if r["verdict"] == verdict]
         body += ["", f"## {verdict.capitalize()} ({len(listed)})", ""]
@@ -1235,7 +1244,8 @@ def report(cases: list[Case], observed: dict[str, Obs], args: argparse.Namespace
             continue
         body += ["| input | why | message |", "|---|---|---|"]
         body += [f"| {r['input']} | {r['why']} | {_cell(r['message'])} |" for r in listed]
-    body += ["", "## How each input is judged", "", __doc__.split("\n\n")[1].strip(), "",
+    body += ["", "## How each input is judged", "",
+             "\n\n".join(part.strip() for part in __doc__.split("\n\n")[1:4]), "",
              "A case lists the words its message must hold (the culprit: the plugin, the file, "
              "the parameter), and a clear message also says what to change (one of the "
              "imperatives in `HINTS`) and holds none of a library's raw phrases (`RAW`). "
@@ -1256,6 +1266,14 @@ def report(cases: list[Case], observed: dict[str, Obs], args: argparse.Namespace
     return page, rows
 
 
+def _read_before(path: Path | None, ids: set[str]) -> dict[str, str]:
+    """Each case's verdict in an earlier run's probe.csv (the same inputs, other code)."""
+    if path is None:
+        return {}
+    with open(path, newline="") as fh:
+        return {row["id"]: row["verdict"] for row in csv.DictReader(fh) if row["id"] in ids}
+
+
 def _cell(text: str) -> str:
     return " ".join(text.split()).replace("|", "\\|")[:400]
 
@@ -1266,6 +1284,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--families", nargs="+", choices=FAMILIES, default=list(FAMILIES))
     parser.add_argument("--timeout", type=float, default=120.0,
                         help="seconds a case may run before it is killed and counted unsafe")
+    parser.add_argument("--before", type=Path, default=None, metavar="CSV",
+                        help="an earlier run's probe.csv (other code, the same inputs), shown "
+                             "beside this run's counts")
+    parser.add_argument("--before-label", default="on the code before",
+                        help="how the page names the --before run")
     parser.add_argument("--child", default=None, help=argparse.SUPPRESS)
     parser.add_argument("--results", type=Path, default=None, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)

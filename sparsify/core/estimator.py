@@ -356,8 +356,9 @@ class SparseKernelEstimator(KernelMachineMixin, BaseEstimator):
     # ------------------------------------------------------------------ the formulation
 
     def _validate_params(self) -> None:
-        """scikit-learn's parameter checks, then a cost C (or C*) too large for float64 solvers
-        (`sparsify.core.params.check_cost_scale`), before any work."""
+        """scikit-learn's parameter checks, then True or False for a numeric parameter, which they
+        let through (`sparsify.core.params.check_no_bools`), and a cost C (or C*) too large for
+        float64 solvers (`sparsify.core.params.check_cost_scale`), before any work."""
         super()._validate_params()
         params = self.get_params(deep=False)
         check_no_bools(type(self).__name__, self._parameter_constraints, params)

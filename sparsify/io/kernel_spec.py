@@ -487,8 +487,8 @@ def check_row_cost(spec: Mapping[str, Any], shapes: Mapping[str, tuple[int, ...]
             f"{n_expansion} XVs", f"{n_features} features"]
     raise KernelSpecError(
         f"predicting one row would take about {cost:.2g} multiply-adds ({', '.join(what)}), "
-        f"more than a model of {numbers} numbers may cost (at most {limit:.2g}: "
-        f"{MAX_ROW_COST:.2g}, or {ROW_COST_PER_NUMBER} per number it holds); it is refused "
+        f"more than a model of {numbers} numbers may cost: at most {limit:.2g} (2^24, or "
+        f"{ROW_COST_PER_NUMBER} per number it holds where that is more); it is refused "
         "before any prediction. Refit with fewer kernels in the sum or a lower Taylor order")
 
 
