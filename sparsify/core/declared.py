@@ -407,7 +407,7 @@ def check_declaration(formulation: Formulation, decl: Any, f: cp.Variable, K: in
                    f"{type(bad).__name__}); write constraints with ==, <= or >= over cvxpy "
                    "expressions.")
     problem = cp.Problem(decl.objective, constraints)
-    discrete = sorted({v.name() for v in problem.variables()
+    discrete = sorted({f"{v.name()} of shape {tuple(v.shape)}" for v in problem.variables()
                        if v.attributes.get("integer") or v.attributes.get("boolean")})
     if discrete:
         raise fail(f"declares the integer or boolean variable(s) {', '.join(discrete)}: the "
