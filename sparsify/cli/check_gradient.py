@@ -10,7 +10,12 @@ import argparse
 
 import numpy as np
 
-from sparsify.cli.data import _check_reading_options, _read, _validated
+from sparsify.cli.data import (
+    _check_reading_options,
+    _read,
+    _refuse_reading_options,
+    _validated,
+)
 from sparsify.cli.lookup import _check_solver, _formulation_class, _warn_unused_kernel_options
 from sparsify.cli.output import _label, _print_json, _stdout_to_stderr
 
@@ -26,13 +31,7 @@ def _cmd_check_gradient(args: argparse.Namespace) -> int:
     X = y = None
     reading: list[str] = []
     if args.data is None:
-        given = [option for option, value in (
-            ("--split", args.split), ("--header/--no-header", args.header),
-            ("--zero-based/--one-based", args.zero_based)) if value is not None]
-        if given:
-            raise ValueError(f"{given[0]} reads a --data file; without --data the check runs on "
-                             f"a small random problem, so it would be ignored. Give --data, or "
-                             f"drop {given[0]}.")
+        _refuse_reading_options(args, "the check runs on a small random problem")
     _warn_unused_kernel_options(args.kernel, {"gamma": args.gamma != "scale"})
     if args.data is not None:
         data = _read(args.data, args.split, args)

@@ -73,6 +73,17 @@ def _check_reading_options(args: argparse.Namespace, *files: DataFile) -> None:
                          f"suffix), so it would be ignored. Drop {option}.")
 
 
+def _refuse_reading_options(args: argparse.Namespace, instead: str) -> None:
+    """Refuse --split, --header or --zero-based (or their opposites) given without --data."""
+    given = [option for option, value in (
+        ("--split", getattr(args, "split", None)),
+        ("--header/--no-header", getattr(args, "header", None)),
+        ("--zero-based/--one-based", getattr(args, "zero_based", None))) if value is not None]
+    if given:
+        raise ValueError(f"{given[0]} reads a --data file; without --data {instead}, so it would "
+                         f"be ignored. Give --data, or drop {given[0]}.")
+
+
 def _indexing(*files: DataFile | None) -> str | None:
     """'zero-based', 'one-based', or None when no file is LIBSVM."""
     for f in files:
@@ -116,13 +127,7 @@ def _load_fit_data(args: argparse.Namespace) -> _Data:
     if data is None:
         if test is not None:
             raise ValueError("--test needs --data: the embedded Banana data has its own test set.")
-        given = [option for option, value in (
-            ("--split", split), ("--header/--no-header", args.header),
-            ("--zero-based/--one-based", args.zero_based)) if value is not None]
-        if given:
-            raise ValueError(f"{given[0]} reads a --data file; without --data the embedded Banana "
-                             f"data (split 1) is used, so it would be ignored. Give --data, or "
-                             f"drop {given[0]}.")
+        _refuse_reading_options(args, "the embedded Banana data (split 1) is used")
         from sparsify.datasets import load_banana
 
         X, y, X_test, y_test = load_banana()
