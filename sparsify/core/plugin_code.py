@@ -211,17 +211,17 @@ def _where(tb: TracebackType | None, owner: object) -> str:
 class plugin_code:
     """Around sparsify's calls into a third-party object: an exit becomes a `PluginError`.
 
+    Built-in objects (defined in sparsify) run unguarded. Exceptions pass
+    through unchanged; `SystemExit`, `GeneratorExit`, `os._exit` and a
+    `KeyboardInterrupt` that no SIGINT caused become a `PluginError` (a
+    ValueError: the command line prints one line and exits with status 2).
+
     Parameters
     ----------
     owner : object or class
         The plugin's formulation (or kernel, estimator) whose code runs inside.
     what : str
         What sparsify was doing, for the message ("declare()", "a fit").
-
-    Built-in objects (defined in sparsify) run unguarded. Exceptions pass
-    through unchanged; `SystemExit`, `GeneratorExit`, `os._exit` and a
-    `KeyboardInterrupt` that no SIGINT caused become a `PluginError` (a
-    ValueError: the command line prints one line and exits with status 2).
 
     Examples
     --------
