@@ -43,6 +43,7 @@ from sklearn.utils.validation import indexable
 
 from sparsify.core.continuation import STAGE_WINDOW
 from sparsify.persistence import VersionedPickleMixin
+from sparsify.validation import is_dask_collection
 
 __all__ = ["SearchStep", "SparseSearchCV", "expansion_sizes", "warm_plan"]
 
@@ -379,6 +380,12 @@ class SparseSearchCV(VersionedPickleMixin, BaseSearchCV):
         self
         """
         self._validate_params()
+        dask = [name for name, value in (("X", X), ("y", y)) if is_dask_collection(value)]
+        if dask:
+            raise ValueError(f"SparseSearchCV.fit does not take dask collections (got "
+                             f"{' and '.join(dask)}): its folds index rows in this process's "
+                             "memory. Search on a sample that fits in memory (X.compute()), "
+                             "then fit the chosen setting over the row blocks.")
         groups = params.pop("groups", None)
         X, y, groups = indexable(X, y, groups)
         candidates = list(ParameterGrid(self.param_grid))

@@ -49,14 +49,15 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from sparsify.core.conic import ConicMarginal
-from sparsify.core.declared import CvxpyMarginal
-from sparsify.core.errors import MemoryEstimateError
+from sparsify.core.declared import CvxpyMarginal, n_outputs
+from sparsify.core.errors import MemoryEstimateError, PluginError
 from sparsify.core.formulation import Formulation, Outputs, make_formulation
 from sparsify.core.gradcheck import check_gradient, example_problem
 from sparsify.core.kernel_blocks import expansion_factor
 from sparsify.core.marginal import Marginal, NonDifferentiableWarning
 from sparsify.core.solvers import SolverBackend, SolverError, Unsolved, solve_problem
 from sparsify.kernels import Kernel, make_kernel
+from sparsify.plugins.plugin_code import plugin_code
 from sparsify.plugins.registry import get_registry
 
 __all__ = [
@@ -166,7 +167,7 @@ class ConformanceReport:
             message = r.message if failures or r.status != "failed" else "(above)"
             lines.append(f"  {r.name:<{width}}  {r.status:<14}  {message}")
         unrun = [r.name for r in self.results if r.status == "could not run"
-                 and r.message != _AFTER_DECLARATION]
+                 and r.message != _AFTER_DECLARATION and not r.name.startswith("ran[")]
         if unrun:
             example = ", ".join(f"{n!r}: 'why'" for n in unrun)
             lines.append(f"{len(unrun)} check(s) could not run, which fails the report: fix the "
@@ -249,6 +250,10 @@ class FormulationCheck:
                 "SVM multiplies its objective by νN for this reason).")))
         except AssertionError as exc:
             return self._failed(str(exc))
+        except PluginError as exc:  # the formulation's code tried to exit (plugin_code)
+            return self._failed(str(_fail(self.name, self.formulation, f"{exc}",
+                                          "a formulation's code returns or raises; it never "
+                                          "exits the process.")))
         summary = ", ".join(f"{k} = {v:.3g}" for k, v in figures.items())
         return CheckResult(self.name, "passed", summary, figures, stale=self.expected_skip)
 
@@ -283,6 +288,11 @@ class FormulationCheck:
 def _fail(name: str, formulation: str, what: str, fix: str) -> AssertionError:
     return AssertionError(f"Conformance check {name!r} of the {formulation!r} formulation "
                           f"failed: {what} To fix: {fix}")
+
+
+def _one_line(exc: BaseException) -> str:
+    text = " ".join(str(exc).split())
+    return text if len(text) <= 300 else text[:297] + "..."
 
 
 def _relative(a: float, b: float) -> float:
@@ -365,7 +375,7 @@ def _direct_full_value(ctx: _Context, kernel: Kernel, backend: SolverBackend | N
     N = len(ctx.X)
     K = kernel(ctx.X, ctx.X)
     R = expansion_factor(K)
-    k = int(ctx.formulation.n_outputs(ctx.y))
+    k = n_outputs(ctx.formulation, ctx.y)
     beta = cp.Variable((N,) if k == 1 else (N, k))
     f = cp.Variable(beta.shape)
     norms = (cp.sum_squares(R @ beta),) if k == 1 else tuple(
@@ -425,7 +435,7 @@ def _gradient_figures(ctx: _Context, name: str, form_marginal: Marginal, kernel:
     shape = f"Nz = {res.grad.shape[0]}, d = {res.grad.shape[1]}"
     nondiff = [str(w.message) for w in caught if issubclass(w.category, NonDifferentiableWarning)]
     # Neither case tests the gradient, so neither is a pass, nor the gradient's failure.
-    if max(g, g_fd) <= 1e-8 * max(1.0, abs(res.value)):
+    if res.flat:
         raise _CouldNotRun(f"∇W(Z) and its finite differences are both zero here (‖g‖ = "
                            f"{g:.2e}, ‖g_fd‖ = {g_fd:.2e}, W = {res.value:.6g}, {shape}), so "
                            "the check cannot tell a right gradient from a wrong one: pass "
@@ -542,12 +552,20 @@ def _check_estimator(ctx: _Context, name: str, estimator: Any,
                                   on_skip=None, on_fail=None)
     failed = [r for r in results if r["status"] == "failed"]
     if failed:
-        first = failed[0]
-        names = ", ".join(r["check_name"] for r in failed)
+        # one line per distinct cause, most frequent first: a cause shared by many checks
+        # (the estimator refusing scikit-learn's data) is the one to fix
+        causes: dict[str, list[str]] = {}
+        for r in failed:
+            exc = r["exception"]
+            causes.setdefault(f"{type(exc).__name__}: {_one_line(exc)}", []).append(
+                r["check_name"])
+        listed = "; ".join(
+            f"{len(checks)} raised {cause} ({', '.join(checks[:3])}"
+            f"{', ...' if len(checks) > 3 else ''})"
+            for cause, checks in sorted(causes.items(), key=lambda item: -len(item[1])))
         raise _fail(name, ctx.name,
                     f"scikit-learn's check_estimator on {est!r} failed {len(failed)} of "
-                    f"{len(results)} checks ({names}); the first, {first['check_name']}, "
-                    f"raised {first['exception']!r}.",
+                    f"{len(results)} checks, for {len(causes)} cause(s): {listed}.",
                     "make the formulation's estimator follow the scikit-learn API (the developer "
                     "guide's 'Rolling your own estimator'); pass expected_failed_checks= with a "
                     "reason for a check that cannot apply.")
@@ -624,7 +642,11 @@ def formulation_checks(
     specs: list[tuple[str, str, Callable[[], dict[str, float]]]] = []
 
     def add(base: str, name: str, run: Callable[[str], dict[str, float]]) -> None:
-        specs.append((base, name, lambda: run(name)))
+        def guarded() -> dict[str, float]:
+            with plugin_code(ctx.formulation, f"the conformance check {name}"):
+                return run(name)
+
+        specs.append((base, name, guarded))
 
     add("declaration", "declaration", lambda n: _check_declaration(ctx, n))
     for kernel in kernels:
@@ -691,6 +713,38 @@ def _resolve(parameter: str, given: Mapping[str, str] | None,
         if reason is not None:
             resolved[name] = reason
     return resolved
+
+
+#: The families of which at least one check must run and pass: W against the full problem, and
+#: a gradient against finite differences (the generic path's or the formulation's own).
+_MUST_RUN = {"full_problem": ("full_problem",), "gradient": ("gradient", "own_gradient")}
+
+
+def _coverage(checks: list[FormulationCheck], results: list[CheckResult]) -> list[CheckResult]:
+    """A "could not run" result for each family of `_MUST_RUN` of which no check tested anything.
+
+    Every check of a family being "not applicable" by sparsify's own decision (no
+    solver given can take the problem, say) means the suite tested nothing of it, so
+    the report must not pass. Checks the caller declared (``skip=``,
+    ``expected_skips=``) and checks that failed or could not run (already failing
+    the report) add nothing here.
+    """
+    out = []
+    for family, bases in _MUST_RUN.items():
+        members = [(c, r) for c, r in zip(checks, results, strict=True)
+                   if c.name.split("[")[0] in bases]
+        if not members or any(r.status != "not applicable" for _, r in members):
+            continue
+        if all(c.skip_reason is not None for c, _ in members):
+            continue  # the caller said they do not apply
+        reasons = "; ".join(f"{r.name}: {r.message}" for _, r in members)
+        out.append(CheckResult(
+            f"ran[{family}]", "could not run",
+            f"no {family.replace('_', '-')} check tested anything: every one was not "
+            f"applicable ({reasons}), so the suite cannot vouch for the formulation. Give a "
+            "solver that takes its problem (solvers=('clarabel',)) or a kernel it supports, "
+            f"or say why with skip={{{family!r}: 'why'}}"))
+    return out
 
 
 def parametrize_formulation_checks(formulation: str | Formulation, **kwargs: Any) -> Any:
@@ -830,6 +884,7 @@ def check_formulation(
             continue
         results.append(check.run())
         declared = not (check.name == "declaration" and results[-1].status == "failed")
+    results += _coverage(checks, results)
     report = ConformanceReport(name, results)
     failed = [r for r in results if r.status == "failed"]
     unrun = [r for r in results if r.status == "could not run"

@@ -266,7 +266,7 @@ def test_header_options_settle_the_ambiguous_cases(tmp_path: Path) -> None:
         ("x,y,l\n1,2,0\n3,NA,1\n", "line 3, column 2: missing value 'NA'"),
         ("x,y,l\n1,2,0\n\n3,4,N/A\n", "line 4, column 3: missing value 'N/A'"),  # blank line 3
         ("x,y,l\n1,2,0\n3,4\n", "line 3: 2 cells where line 2 has 3"),
-        ("x,y,l\n", "has no data rows after its header (line 1)"),
+        ("x,y,l\n", "has no data rows after its header (line 1); give a file with rows"),
         ("", "is empty"),
         ("x,y\n1,2\n", None),  # one feature column: fine
         ("1\n2\n", "needs at least one feature column and the label column"),
@@ -844,7 +844,8 @@ def test_a_c_or_targets_too_large_say_what_is_too_large(tmp_path: Path,
                                                          capsys: pytest.CaptureFixture) -> None:
     _assert_clean_failure(*_run(capsys, "fit", "--C", "1e300"),
                           "C=1e+300 is too large: above 1e+12")
-    _assert_clean_failure(*_run(capsys, "fit", "--param", "C=1e20"), "C=1e+20 is too large")
+    _assert_clean_failure(*_run(capsys, "fit", "--param", "C=1e20"),
+                          "--param C=1e+20: C has an option of its own; give it as --C")
     X, _ = _blobs(10)
     y = 1e300 * np.sin(X[:, 0])
     data = _write_csv(tmp_path / "big.csv", X, y)

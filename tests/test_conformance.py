@@ -139,11 +139,21 @@ def test_report_lists_every_check_with_its_figures() -> None:
 
 
 def test_a_solver_that_cannot_take_the_problem_is_skipped_with_the_reason() -> None:
-    report = check_formulation("klr", solvers=("osqp",), estimator=False)
+    report = check_formulation("klr", solvers=("osqp",), estimator=False,
+                               skip={"full_problem": "compared with clarabel elsewhere"})
     skipped = report.result("gradient[rbf-osqp]")
     assert skipped.status == "not applicable" and report.passed
     assert "quadratic programs only" in skipped.message
     assert report.result("own_gradient[rbf]").status == "passed"  # the Newton fast path
+
+
+def test_a_report_in_which_no_full_problem_check_ran_fails() -> None:
+    # OSQP cannot take KLR, so nothing compared W with the full problem: not a pass
+    with pytest.raises(ConformanceError, match=r"ran\[full_problem\]: no full-problem check "
+                                               "tested anything") as info:
+        check_formulation("klr", solvers=("osqp",), estimator=False)
+    assert info.value.report.result("ran[full_problem]").status == "could not run"
+    assert "ran[gradient]" not in [r.name for r in info.value.report.results]  # own gradient
 
 
 # ------------------------------------------------------------- checks that could not run
@@ -369,7 +379,8 @@ def test_a_check_run_alone_after_a_broken_declaration_fails() -> None:
     assert result.status == "failed"
     assert result.message.startswith("Conformance check 'gradient[rbf-clarabel]' of the "
                                      "'broken_not_dcp' formulation failed: its problem cannot "
-                                     "be built: The 'broken_not_dcp' formulation is not DCP")
+                                     "be built: The 'broken_not_dcp' formulation "
+                                     "(tests.test_conformance.NotDCP, a plugin) is not DCP")
     with pytest.raises(AssertionError, match=r"To fix: see the 'declaration' check\.$"):
         checks["full_problem[rbf-clarabel]"]()
 

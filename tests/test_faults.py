@@ -28,6 +28,7 @@ from sparsify import (
     Declaration,
     Evaluation,
     Formulation,
+    Linear,
     Marginal,
     SolverError,
     SparseKernelLogisticRegression,
@@ -115,10 +116,11 @@ def test_infeasible_plugin_through_the_estimator_is_the_same_report(problem, reg
 
 
 def test_infeasible_during_lbfgs_keeps_the_best_xvs_and_warns() -> None:
-    # Convex KFD at feature scale 1e-8 (gamma="scale" is then 1e16): the first line-search
-    # step sends the XV so far that K(X, Z) underflows to 0 and the class-mean constraints
-    # cannot hold; the start is kept and the fit still gives a working model.
-    X = 1e-8 * np.random.default_rng(0).normal(size=(8, 2))
+    # Convex KFD at feature scale 1e-5 (gamma="scale" is then 5e9): L-BFGS's first step, of
+    # length 1, sends the XV so far that K(X, Z) underflows to 0 and the class-mean
+    # constraints cannot hold; the start is kept and the fit still gives a working model.
+    # (At 1e-8 L-BFGS now runs on Z / 2^-27, where that step stays near the data.)
+    X = 1e-5 * np.random.default_rng(0).normal(size=(8, 2))
     y = np.array([0, 1] * 4)
     with pytest.warns(ConvergenceWarning, match=r"(?s)L-BFGS stopped after 0 iterations because "
                       r"the solver failed; keeping the best XVs found.*'kfd' formulation.*"
@@ -452,9 +454,14 @@ def test_kernel_overflow_on_the_training_inputs_is_a_clear_error(solver: str) ->
     # LAPACK said "Eigenvalues did not converge" (a LinAlgError from expansion_factor)
     X, y = random_problem(20, 2)
     X[3, 0] = 1e300
+    # the estimator refuses the inputs before any kernel value; the marginal on its own names
+    # the kernel and the row
+    with pytest.raises(ValueError, match=r"SparseSVC: the inputs reach 1e\+300, so their "
+                                         r"squares overflow float64.*Standardise the features"):
+        SparseSVC(3, kernel="linear", solver=solver, max_iter=2, random_state=0).fit(X, y)
     with pytest.raises(ValueError, match=r"The kernel Linear\(\) overflows on the training "
                                          r"inputs.*row 3\. Rescale the data"):
-        SparseSVC(3, kernel="linear", solver=solver, max_iter=2, random_state=0).fit(X, y)
+        make_marginal(make_formulation("svm"), X, y, Linear(), 3, solver=solver)
 
 
 def test_a_failed_solve_at_nearly_coinciding_xvs_says_so(problem, register) -> None:

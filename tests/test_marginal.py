@@ -178,17 +178,21 @@ class _Bad(Formulation):
         return (hinge, [])
 
 
+# a plugin's formulation is named with its class
+_BAD = r"'bad' formulation \(tests\.test_marginal\._Bad, a plugin\) "
+
+
 @pytest.mark.parametrize(
     ("kind", "message"),
     [
-        ("not_dcp", "'bad' formulation is not DCP"),
+        ("not_dcp", _BAD + "is not DCP"),
         # only a Parameter of the formulation's own can break DPP (the core's are in the
         # links and the objective's scale); that is what it is told
-        ("not_dpp", "'bad' formulation creates cvxpy Parameters of its own"),
-        ("own_parameter", "'bad' formulation creates cvxpy Parameters of its own"),
-        ("ignores_f", "'bad' formulation ignores the outputs f"),
-        ("maximize", "'bad' formulation must declare a cp.Minimize objective"),
-        ("wrong_type", "'bad' formulation must return a sparsify.Declaration"),
+        ("not_dpp", _BAD + "creates cvxpy Parameters of its own"),
+        ("own_parameter", _BAD + "creates cvxpy Parameters of its own"),
+        ("ignores_f", _BAD + "ignores the outputs f"),
+        ("maximize", _BAD + "must declare a cp.Minimize objective"),
+        ("wrong_type", _BAD + "must return a sparsify.Declaration"),
     ],
 )
 def test_contract_breaches_are_named(kind: str, message: str) -> None:

@@ -384,10 +384,11 @@ def test_bad_input_is_refused_with_what_to_change() -> None:
             "The 'dtype' parameter of to_onnx must be 'float64', 'float32' or None. Got "
             "'float16' instead.")):
         to_onnx(clf, dtype="float16")
-    with pytest.raises(ValueError, match=re.escape(
-            "The 'target_opset' parameter of to_onnx must be an int >= 9 or None. Got 8 "
-            "instead.")):
-        to_onnx(clf, target_opset=8)
+    for opset in (8, 1000, True):
+        with pytest.raises(ValueError, match=r"The 'target_opset' parameter of to_onnx must be "
+                                             r"an int in the range \[9, \d+\] \(the newest "
+                                             rf".*Got {opset} instead\."):
+            to_onnx(clf, target_opset=opset)
 
 
 def test_missing_onnx_is_an_import_error_saying_what_to_install(monkeypatch) -> None:

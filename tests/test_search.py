@@ -251,3 +251,10 @@ def test_regressors_and_declared_formulations_search_warm() -> None:
                                 callback=steps.append).fit(X, y)
         assert sum(s.warm for s in steps) == 3 * 3
         assert search.best_estimator_.score(X, y) > 0.8
+
+
+def test_dask_collections_are_refused_not_gathered(moons: tuple) -> None:
+    da = pytest.importorskip("dask.array")
+    X, y = moons
+    with pytest.raises(ValueError, match="does not take dask collections"):
+        SparseSearchCV(SparseSVC(4), {"C": [1.0]}, cv=3).fit(da.from_array(X, chunks=50), y)

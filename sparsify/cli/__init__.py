@@ -31,6 +31,7 @@ import warnings
 from sparsify.cli.errors import (
     _broken_pipe,
     _closed_streams,
+    _exit_fault,
     _one_line,
     _os_error,
     _plugin_fault,
@@ -39,6 +40,7 @@ from sparsify.cli.errors import (
 )
 from sparsify.cli.parser import build_parser
 from sparsify.core.errors import SolverError
+from sparsify.plugins.plugin_code import InterruptWatch, exits_stopped
 
 __all__ = ["build_parser", "main"]
 
@@ -78,7 +80,9 @@ def main(argv: list[str] | None = None) -> int:
         except SystemExit as exc:  # --help, --version and usage errors; return, don't exit
             sys.stdout.flush()
             return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 2)
-        with warnings.catch_warnings():
+        # Plugin code may not end the command (os._exit raises meanwhile): sparsify reports
+        # every outcome itself, so a CI gate never reads an exit status nobody chose.
+        with warnings.catch_warnings(), exits_stopped, InterruptWatch() as watch:
             # Library warnings (convergence, plugins) as one line each, not file:line noise.
             warnings.showwarning = _show_warning
             try:
@@ -86,16 +90,22 @@ def main(argv: list[str] | None = None) -> int:
                 sys.stdout.flush()  # a closed pipe shows here, inside the handlers below
                 return status
             except (ValueError, FileNotFoundError, SolverError) as exc:
-                _print_error(_one_line(exc))
+                _print_error(_plugin_fault(exc) or _one_line(exc))
                 return 2
             except BrokenPipeError:
                 raise
             except OSError as exc:  # unreadable input, a full disk: one line naming the file
                 _print_error(_os_error(exc))
                 return 2
-            except KeyboardInterrupt:
+            except KeyboardInterrupt as exc:
+                if not watch.signalled:  # raised by code, not by Ctrl-C
+                    _print_error(_exit_fault(exc))
+                    return 2
                 print("sparsify: interrupted", file=sys.stderr)
                 return 130
+            except (SystemExit, GeneratorExit) as exc:
+                _print_error(_exit_fault(exc))
+                return 2
             except Exception as exc:
                 fault = _plugin_fault(exc)
                 if fault is None:  # sparsify's own: the traceback is the bug report

@@ -87,16 +87,46 @@ def _gamma(text: str) -> float | str:
         ) from None
 
 
+#: Words a --param value may be besides numbers: booleans and None, in any case.
+_WORDS: dict[str, Any] = {"true": True, "false": False, "none": None, "null": None}
+
+
 def _param(text: str) -> tuple[str, Any]:
+    """``NAME=VALUE`` with VALUE an int, a float, true/false, none, or else text.
+
+    Examples
+    --------
+    >>> _param("probability=True"), _param("nu=0.1"), _param("class_weight=balanced")
+    (('probability', True), ('nu', 0.1), ('class_weight', 'balanced'))
+    """
     name, sep, value = text.partition("=")
     if not sep or not name.strip():
         raise argparse.ArgumentTypeError(f"expected NAME=VALUE; got {text!r}")
+    key = name.strip().replace("-", "_")
     for convert in (_to_int, _to_float):
         try:
-            return name.strip().replace("-", "_"), convert(value)
+            return key, convert(value)
         except ValueError:
             pass
-    return name.strip().replace("-", "_"), value
+    if value.strip().lower() in _WORDS:
+        return key, _WORDS[value.strip().lower()]
+    return key, value
+
+
+def _label(text: str) -> int | float | str:
+    """A class label given on the command line: an int, a float, or else the text itself.
+
+    Examples
+    --------
+    >>> _label("1"), _label("-1.5"), _label("normal")
+    (1, -1.5, 'normal')
+    """
+    for convert in (_to_int, _to_float):
+        try:
+            return convert(text)
+        except ValueError:
+            pass
+    return text
 
 
 def _list(item: Callable[[str], Any]) -> Callable[[str], list[Any]]:

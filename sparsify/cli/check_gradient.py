@@ -10,8 +10,13 @@ import argparse
 
 import numpy as np
 
-from sparsify.cli.data import _read, _validated
-from sparsify.cli.lookup import _check_solver, _formulation_class
+from sparsify.cli.data import (
+    _check_reading_options,
+    _read,
+    _refuse_reading_options,
+    _validated,
+)
+from sparsify.cli.lookup import _check_solver, _formulation_class, _warn_unused_kernel_options
 from sparsify.cli.output import _label, _print_json, _stdout_to_stderr
 
 
@@ -25,8 +30,12 @@ def _cmd_check_gradient(args: argparse.Namespace) -> int:
     _check_solver(args.solver)
     X = y = None
     reading: list[str] = []
+    if args.data is None:
+        _refuse_reading_options(args, "the check runs on a small random problem")
+    _warn_unused_kernel_options(args.kernel, {"gamma": args.gamma != "scale"})
     if args.data is not None:
         data = _read(args.data, args.split, args)
+        _check_reading_options(args, data)
         reading = list(data.notes)
         X, y = _validated(data.X, data.y, f"data {args.data}")
         from sparsify.core.estimator import estimator_for
@@ -58,6 +67,14 @@ def _cmd_check_gradient(args: argparse.Namespace) -> int:
             print(f"read {args.data}: {'; '.join(reading)}")
         print(f"gradient check: formulation {res.formulation}, kernel {res.kernel}, solver "
               f"{res.solver}, Nz = {res.grad.shape[0]}, d = {res.grad.shape[1]}")
+        if res.flat:
+            print(f"W(Z) = {res.value:.6g} does not change with the XVs here (|∇W| = "
+                  f"{np.linalg.norm(res.grad):.1e}, finite differences "
+                  f"{np.linalg.norm(res.numeric):.1e}): the kernel is constant on these data "
+                  "or vanishes between points, so no gradient error can show. Use a gamma "
+                  "near 'scale' (1/(d·Var(X))) or other data; threshold "
+                  f"{args.threshold:g}: CANNOT JUDGE")
+            return 1
         verdict = "OK" if passed else "FAILED"
         print(f"rel_error = {res.rel_error:.3e}, finite differences accurate to "
               f"{res.fd_error:.1e} (noise of W {res.noise:.1e}, step {res.step:.1e}); "

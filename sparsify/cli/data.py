@@ -36,17 +36,52 @@ class _Data:
     columns: tuple[str, ...] | None = None
 
 
-def _read(path: Path, split: int, args: argparse.Namespace, *, labels: bool | None = True,
-          n_features: int | None = None, zero_based: bool | None = None,
-          feature_names: list[str] | None = None) -> DataFile:
-    """`read_data_file` with the command's --header and --zero-based choices."""
+def _read(path: Path, split: int | None, args: argparse.Namespace, *,
+          labels: bool | None = True, n_features: int | None = None,
+          zero_based: bool | None = None, feature_names: list[str] | None = None) -> DataFile:
+    """`read_data_file` with the command's --header and --zero-based choices (split None: 1)."""
     from sparsify.datasets.readers import read_data_file
 
     if zero_based is None:
         zero_based = getattr(args, "zero_based", None)
-    return read_data_file(path, split, header=getattr(args, "header", None),
-                          zero_based=zero_based, labels=labels, n_features=n_features,
-                          feature_names=feature_names)
+    return read_data_file(path, 1 if split is None else split,
+                          header=getattr(args, "header", None), zero_based=zero_based,
+                          labels=labels, n_features=n_features, feature_names=feature_names)
+
+
+def _check_reading_options(args: argparse.Namespace, *files: DataFile) -> None:
+    """Refuse a reading option that none of the files read takes: it would be ignored.
+
+    ``--split`` selects a split of an .npz with splits (of --data only), --header
+    and --no-header read CSV, --zero-based and --one-based LIBSVM text.
+    """
+    names = ", ".join(str(f.path) for f in files)
+    if getattr(args, "split", None) is not None and files[0].X_test is None:
+        raise ValueError(f"--split {args.split} selects a split of an .npz file with splits "
+                         f"(train_idx, test_idx); {files[0].path} has none, so it would be "
+                         "ignored. Drop --split, or give the .npz file with the splits.")
+    if getattr(args, "header", None) is not None and not any(f.format == "csv" for f in files):
+        option = "--header" if args.header else "--no-header"
+        raise ValueError(f"{option} applies to CSV files, and {names} is not one (read as "
+                         f"{', '.join(sorted({f.format for f in files}))} by its suffix), so it "
+                         f"would be ignored. Drop {option}.")
+    if (getattr(args, "zero_based", None) is not None
+            and not any(f.format == "libsvm" for f in files)):
+        option = "--zero-based" if args.zero_based else "--one-based"
+        raise ValueError(f"{option} applies to LIBSVM text, and {names} is not LIBSVM text "
+                         f"(read as {', '.join(sorted({f.format for f in files}))} by its "
+                         f"suffix), so it would be ignored. Drop {option}.")
+
+
+def _refuse_reading_options(args: argparse.Namespace, instead: str) -> None:
+    """Refuse --split, --header or --zero-based (or their opposites) given without --data."""
+    given = [option for option, value in (
+        ("--split", getattr(args, "split", None)),
+        ("--header/--no-header", getattr(args, "header", None)),
+        ("--zero-based/--one-based", getattr(args, "zero_based", None))) if value is not None]
+    if given:
+        raise ValueError(f"{given[0]} reads a --data file; without --data {instead}, so it would "
+                         f"be ignored. Give --data, or drop {given[0]}.")
 
 
 def _indexing(*files: DataFile | None) -> str | None:
@@ -92,6 +127,7 @@ def _load_fit_data(args: argparse.Namespace) -> _Data:
     if data is None:
         if test is not None:
             raise ValueError("--test needs --data: the embedded Banana data has its own test set.")
+        _refuse_reading_options(args, "the embedded Banana data (split 1) is used")
         from sparsify.datasets import load_banana
 
         X, y, X_test, y_test = load_banana()
@@ -113,6 +149,8 @@ def _load_fit_data(args: argparse.Namespace) -> _Data:
         note = f"LIBSVM indices: zero-based (detected over --data and --test: {which} uses index 0)"
         train = replace(train, notes=_swap_note(train.notes, note))
         tested = replace(tested, notes=_swap_note(tested.notes, note))
+    _check_reading_options(args, train, *([] if tested is None else [tested]))
+    split = 1 if split is None else split
     source = f"{data} (split {split})" if has_splits else str(data)
     X, y = _validated(train.X, train.y, f"training data {source}")
     test_source: str | None = f"{data} (split {split}, test part)" if has_splits else None

@@ -70,15 +70,20 @@ def _plugin_fault(exc: BaseException) -> str | None:
                   (("sparsify.core.formulation", "Formulation"), ("sparsify.kernels", "Kernel")))
     plugin_types = tuple(b for b in bases if isinstance(b, type))
     tb = exc.__traceback__
-    culprit = None
+    culprit = raiser = None
     while tb is not None:
         owner = tb.tb_frame.f_locals.get("self")
         if (plugin_types and isinstance(owner, plugin_types)
                 and not type(owner).__module__.startswith("sparsify.")):
             culprit = tb
-        tb = tb.tb_next
+        raiser, tb = tb, tb.tb_next
     if culprit is None:
         return None
+    hint = ""
+    if raiser is not None and str(raiser.tb_frame.f_globals.get("__name__")).startswith("cvxpy"):
+        hint = (" (cvxpy's words: in declare(), out.f has shape (N,) for one output or (N, K) "
+                "for K, out.y (N,), out.norm_w2 is a scalar, and the objective must be a scalar "
+                "expression: sum the losses over the points)")
     owner = culprit.tb_frame.f_locals["self"]
     cls = type(owner)
     is_formulation = any(b.__name__ == "Formulation" and isinstance(owner, b)
@@ -88,8 +93,30 @@ def _plugin_fault(exc: BaseException) -> str | None:
     code = culprit.tb_frame.f_code
     return (f"the {what} ({cls.__module__}.{cls.__qualname__}, a plugin) raised in "
             f"{code.co_name}() at {code.co_filename}:{culprit.tb_lineno}: "
-            f"{type(exc).__name__}: {_one_line(exc)}. Fix the plugin (its author's "
+            f"{type(exc).__name__}: {_one_line(exc)}{hint}. Fix the plugin (its author's "
             "sparsify.testing.check_formulation shows the same), or uninstall it.")
+
+
+def _exit_fault(exc: BaseException) -> str:
+    """One line for code that tried to end the command (sys.exit, os._exit, an interrupt of its
+    own) where sparsify's own calls into plugins did not catch it: the innermost frame outside
+    sparsify and the standard library is named."""
+    import sysconfig
+
+    stdlib = tuple(p for p in {sysconfig.get_path("stdlib"), sysconfig.get_path("platstdlib")}
+                   if p)
+    tb, where = exc.__traceback__, ""
+    while tb is not None:
+        module = str(tb.tb_frame.f_globals.get("__name__", ""))
+        filename = tb.tb_frame.f_code.co_filename
+        if not (module == "sparsify" or module.startswith("sparsify.")
+                or (stdlib and filename.startswith(stdlib))):
+            where = (f" in {tb.tb_frame.f_code.co_name}() at {filename}:{tb.tb_lineno} "
+                     f"(module {module})")
+        tb = tb.tb_next
+    return (f"code run by the command{where} raised {exc!r}, which was stopped: a plugin cannot "
+            "exit or interrupt sparsify, and sparsify reports its result itself. Fix or "
+            "uninstall the plugin (sparsify plugins lists them).")
 
 
 def _show_warning(message: Warning | str, category: type[Warning], filename: str, lineno: int,

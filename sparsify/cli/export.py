@@ -33,7 +33,12 @@ def _cmd_export(args: argparse.Namespace) -> int:
         raise ValueError(str(exc)) from None
     from sparsify.io import load_model
     from sparsify.onnx import to_onnx
+    from sparsify.onnx.convert import MIN_OPSET, max_opset
 
+    if args.opset is not None and not MIN_OPSET <= args.opset <= max_opset():
+        raise ValueError(f"--opset {args.opset} is not an opset this export can target: give one "
+                         f"from {MIN_OPSET} to {max_opset()} (the newest the installed onnx and "
+                         "skl2onnx know), or leave it out for the default.")
     machine = load_model(args.model)
     model = to_onnx(machine, dtype=args.dtype, target_opset=args.opset)
     data = model.SerializeToString()

@@ -11,14 +11,12 @@ target.
 
 from __future__ import annotations
 
-import contextlib
 import os
-import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
 from sparsify.cli.errors import _one_line
-from sparsify.io.targets import output_target
+from sparsify.io.targets import output_target, write_atomically
 
 
 def _check_paths(inputs: dict[str, Path | None], outputs: dict[str, Path | None]) -> None:
@@ -68,38 +66,17 @@ def _check_writable(path: Path, option: str) -> None:
 
 
 def _write_atomically(outputs: Sequence[tuple[Path, bytes]]) -> None:
-    """Write every file to a temporary sibling, then move them all into place.
+    """Write every file to a temporary sibling, then move them all into place
+    (`sparsify.io.targets.write_atomically`: a replaced file keeps its mode and owner).
 
     If any write fails, the temporaries are removed and no target is touched;
     the ValueError names the target, not the temporary.
     """
-    mask = os.umask(0)
-    os.umask(mask)
-    temps: list[tuple[str, Path]] = []
-    moved: list[Path] = []
-    path = None
     try:
-        for path, content in outputs:
-            path = output_target(path, "the output")  # again: it may have changed meanwhile
-            fd, tmp = tempfile.mkstemp(dir=path.parent if str(path.parent) else ".",
-                                       prefix=f".{path.name}.", suffix=".tmp")
-            temps.append((tmp, path))
-            with os.fdopen(fd, "wb") as fh:
-                fh.write(content)
-                fh.flush()
-                os.fsync(fh.fileno())
-            # mkstemp makes the file private (0600); give it the usual permissions.
-            os.chmod(tmp, 0o666 & ~mask)
-        for tmp, path in temps:
-            os.replace(tmp, path)
-            moved.append(path)
-    except BaseException as exc:
-        for tmp, _ in temps:
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(tmp)
-        if isinstance(exc, OSError) and path is not None:
-            reason = exc.strerror or _one_line(exc)
-            done = ("nothing was written" if not moved else
-                    f"{', '.join(map(str, moved))} had already been written")
-            raise ValueError(f"Could not write {path}: {reason}; {done}.") from exc
-        raise
+        write_atomically(outputs, "the output")
+    except OSError as exc:
+        moved = getattr(exc, "written", [])
+        done = ("nothing was written" if not moved else
+                f"{', '.join(map(str, moved))} had already been written")
+        raise ValueError(f"Could not write {exc.filename}: {exc.strerror or _one_line(exc)}; "
+                         f"{done}.") from exc

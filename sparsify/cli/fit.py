@@ -18,7 +18,7 @@ import numpy as np
 import sparsify
 from sparsify.cli.data import _load_fit_data
 from sparsify.cli.files import _check_paths, _write_atomically
-from sparsify.cli.lookup import _check_solver, _estimator_class
+from sparsify.cli.lookup import _check_solver, _estimator_class, _warn_unused_kernel_options
 from sparsify.cli.output import _label, _print_json, _stdout_to_stderr
 from sparsify.cli.plot_file import _plot_format, _render_plot
 from sparsify.cli.progress import _n_binary_problems, _progress
@@ -31,10 +31,12 @@ from sparsify.cli.report import (
 )
 from sparsify.core.distinct import count_distinct
 
-#: The largest target magnitude of a regressor: squared errors of larger targets overflow float64
-#: in the solvers' sums.
-MAX_TARGET = 1e100
-
+#: Estimator parameters that have an option of their own: a --param may not set them behind the
+#: option's back (the report and the model file read the options).
+OWN_OPTIONS = {"n_expansion": "--n-expansion or --expansion-ratio", "kernel": "--kernel",
+               "gamma": "--gamma", "degree": "--degree", "coef0": "--coef0", "C": "--C",
+               "init": "--init", "n_init": "--n-init", "solver": "--solver",
+               "max_iter": "--max-iter", "random_state": "--seed", "verbose": "-v/--verbose"}
 
 def _announce(args: argparse.Namespace) -> None:
     """The report's first line, printed at once: importing scikit-learn and cvxpy takes seconds."""
@@ -47,16 +49,11 @@ def _announce(args: argparse.Namespace) -> None:
 
 def _check_scale(params: dict[str, object], y: object, regressor: bool, source: str) -> None:
     """Refuse a C or targets too large for float64 solvers, saying which and what to do."""
-    from sparsify.core.params import check_cost_scale  # with scikit-learn: after the first line
+    from sparsify.core.params import check_cost_scale, check_target_scale  # after the first line
 
     check_cost_scale(params)
     if regressor:
-        largest = float(np.max(np.abs(np.asarray(y, dtype=np.float64))))
-        if largest > MAX_TARGET:
-            raise ValueError(f"The targets of {source} reach {largest:g}: above {MAX_TARGET:g} "
-                             "their squares overflow float64 in the solvers. Rescale them "
-                             "(divide by their standard deviation) and scale the predictions "
-                             "back.")
+        check_target_scale(y, source)
 
 
 def _cmd_fit(args: argparse.Namespace) -> int:
@@ -64,6 +61,7 @@ def _cmd_fit(args: argparse.Namespace) -> int:
     from sklearn.base import is_classifier, is_outlier_detector, is_regressor
     from sklearn.utils.multiclass import check_classification_targets
 
+    from sparsify.core.labels import check_class_count, check_label_types
     from sparsify.kernels import make_kernel
 
     # Cheap checks first: outputs, names, data; the fit is the expensive part.
@@ -98,12 +96,33 @@ def _cmd_fit(args: argparse.Namespace) -> int:
                       f"estimator {est_cls.__name__} has no parameter {name!r}.", UserWarning,
                       stacklevel=1)
     params.update(est_params)
+    seen: set[str] = set()
     for name, value in args.param:
         if name not in accepted:
             raise ValueError(f"--param {name}: the {args.formulation!r} estimator "
-                             f"{est_cls.__name__} has no parameter {name!r}; it has "
+                             f"{est_cls.__name__} has no parameter {name!r}; give one of "
                              f"{sorted(accepted)}.")
+        if name in OWN_OPTIONS:
+            raise ValueError(f"--param {name}={value}: {name} has an option of its own; give it "
+                             f"as {OWN_OPTIONS[name]} (the fit, the report and the model file "
+                             "read it there).")
+        if name in est_params:
+            raise ValueError(f"--param {name}={value}: the formulation {args.formulation!r} "
+                             f"fixes {name}={est_params[name]!r}; choose the formulation that "
+                             f"has the {name} you want (sparsify plugins lists them).")
+        if name in seen:
+            raise ValueError(f"--param {name} is given twice; give it once.")
+        seen.add(name)
         params[name] = value
+    if args.inlier_label is not None and not is_outlier_detector(estimator):
+        warnings.warn(f"--inlier-label is ignored: the {args.formulation!r} estimator "
+                      f"{est_cls.__name__} is not an outlier detector.", UserWarning,
+                      stacklevel=1)
+    kernel_name = params.get("kernel", args.kernel)
+    if isinstance(kernel_name, str):
+        _warn_unused_kernel_options(kernel_name, {"gamma": "gamma" in given,
+                                                  "degree": args.degree is not None,
+                                                  "coef0": args.coef0 is not None})
     estimator.set_params(**params)
     p = estimator.get_params()
     if not (is_classifier(estimator) or is_regressor(estimator)
@@ -113,10 +132,11 @@ def _cmd_fit(args: argparse.Namespace) -> int:
                          "so sparsify fit cannot report on it; use it from Python.")
 
     detector = is_outlier_detector(estimator)
+    inlier_label = 1 if args.inlier_label is None else args.inlier_label
     if detector:
-        inliers = np.asarray(y == args.inlier_label)
+        inliers = np.asarray(y == inlier_label)
         if not inliers.any():
-            raise ValueError(f"No training row has the inlier label {args.inlier_label!r}; pass "
+            raise ValueError(f"No training row has the inlier label {inlier_label!r}; pass "
                              f"--inlier-label with one of {sorted(map(_label, set(y)))}.")
         if args.plot is not None:
             raise ValueError("--plot draws classifiers and regressors, not outlier detectors; "
@@ -131,8 +151,10 @@ def _cmd_fit(args: argparse.Namespace) -> int:
                              f"regressor: the targets of {data.source} must be numbers.") from None
     _check_scale(p, y, regressor, data.source)
     if is_classifier(estimator):
+        check_label_types(np.asarray(y, dtype=object), est_cls.__name__)
         check_classification_targets(y)
         classes = np.unique(y)
+        check_class_count(est_cls.__name__, len(classes), len(y))
         if len(classes) < 2:
             raise ValueError(f"The training data {data.source} has only one class "
                              f"({_label(classes[0])!r}); a classifier needs at least 2.")
@@ -173,7 +195,7 @@ def _cmd_fit(args: argparse.Namespace) -> int:
 
     has_test = data.X_test is not None
     if detector:
-        result = _compare_detector(estimator, p, X, data, args.inlier_label)
+        result = _compare_detector(estimator, p, X, data, inlier_label)
     elif regressor:
         result = _compare_regressor(estimator, X, y, data)
     else:

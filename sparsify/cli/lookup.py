@@ -63,3 +63,24 @@ def _check_solver(name: str) -> None:
     if callable(available) and not available():
         raise SolverError(f"The solver {name!r} is registered but cvxpy cannot find it "
                           "installed; install it or choose another --solver.")
+
+
+def _warn_unused_kernel_options(kernel: str, given: dict[str, bool]) -> None:
+    """Warn for each kernel option given (``{"degree": True}``) that no kernel of ``kernel``
+    (a registered name, or names joined by '+') takes: it would be ignored."""
+    import warnings
+    from dataclasses import fields, is_dataclass
+
+    from sparsify.core.registry import get_registry
+
+    registry = get_registry()
+    try:
+        classes = [registry.get("kernel", name.strip()) for name in kernel.split("+")]
+    except ValueError:
+        return  # an unknown name fails where the kernel is made, with the registry's message
+    taken = {f.name for cls in classes if is_dataclass(cls) for f in fields(cls)}
+    for name, on in given.items():
+        if on and name not in taken:
+            warnings.warn(f"--{name} is ignored: the kernel {kernel!r} has no parameter {name!r} "
+                          "(gamma: rbf, poly, taylor_rbf; degree and coef0: poly).", UserWarning,
+                          stacklevel=2)

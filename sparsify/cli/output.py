@@ -11,6 +11,7 @@ import csv
 import io
 import json
 import math
+import os
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -80,9 +81,28 @@ def _print_json(obj: dict[str, Any]) -> None:
 
 @contextlib.contextmanager
 def _stdout_to_stderr(active: bool) -> Iterator[None]:
-    """Keep stdout for the one JSON object: library progress output goes to stderr."""
+    """Keep stdout for the one JSON object: library output goes to stderr, Python's and what
+    compiled solvers print themselves (file descriptor 1 points at stderr meanwhile)."""
     if not active:
         yield
         return
-    with contextlib.redirect_stdout(sys.stderr):
-        yield
+    saved = None
+    with contextlib.suppress(OSError, ValueError, AttributeError, io.UnsupportedOperation):
+        sys.stdout.flush()
+        saved = os.dup(1)
+        os.dup2(sys.stderr.fileno(), 1)
+    try:
+        with contextlib.redirect_stdout(sys.stderr):
+            yield
+    finally:
+        if saved is not None:
+            _flush_c_stdio()  # what a solver printed is still in C's buffer: to stderr with it
+            os.dup2(saved, 1)
+            os.close(saved)
+
+
+def _flush_c_stdio() -> None:
+    with contextlib.suppress(OSError, AttributeError, TypeError):
+        import ctypes
+
+        ctypes.CDLL(None).fflush(None)

@@ -20,6 +20,7 @@ from sparsify.cli.argtypes import (
     _float,
     _gamma,
     _int_at_least,
+    _label,
     _list,
     _nonneg_int,
     _param,
@@ -126,15 +127,17 @@ def build_parser() -> argparse.ArgumentParser:
                      help="save a plot: a classifier's decision boundary (2-D data), a "
                           "regressor's prediction (1-D or 2-D data), with the XVs; needs "
                           "matplotlib (pip install matplotlib)")
-    fit.add_argument("--inlier-label", type=lambda t: _param(f"label={t}")[1], default=1,
+    fit.add_argument("--inlier-label", type=_label, default=None,
                      metavar="LABEL",
                      help="for outlier detectors (e.g. --formulation oneclass): train on the "
                           "rows with this label; test rows with another label are outliers "
-                          "(default: %(default)s)")
+                          "(default: 1)")
     fit.add_argument("--param", action="append", default=[], metavar="NAME=VALUE",
                      type=_param,
                      help="any other parameter of the formulation's estimator, e.g. "
-                          "--param nu=0.1 (repeatable; numbers are parsed as int or float)")
+                          "--param nu=0.1 (repeatable; numbers are parsed as int or float, "
+                          "true/false as booleans, none as None; a parameter with an option of "
+                          "its own, such as C, is given by that option)")
     fit.add_argument("--json", action="store_true",
                      help="print one JSON object on stdout instead of the report")
     fit.add_argument("-v", "--verbose", action="count", default=0,
@@ -163,7 +166,7 @@ def build_parser() -> argparse.ArgumentParser:
                          help="model file written by 'sparsify fit --out'")
     predict.add_argument("--data", type=Path, required=True, metavar="FILE",
                          help=f"data to predict {_LIBSVM_HINT}")
-    predict.add_argument("--split", type=_positive_int, default=1, metavar="K",
+    predict.add_argument("--split", type=_positive_int, default=None, metavar="K",
                          help="split of an .npz with splits, counted from 1 (default: 1)")
     _add_reading_options(predict)
     labels = predict.add_mutually_exclusive_group()
@@ -232,7 +235,7 @@ def build_parser() -> argparse.ArgumentParser:
                             "clarabel, ecos, osqp, scs, or a plugin's (default: %(default)s)")
     check.add_argument("--data", type=Path, default=None, metavar="FILE",
                        help=f"data file {_LIBSVM_HINT} (default: a small random problem)")
-    check.add_argument("--split", type=_positive_int, default=1, metavar="K",
+    check.add_argument("--split", type=_positive_int, default=None, metavar="K",
                        help="split of an .npz with splits, counted from 1 (default: 1)")
     _add_reading_options(check)
     check.add_argument("--n-expansion", type=_positive_int, default=4, metavar="N",
@@ -333,7 +336,7 @@ def _add_data_options(parser: argparse.ArgumentParser, *, with_test: bool) -> No
     parser.add_argument("--data", type=Path, default=None, metavar="FILE",
                         help=f"training data {_LIBSVM_HINT}; default: the embedded Banana "
                              "data, split 1")
-    parser.add_argument("--split", type=_positive_int, default=1, metavar="K",
+    parser.add_argument("--split", type=_positive_int, default=None, metavar="K",
                         help="split of an .npz with splits, counted from 1 (default: 1)")
     if with_test:
         parser.add_argument("--test", type=Path, default=None, metavar="FILE",

@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from sparsify.cli.data import _finite, _indexing, _read
+from sparsify.cli.data import _check_reading_options, _finite, _indexing, _read
 from sparsify.cli.files import _check_paths, _write_atomically
 from sparsify.cli.output import _csv_column, _label, _print_json
 from sparsify.cli.report import _format_regression, _regression_metrics
@@ -34,6 +34,7 @@ def _cmd_predict(args: argparse.Namespace) -> int:
 
     data = _read(args.data, args.split, args, labels=args.labels, n_features=n_features,
                  feature_names=model.feature_names_in)
+    _check_reading_options(args, data)
     X, y = data.X, data.y
     if data.X_test is not None:  # an .npz with splits: predict its held-out part
         X, y = data.X_test, data.y_test

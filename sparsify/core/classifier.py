@@ -28,13 +28,19 @@ from sklearn.utils.validation import (
     _check_sample_weight,
     check_consistent_length,
     column_or_1d,
-    validate_data,
 )
 
 from sparsify.core.calibration import fit_platt, platt_proba
-from sparsify.core.data_source import InMemoryRows, RowBlocks, RowTarget, is_dask_collection
+from sparsify.core.data_source import (
+    InMemoryRows,
+    RowBlocks,
+    RowTarget,
+    is_dask_collection,
+    validate_rows,
+)
 from sparsify.core.distinct import count_distinct
 from sparsify.core.estimator import SparseKernelEstimator, _fit_start, _problem_name
+from sparsify.core.labels import check_class_count, check_label_types
 from sparsify.core.optimize import CLASSIFIER_INIT_METHODS
 from sparsify.kernels import RBF, Kernel, Linear, Polynomial
 
@@ -81,7 +87,7 @@ def validate_classification(
         if y is None:
             raise ValueError(f"{type(estimator).__name__} requires y to be passed, but the "
                              "target y is None.")
-        X_valid = validate_data(estimator, X, dtype=np.float64)
+        X_valid = validate_rows(estimator, X, dtype=np.float64)
         y_arr = column_or_1d(np.asarray(y, dtype=object if np.asarray(y).dtype.kind in "OUS"
                                         else None), warn=True)
         check_consistent_length(X_valid, y_arr)
@@ -94,10 +100,12 @@ def validate_classification(
         if labelled.dtype == object:
             labelled = np.array(labelled.tolist())
     else:
-        X_valid, labelled = validate_data(estimator, X, y, dtype=np.float64)
+        X_valid, labelled = validate_rows(estimator, X, y, dtype=np.float64)
         missing = np.zeros(len(X_valid), bool)
+    check_label_types(labelled, type(estimator).__name__)
     check_classification_targets(labelled)
     encoder = LabelEncoder().fit(labelled)
+    check_class_count(type(estimator).__name__, len(encoder.classes_), len(labelled))
     estimator.classes_ = encoder.classes_
     if len(encoder.classes_) < 2:
         # tolist() gives the plain Python label: 0, not np.int64(0)

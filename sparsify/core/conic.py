@@ -39,16 +39,23 @@ import numpy as np
 from cvxpy.reductions.solution import Solution
 from numpy.typing import NDArray
 
-from sparsify.core.conic_data import LinkedProblem, LinkLayout, read_problem_data
-from sparsify.core.declared import DeclaredMarginal, LinkSolution
+from sparsify.core.conic_data import ConicData, LinkedProblem, LinkLayout, read_problem_data
+from sparsify.core.declared import (
+    DeclaredMarginal,
+    LinkSolution,
+    formulation_label,
+    n_outputs,
+)
 from sparsify.core.formulation import Formulation
 from sparsify.core.kernel_blocks import whitening
-from sparsify.core.marginal import Marginal
+from sparsify.core.marginal import Evaluation, Marginal
 from sparsify.core.memory import check_memory
 from sparsify.core.solvers import Attempt, SolverBackend, Unsolved, solve_with_attempts
 from sparsify.kernels import Kernel
+from sparsify.plugins.plugin_code import is_plugin, plugin_code
 
-__all__ = ["ConicMarginal", "compile_linked", "estimate_memory", "make_marginal", "unpack"]
+__all__ = ["ConicMarginal", "check_finite_data", "compile_linked", "estimate_memory",
+           "make_marginal", "unpack"]
 
 Array = NDArray[np.float64]
 
@@ -155,7 +162,7 @@ class ConicMarginal(DeclaredMarginal):
     ) -> None:
         super().__init__(formulation, X, y, kernel, n_expansion, solver, tol, jitter)
         N, Nz = len(self.X), self.n_expansion
-        K = int(formulation.n_outputs(y))
+        K = n_outputs(formulation, y)
         self._what = (f"The generic path for the {self.formulation_name!r} formulation with "
                       f"N={N}, Nz={Nz}" + (f", K={K} outputs" if K > 1 else ""))
         self._advice = ("Use fewer XVs or a subsample of the training points, or the "
@@ -181,9 +188,13 @@ class ConicMarginal(DeclaredMarginal):
 
                 raise MemoryEstimateError(f"{self._what}: no backend fits: {reasons}. "
                                           f"{self._advice}")
+            tried = {b.name for b in self.backends}
+            hint = ("Use solver='clarabel' (it takes every cone cvxpy produces)."
+                    if "clarabel" not in tried else
+                    "Clarabel, which takes every cone cvxpy produces, cannot either: the "
+                    "declaration uses something no conic solver takes (cvxpy's reason above).")
             raise ValueError(f"No solver given can take the {self.formulation_name!r} "
-                             f"formulation: {reasons}. Use solver='clarabel' (it takes every "
-                             "cone cvxpy produces).")
+                             f"formulation: {reasons}. {hint}")
 
     # -- construction -------------------------------------------------------------------------
 
@@ -191,7 +202,8 @@ class ConicMarginal(DeclaredMarginal):
         """The problem compiled for ``layout`` (a cvxpy solver name), or why cvxpy cannot."""
         if layout not in self._compiled:
             self._compiled[layout] = compile_linked(self.problem, self.f, self.u, len(self.X),
-                                                    self.n_expansion, self.n_outputs, layout)
+                                                    self.n_expansion, self.n_outputs, layout,
+                                                    formulation_label(self.formulation))
         return self._compiled[layout]
 
     def _ready(self, backend: SolverBackend) -> str | None:
@@ -276,9 +288,14 @@ class ConicMarginal(DeclaredMarginal):
 
 
 def compile_linked(problem: cp.Problem, f: cp.Variable, u: cp.Variable, N: int, Nz: int,
-                   K: int, layout: str) -> _Compiled | str:
+                   K: int, layout: str, label: str = "declared formulation") -> _Compiled | str:
     """The declared ``problem`` over f and u compiled for ``layout`` (a cvxpy solver name)
-    as a `LinkedProblem`, or why cvxpy cannot compile it for that layout."""
+    as a `LinkedProblem`, or why cvxpy cannot compile it for that layout.
+
+    Data that are not finite once compiled (constants that overflow when cvxpy
+    multiplies them out) are a ValueError naming the formulation (``label``),
+    before any backend sees them.
+    """
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # cvxpy's notes about its own reductions
@@ -289,6 +306,7 @@ def compile_linked(problem: cp.Problem, f: cp.Variable, u: cp.Variable, N: int, 
                    if hasattr(inv, "var_offsets"))
     own = read_problem_data(layout, data)
     del data
+    check_finite_data(own, label)
     # cvxpy keeps its parametrised program for re-solves, which this path never asks
     # for: about as large again as the problem's data
     cache = getattr(problem, "_cache", None)
@@ -304,6 +322,38 @@ def compile_linked(problem: cp.Problem, f: cp.Variable, u: cp.Variable, N: int, 
     layout_ = LinkLayout(n, offsets[f.id], off_u, N, Nz, K)
     return _Compiled(LinkedProblem(own, layout_), n_own, solver_inverse["var_id"], chain,
                      inverse_data, offsets)
+
+
+def check_finite_data(data: ConicData, label: str) -> None:
+    """Refuse compiled conic data (P, c, A, b) holding NaN or infinity, naming the formulation.
+
+    The declaration's constants are checked when it is made
+    (`sparsify.core.declared.check_declaration`); this catches what overflows
+    when cvxpy multiplies them out, which every backend would otherwise be
+    handed (and some "solve").
+
+    Examples
+    --------
+    >>> import scipy.sparse as sp
+    >>> from sparsify.core.conic_data import ConeDims
+    >>> data = ConicData(None, np.array([np.inf]), sp.csc_matrix((0, 1)), np.zeros(0),
+    ...                  ConeDims(0))
+    >>> check_finite_data(data, "'x' formulation")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    ValueError: The 'x' formulation compiles to a problem whose linear objective c holds ...
+    """
+    parts = {"quadratic objective P": None if data.P is None else data.P.data,
+             "linear objective c": data.c, "constraint matrix A": data.A.data,
+             "constraint bounds b": data.b}
+    for where, values in parts.items():
+        if values is None or np.isfinite(values).all():
+            continue
+        kind = "NaN" if np.isnan(values).any() else "infinity"
+        raise ValueError(f"The {label} compiles to a problem whose {where} holds "
+                         f"{kind}: a constant of its declaration overflows float64 once cvxpy "
+                         "multiplies it out (1e200 · 1e200, say). Rescale the constants (the "
+                         "targets or the hyperparameters) that declare() uses.")
 
 
 def unpack(problem: cp.Problem, compiled: _Compiled, x: Array, value: float) -> None:
@@ -347,7 +397,25 @@ def make_marginal(
     >>> type(make_marginal(svm, X, y, RBF(1.0), 2, solver="clarabel")).__name__
     'ConicMarginal'
     """
-    own = formulation.marginal(X, y, kernel, n_expansion, solver, tol)
+    with plugin_code(formulation, "marginal()"):
+        own = formulation.marginal(X, y, kernel, n_expansion, solver, tol)
     if own is not None:
-        return own
+        return _PluginMarginal(own, formulation) if is_plugin(formulation) else own
     return ConicMarginal(formulation, X, y, kernel, n_expansion, solver=solver, tol=tol)
+
+
+class _PluginMarginal(Marginal):
+    """A plugin's own W(Z) (`Formulation.marginal`), each evaluation inside `plugin_code`."""
+
+    def __init__(self, inner: Marginal, formulation: Formulation) -> None:
+        self._inner, self._formulation = inner, formulation
+        self.formulation_name = getattr(inner, "formulation_name", "") or formulation.name
+
+    def evaluate(self, Z: Array, grad: bool = True) -> Evaluation:
+        with plugin_code(self._formulation, "its own W(Z) (Formulation.marginal)"):
+            return self._inner.evaluate(Z, grad)
+
+    def __getattr__(self, name: str) -> Any:  # the wrapped marginal's attributes (n_generic)
+        if name.startswith("_"):
+            raise AttributeError(name)
+        return getattr(self._inner, name)

@@ -21,28 +21,20 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from numpy.typing import NDArray
 
+from sparsify.core.labels import check_class_count
 from sparsify.core.memory import check_memory
 from sparsify.core.optimize import initial_expansion_vectors
+from sparsify.validation import is_dask_collection, validate_rows
 
 if TYPE_CHECKING:
     from sparsify.core.marginal import Marginal
 
 __all__ = ["BlockProblem", "DataSource", "InMemoryRows", "RowBlocks", "RowTarget",
            "as_dask_array", "check_worker_memory", "draw_rows", "is_dask_collection",
-           "payload_bytes"]
+           "payload_bytes", "validate_rows"]
+
 
 Array = NDArray[np.float64]
-
-
-def is_dask_collection(data: Any) -> bool:
-    """Whether ``data`` is a dask collection (array, DataFrame, Series), without importing dask.
-
-    Examples
-    --------
-    >>> is_dask_collection(np.ones(3))
-    False
-    """
-    return type(data).__module__.split(".")[0] in ("dask", "dask_expr")
 
 
 class DataSource(ABC):
@@ -158,21 +150,52 @@ def payload_bytes(obj: Any) -> int:
 
 def check_worker_memory(client: Any, needs: Iterable[tuple[str | None, int]],
                         what: str) -> None:
-    """Refuse, before any block is made, where the blocks a worker holds exceed its limit.
+    """Refuse, before any block is made, where the blocks a worker holds exceed its memory.
 
-    ``needs`` gives each block's worker (None where not known) and its bytes;
-    ``what`` names the blocks, with a ``{worker}`` field for the worker's address.
-    A worker without a memory limit is not checked.
+    ``needs`` gives each block's worker (None where not known: the blocks are then
+    dealt evenly over the workers) and its bytes; ``what`` names the blocks, with a
+    ``{worker}`` field for the worker's address. What a worker may use is the part
+    of its memory limit below which Dask lets it run (``distributed.worker.memory.pause``,
+    else ``terminate``, else 95 %), less what its process holds already (its rows
+    among it). A worker without a memory limit is not checked.
     """
-    total: dict[str, int] = {}
-    for worker, need in needs:
-        total[worker or "?"] = total.get(worker or "?", 0) + need
     workers = client.scheduler_info().get("workers", {})
+    total: dict[str, int] = {}
+    unplaced = 0
+    for worker, need in needs:
+        if worker is not None and worker in workers:
+            total[worker] = total.get(worker, 0) + need
+        else:
+            unplaced += need
+    for address in workers:  # blocks not placed yet: an even share each, at least
+        total[address] = total.get(address, 0) + unplaced // max(1, len(workers))
+    fraction = _usable_fraction(client)
     for address, need in total.items():
-        limit = int(workers.get(address, {}).get("memory_limit") or 0)
-        if limit:
-            check_memory(need, what.format(worker=address),
-                         "Use more workers, more memory per worker, or fewer XVs.", limit=limit)
+        info = workers.get(address, {})
+        limit = int(info.get("memory_limit") or 0)
+        if not limit:
+            continue
+        used = int((info.get("metrics") or {}).get("memory") or 0)
+        usable = max(0, int(fraction * limit) - used)
+        check_memory(need, what.format(worker=address),
+                     f"(Dask pauses a worker at {fraction:.0%} of its {limit / 2**30:.2g} GiB "
+                     f"limit, and its process holds {used / 2**30:.2g} GiB already.) Use more "
+                     "workers, more memory per worker, smaller row blocks spread over more "
+                     "workers, or fewer XVs.", limit=usable)
+
+
+def _usable_fraction(client: Any) -> float:
+    """The fraction of its memory limit a Dask worker may fill before it pauses or is ended."""
+    try:
+        import dask
+
+        for key in ("distributed.worker.memory.pause", "distributed.worker.memory.terminate"):
+            value = dask.config.get(key, default=None)
+            if isinstance(value, (int, float)) and not isinstance(value, bool) and 0 < value <= 1:
+                return float(value)
+    except ImportError:
+        pass
+    return 0.95
 
 
 def draw_rows(sample: Callable[[Any, int, NDArray[np.int64]], list[tuple[Array, int]]],
@@ -201,6 +224,20 @@ def draw_rows(sample: Callable[[Any, int, NDArray[np.int64]], list[tuple[Array, 
                              f"has {len(pool)} rows; use fewer XVs.")
         chosen.append(pool[rng.choice(len(pool), count, replace=False, p=weight / weight.sum())])
     return np.vstack(chosen)
+
+
+def _check_numeric_columns(X: Any, owner: str) -> None:
+    """Name the columns of a Dask DataFrame that are not numbers, before anything is computed."""
+    dtypes = getattr(X, "dtypes", None)
+    if dtypes is None or not hasattr(dtypes, "items"):
+        return
+    text = [str(name) for name, dtype in dtypes.items()
+            if getattr(dtype, "kind", "O") not in "biuf"]
+    if text:
+        raise ValueError(f"X passed to {owner}.fit has columns that are not numbers: "
+                         f"{', '.join(text[:5])}{', ...' if len(text) > 5 else ''}; features "
+                         "must be numbers: convert those columns (categories to codes) or drop "
+                         "them (X.drop(columns=[...])).")
 
 
 def as_dask_array(data: Any, name: str) -> Any:
@@ -241,8 +278,12 @@ class RowBlocks(DataSource):
             raise ValueError(f"{owner}.fit on dask collections needs a dask.distributed "
                              "Client: create one first (Client(...) or "
                              "Client(LocalCluster())), or pass numpy arrays.") from error
+        _check_numeric_columns(X, owner)
         self.X = as_dask_array(X, "X")
         self.y = None if y is None else as_dask_array(y, "y")
+        if self.X.dtype.kind not in "biuf":
+            raise ValueError(f"X passed to {owner}.fit has dtype {self.X.dtype}; features must be "
+                             "numbers (convert or drop the columns of text).")
         if (self.X.ndim != 2 or (self.y is not None and (
                 self.y.ndim != 1 or self.X.shape[0] != self.y.shape[0]))):
             raise ValueError(f"{owner}.fit needs X of shape (n_samples, n_features) and y of "
@@ -265,8 +306,14 @@ class RowBlocks(DataSource):
         import dask.array as da
 
         assert self.y is not None
-        labels, counts = da.compute(*da.unique(self.y, return_counts=True))
-        return np.asarray(labels), np.asarray(counts)
+        labels, counts = (np.asarray(a) for a in
+                          da.compute(*da.unique(self.y, return_counts=True)))
+        if labels.dtype.kind == "f" and not np.isfinite(labels).all():
+            raise ValueError(f"y passed to {self.owner}.fit contains NaN or infinity in its "
+                             "dask blocks: a label must be a class; remove those rows "
+                             "(y.notnull() selects the others).")
+        check_class_count(self.owner, len(labels), self.n_samples)
+        return labels, counts
 
     def variance(self, weights: Array | None = None) -> float:
         if weights is not None:

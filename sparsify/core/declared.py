@@ -57,8 +57,10 @@ from sparsify.core.solvers import (
     status_hint,
 )
 from sparsify.kernels import Kernel
+from sparsify.plugins.plugin_code import is_plugin, plugin_code
 
-__all__ = ["CvxpyMarginal", "DeclaredMarginal", "LinkSolution", "declare", "norm_multiplier"]
+__all__ = ["CvxpyMarginal", "DeclaredMarginal", "LinkSolution", "check_declaration",
+           "check_intercept", "declare", "formulation_label", "n_outputs", "norm_multiplier"]
 
 Array = NDArray[np.float64]
 
@@ -163,7 +165,8 @@ class DeclaredMarginal(Marginal):
             return Evaluation(sol.value, None, sol.beta, b, sol.backend, accuracy)
         gradient = link_gradient(self.kernel, self.X, Z, K_xz, K_zz, sol.nu, sol.beta, sol.c)
         if not self._warned:
-            reason = self.formulation.nondifferentiable(self.y, sol.nu)
+            with plugin_code(self.formulation, "nondifferentiable()"):
+                reason = self.formulation.nondifferentiable(self.y, sol.nu)
             if reason:
                 self._warned = True
                 warnings.warn(
@@ -265,7 +268,7 @@ class CvxpyMarginal(DeclaredMarginal):
         N, Nz = len(self.X), self.n_expansion
         # compiling densifies cvxpy's parameter tensor: a row per constraint entry that
         # holds a Parameter (f's N·K link rows at least) by a column per parameter entry
-        K = int(formulation.n_outputs(y))
+        K = n_outputs(formulation, y)
         check_memory(8 * N * K * (N * Nz + Nz * Nz + 1),
                      f"cvxpy's DPP path for the {self.formulation_name!r} formulation with "
                      f"N={N}, Nz={Nz}",
@@ -323,15 +326,12 @@ def declare(formulation: Formulation, y: NDArray[Any] | None, n_samples: int,
 
     Returns the declaration, f, u and the number of outputs K. ``X`` is what the
     formulation sees as ``out.X`` (None where the rows are not on this machine:
-    over row blocks).
+    over row blocks). The formulation's code runs inside `plugin_code`, so a
+    plugin that exits is an error naming it; what it returns is checked by
+    `check_declaration`.
     """
-    name = formulation.name or type(formulation).__name__
-
-    def fail(what: str) -> ValueError:
-        return ValueError(f"The {name!r} formulation {what}")
-
     N, Nz = n_samples, n_expansion
-    K = int(formulation.n_outputs(y))
+    K = n_outputs(formulation, y)
     f = cp.Variable((N,) if K == 1 else (N, K), name="f")
     u = cp.Variable((Nz,) if K == 1 else (Nz, K), name="u")
     norms = ((cp.sum_squares(u),) if K == 1
@@ -342,24 +342,160 @@ def declare(formulation: Formulation, y: NDArray[Any] | None, n_samples: int,
     outputs = Outputs(f=f, norm_w2=cp.sum_squares(u), norms_w2=norms, y=y,
                       n_samples=N, n_outputs=K, norm_w=cp.norm(cp.vec(u, order="F")), X=X,
                       weights=weights)
-    decl = formulation.declare(outputs)
+    with plugin_code(formulation, "declare()"):
+        decl = formulation.declare(outputs)
+    check_declaration(formulation, decl, f, K)
+    return decl, f, u, K
+
+
+def n_outputs(formulation: Formulation, y: NDArray[Any] | None) -> int:
+    """K, the formulation's number of outputs for these targets: its `Formulation.n_outputs`,
+    run as a plugin's code, and checked to be a positive integer.
+
+    Examples
+    --------
+    >>> from sparsify.core.formulation import make_formulation
+    >>> n_outputs(make_formulation("svm"), np.array([-1, 1]))
+    1
+    """
+    with plugin_code(formulation, "n_outputs()"):
+        K = formulation.n_outputs(y)
+    if isinstance(K, bool) or not isinstance(K, (int, np.integer)) or K < 1:
+        raise ValueError(f"The {formulation_label(formulation)} returned n_outputs = {K!r}; it "
+                         "must be an integer >= 1 (the columns of β and f).")
+    return int(K)
+
+
+def formulation_label(formulation: Formulation) -> str:
+    """How messages name a formulation ("The {label} ..."): a plugin's with its class.
+
+    Examples
+    --------
+    >>> from sparsify.core.formulation import make_formulation
+    >>> formulation_label(make_formulation("svm"))
+    "'svm' formulation"
+    """
+    name = formulation.name or type(formulation).__name__
+    if not is_plugin(formulation):
+        return f"{name!r} formulation"
+    cls = type(formulation)
+    return f"{name!r} formulation ({cls.__module__}.{cls.__qualname__}, a plugin)"
+
+
+def check_declaration(formulation: Formulation, decl: Any, f: cp.Variable, K: int) -> None:
+    """Refuse, before anything is compiled, a declaration the direct sparse method cannot use.
+
+    The core's rules, each a ValueError naming the formulation (and its class for
+    a plugin's): a `Declaration` with a ``cp.Minimize`` objective; DCP; no cvxpy
+    Parameters of its own; the outputs ``f`` used; continuous variables only
+    (W(Z)'s gradient comes from the duals, which a mixed-integer problem has
+    not); finite constants (a NaN or infinity in the problem's data would be
+    "solved" into nonsense); and an intercept the fitted machine can hold
+    (`check_intercept`).
+    """
+    label = formulation_label(formulation)
+
+    def fail(what: str) -> ValueError:
+        return ValueError(f"The {label} {what}")
+
     if not isinstance(decl, Declaration):
         raise fail(f"must return a sparsify.Declaration from declare(); got "
                    f"{type(decl).__name__}.")
     if not isinstance(decl.objective, cp.Minimize):
         raise fail("must declare a cp.Minimize objective (negate a Maximize one).")
-    problem = cp.Problem(decl.objective, list(decl.constraints))
+    constraints = list(decl.constraints)
+    odd = [c for c in constraints if not isinstance(c, cp.constraints.constraint.Constraint)]
+    if odd:
+        bad = odd[0]
+        raise fail(f"declares a constraint that is not a cvxpy constraint: {bad!r} (a "
+                   f"{type(bad).__name__}); write constraints with ==, <= or >= over cvxpy "
+                   "expressions.")
+    problem = cp.Problem(decl.objective, constraints)
+    discrete = sorted({f"{v.name()} of shape {tuple(v.shape)}" for v in problem.variables()
+                       if v.attributes.get("integer") or v.attributes.get("boolean")})
+    if discrete:
+        raise fail(f"declares the integer or boolean variable(s) {', '.join(discrete)}: the "
+                   "direct sparse method needs a convex problem with continuous variables "
+                   "(the gradient of W(Z) comes from its duals, which a mixed-integer problem "
+                   "does not have), and no backend solves one. Declare them without "
+                   "integer=True or boolean=True.")
     if not problem.is_dcp():
         raise fail("is not DCP (disciplined convex): check the curvature of its "
                    "objective and constraints.")
-    parts = [decl.objective, *decl.constraints]
+    parts = [decl.objective, *constraints]
     if isinstance(decl.intercept, cp.Expression):
         parts.append(decl.intercept)
     if any(part.parameters() for part in parts):
         raise fail("creates cvxpy Parameters of its own; pass hyperparameters as "
                    "plain numbers (the core owns every Parameter).")
-    used = {v.id for part in (decl.objective, *decl.constraints) for v in part.variables()}
+    used = {v.id for part in (decl.objective, *constraints) for v in part.variables()}
     if f.id not in used:
         raise fail("ignores the outputs f: declare the loss or constraints over "
                    "out.f so that the data enter the problem.")
-    return decl, f, u, K
+    parts_named: list[tuple[str, Any]] = [("its objective", decl.objective)]
+    parts_named += [(f"its constraint {i}", c) for i, c in enumerate(constraints)]
+    for where, part in parts_named:
+        found = _non_finite(part)
+        if found:
+            raise fail(f"declares non-finite data in {where}: {found}. A solver would answer "
+                       "nonsense (W(Z) of 1e40, say) rather than fail; check what declare() "
+                       "computes from out.y and its hyperparameters (np.log of a negative "
+                       "target, a division by zero).")
+    check_intercept(decl.intercept, K, used, fail)
+
+
+def check_intercept(intercept: Any, K: int, used: set[int],
+                    fail: Any) -> None:
+    """The one rule for `Declaration.intercept`: what a fitted kernel machine can keep.
+
+    A fit keeps the XVs, the coefficients β and one bias per output, so the
+    intercept is a number, or a cvxpy expression of shape () (one bias, shared
+    by every output) or (K,) (one per output; (1,) for one output), over
+    variables the problem uses (else the solve gives it no value). Anything else
+    is refused here, before the fit, not after it. ``fail(what)`` makes the
+    error naming the formulation.
+
+    Examples
+    --------
+    >>> import cvxpy as cp
+    >>> b = cp.Variable(3)
+    >>> check_intercept(b, 3, {b.id}, ValueError)
+    >>> check_intercept(cp.Variable(5), 1, set(), ValueError)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    ValueError: declares an intercept of shape (5,): a fitted machine keeps one bias per output, ...
+    """
+    if isinstance(intercept, cp.Expression):
+        shape = tuple(intercept.shape)
+        unused = [v.name() for v in intercept.variables() if v.id not in used]
+    elif isinstance(intercept, (int, float, np.integer, np.floating)) and not isinstance(
+            intercept, bool):
+        shape, unused = (), []
+        if not np.isfinite(intercept):
+            raise fail(f"declares the intercept {intercept}; give a finite number or a cvxpy "
+                       "expression.")
+    else:
+        raise fail(f"declares an intercept of type {type(intercept).__name__}; give a number "
+                   "or a cvxpy expression (a cp.Variable() of its own, say).")
+    if shape not in ((), (1,), (K,)):
+        outputs = "one output" if K == 1 else f"{K} outputs"
+        raise fail(f"declares an intercept of shape {shape}: a fitted machine keeps one bias "
+                   f"per output, so the intercept must have shape () or ({K},) ({outputs}). "
+                   "Keep other variables of the formulation out of Declaration.intercept.")
+    if unused:
+        raise fail(f"declares an intercept over the variable(s) {', '.join(unused)}, which "
+                   "neither its objective nor its constraints use, so the solve gives them no "
+                   "value: declare the intercept over variables the problem uses.")
+
+
+def _non_finite(part: Any) -> str:
+    """Where a cvxpy objective or constraint holds NaN or infinity: a description, or ""."""
+    for const in part.constants():
+        value = const.value
+        data = value.data if hasattr(value, "tocsr") else np.asarray(value, dtype=float)
+        bad = ~np.isfinite(data)
+        if bad.any():
+            kind = "NaN" if np.isnan(data[bad]).any() else "infinity"
+            return (f"a constant of shape {tuple(const.shape)} holds {kind} ({int(bad.sum())} "
+                    f"of {data.size} values)")
+    return ""

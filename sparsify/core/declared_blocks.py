@@ -38,7 +38,7 @@ from sparsify.core.data_source import (
     draw_rows,
     payload_bytes,
 )
-from sparsify.core.declared import declare
+from sparsify.core.declared import declare, formulation_label, n_outputs
 from sparsify.core.errors import SolverError
 from sparsify.core.formulation import Formulation
 from sparsify.core.kernel_blocks import BLOCK_ROWS, diagonal_scale, whitening
@@ -189,7 +189,7 @@ class DeclaredBlocks(BlockProblem):
             raise ValueError(f"{what} needs finite targets: y contains "
                              f"{'infinity' if formulation.unlabelled else 'NaN or infinity'}; "
                              "remove or impute those values.")
-        check_memory(DRIVER_BYTES_PER_POINT * N * int(formulation.n_outputs(y)) + 2**20,
+        check_memory(DRIVER_BYTES_PER_POINT * N * n_outputs(formulation, y) + 2**20,
                      f"{what}, compiled on the driver (N={N}),",
                      "Use a driver with more memory, or a subsample of the rows.")
         #: the labels of y, for initial rows drawn evenly from them
@@ -199,7 +199,7 @@ class DeclaredBlocks(BlockProblem):
                                   list(self.declaration.constraints))
         self.backend = StructuredBackend("structured")
         compiled = compile_linked(self.problem, f, u, N, self.n_expansion, K,
-                                  self.backend.layout)
+                                  self.backend.layout, formulation_label(formulation))
         chunks = [int(c) for c in source.X.chunks[0]]
         bounds = np.concatenate([[0], np.cumsum(chunks)])
         structure: Any = compiled

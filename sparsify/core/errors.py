@@ -7,7 +7,9 @@ for the solvers that raise them.
 
 from __future__ import annotations
 
-__all__ = ["MemoryEstimateError", "SolverError"]
+from sparsify.plugins.plugin_code import PluginError
+
+__all__ = ["MemoryEstimateError", "PluginError", "SolverError"]
 
 
 class SolverError(RuntimeError):
@@ -33,3 +35,4 @@ class MemoryEstimateError(MemoryError, ValueError):
     >>> issubclass(MemoryEstimateError, ValueError)
     True
     """
+

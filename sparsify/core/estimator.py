@@ -42,6 +42,7 @@ from sparsify.core.data_source import (
 from sparsify.core.declared_blocks import DeclaredBlocks
 from sparsify.core.distinct import count_distinct
 from sparsify.core.formulation import Formulation
+from sparsify.core.kernel_blocks import check_gamma
 from sparsify.core.lbfgs import CurvatureMemory
 from sparsify.core.marginal import Evaluation, Marginal
 from sparsify.core.optimize import (
@@ -51,14 +52,16 @@ from sparsify.core.optimize import (
     minimize_marginal,
     problem_line,
     sampling_plateau,
+    warn_if_no_step,
     warn_if_not_converged,
 )
-from sparsify.core.params import check_cost_scale
+from sparsify.core.params import check_cost_scale, check_cost_weights, check_no_bools
 from sparsify.core.shared_params import SHARED, SHARED_PARAMS, parameter_docs
 from sparsify.core.threads import limit_blas_threads
 from sparsify.core.warm import WarmStart, previous_problems, resize
 from sparsify.kernels import Kernel, make_kernel, scale_gamma
 from sparsify.persistence import VersionedPickleMixin
+from sparsify.plugins.plugin_code import plugin_code
 from sparsify.plugins.registry import get_registry
 
 __all__ = ["SHARED_PARAMS", "KernelMachineMixin", "SparseKernelEstimator", "check_solver",
@@ -368,6 +371,9 @@ class KernelMachineMixin(VersionedPickleMixin):
         return tags
 
 
+#: The most starts per problem (``n_init``).
+MAX_N_INIT = 1000
+
 #: The constraint on the shared parameter ``n_iter_no_change`` (`SparseKernelEstimator._plateau`
 #: reads it).
 N_ITER_NO_CHANGE_CONSTRAINT: list[Any] = [Interval(Integral, 1, None, closed="left"),
@@ -423,7 +429,8 @@ class SparseKernelEstimator(KernelMachineMixin, BaseEstimator):
         "degree": [Interval(Integral, 1, None, closed="left")],
         "coef0": [Real],
         "init": [StrOptions(set(INIT_METHODS))],
-        "n_init": [Interval(Integral, 1, None, closed="left")],
+        # each start is a whole fit: a million of them is a typing error, not a plan
+        "n_init": [Interval(Integral, 1, MAX_N_INIT, closed="both")],
         "warm_start": ["boolean"],
         "n_iter_no_change": N_ITER_NO_CHANGE_CONSTRAINT,
         "solver": [str],
@@ -431,7 +438,8 @@ class SparseKernelEstimator(KernelMachineMixin, BaseEstimator):
         "tol": [Interval(Real, 0.0, None, closed="left")],
         "solver_tol": [Interval(Real, 0.0, None, closed="neither")],
         "random_state": ["random_state"],
-        "n_jobs": [Integral, None],
+        "n_jobs": [Interval(Integral, None, -1, closed="right"),
+                   Interval(Integral, 1, None, closed="left"), None],
         "verbose": ["verbose"],
         "callback": [callable, None],
     }
@@ -448,10 +456,13 @@ class SparseKernelEstimator(KernelMachineMixin, BaseEstimator):
     # ------------------------------------------------------------------ the formulation
 
     def _validate_params(self) -> None:
-        """scikit-learn's parameter checks, then a cost C (or C*) too large for float64 solvers
-        (`sparsify.core.params.check_cost_scale`), before any work."""
+        """scikit-learn's parameter checks, then True or False for a numeric parameter, which they
+        let through (`sparsify.core.params.check_no_bools`), and a cost C (or C*) too large for
+        float64 solvers (`sparsify.core.params.check_cost_scale`), before any work."""
         super()._validate_params()
-        check_cost_scale(self.get_params(deep=False))
+        params = self.get_params(deep=False)
+        check_no_bools(type(self).__name__, self._parameter_constraints, params)
+        check_cost_scale(params)
 
     def _formulation_type(self) -> type[Formulation]:
         """The formulation class; an estimator may choose it per instance (SparseKFD's
@@ -486,11 +497,14 @@ class SparseKernelEstimator(KernelMachineMixin, BaseEstimator):
         """The formulation with the estimator's hyperparameters and the points' ``weights``:
         through `_formulation_params` (the SVM's C per point), or `Formulation.weigh` for a
         formulation that declares `Formulation.weighted`."""
+        if weights is not None:
+            check_cost_weights(self.get_params(deep=False), weights)
         params = (self._formulation_params() if weights is None
                   else self._formulation_params(weights))
         cls = self._formulation_type()
         try:
-            formulation = cls(**params)
+            with plugin_code(cls, "its constructor"):
+                formulation = cls(**params)
         except TypeError as exc:
             raise ValueError(f"The {cls.__name__} formulation does not take the parameters "
                              f"{sorted(params)}: {exc}") from exc
@@ -607,6 +621,7 @@ class SparseKernelEstimator(KernelMachineMixin, BaseEstimator):
                 for k in range(len(targets))]
         warn_if_not_converged(type(self).__name__, [(f["problem"], f["result"]) for f in fits],
                               self.max_iter)
+        warn_if_no_step(type(self).__name__, [(f["problem"], f["result"]) for f in fits])
         return fits
 
     def _run_on_blocks(self, source: RowBlocks, target: RowTarget, formulation: Formulation,
@@ -622,7 +637,9 @@ class SparseKernelEstimator(KernelMachineMixin, BaseEstimator):
         ``verbose`` hear of it, as in memory.
         """
         callback, verbose = (self.callback, self.verbose) if report else (None, 0)
-        problem = formulation.row_blocks(source, target, kernel, n_expansion, self.solver_tol)
+        with plugin_code(formulation, "row_blocks()"):
+            problem = formulation.row_blocks(source, target, kernel, n_expansion,
+                                             self.solver_tol)
         if problem is None:
             problem = DeclaredBlocks(formulation, source, target, kernel, n_expansion,
                                      self.solver_tol)
@@ -690,6 +707,8 @@ class SparseKernelEstimator(KernelMachineMixin, BaseEstimator):
         previous = self._previous_problems(source, len(targets))
         kernel = make_kernel(self.kernel, None, self._gamma(source, scale_weights),
                              self.degree, self.coef0)
+        if isinstance(source, InMemoryRows):
+            check_gamma(kernel, source.X, type(self).__name__)
         formulation = self._make_formulation(weights)
         check_solver(self.solver)
         if isinstance(source, RowBlocks):

@@ -19,6 +19,8 @@ import cvxpy as cp
 import numpy as np
 from numpy.typing import NDArray
 
+from sparsify.plugins.plugin_code import plugin_code
+
 if TYPE_CHECKING:
     from sparsify.core.data_source import BlockProblem, RowBlocks, RowTarget
     from sparsify.core.marginal import Marginal
@@ -309,7 +311,8 @@ def make_formulation(formulation: str | Formulation, **params: Any) -> Formulati
 
     cls: type[Formulation] = get_registry().get("formulation", formulation)
     try:
-        return cls(**params)
+        with plugin_code(cls, "its constructor"):
+            return cls(**params)
     except TypeError as exc:
         raise ValueError(
             f"The {formulation!r} formulation does not take the parameters {sorted(params)}: {exc}"

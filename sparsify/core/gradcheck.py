@@ -26,6 +26,9 @@ __all__ = ["GradientCheck", "check_gradient", "check_supported_kernel", "estimat
 
 Array = NDArray[np.float64]
 
+#: ∇W and its finite differences both below this much of max(1, |W|): W is flat here.
+FLAT = 1e-8
+
 
 @dataclass(frozen=True)
 class GradientCheck:
@@ -52,6 +55,11 @@ class GradientCheck:
     fd_error : float
         Estimated error of ``numeric``, relative like ``rel_error``: the
         Richardson table's truncation estimate plus the noise divided by the step.
+    flat : bool
+        Whether ∇W and its finite differences are both zero here (at most 1e-8 of
+        max(1, |W|)): W does not change with the XVs (a kernel constant on the data,
+        or vanishing between points), so no gradient error can show and the check
+        cannot judge; `passed` is then False.
     """
 
     rel_error: float
@@ -64,6 +72,7 @@ class GradientCheck:
     noise: float = 0.0
     step: float = 0.0
     fd_error: float = 0.0
+    flat: bool = False
 
     def passed(self, threshold: float = 1e-6) -> bool:
         """Whether ∇W is right to ``threshold`` as far as the finite differences can tell.
@@ -78,7 +87,8 @@ class GradientCheck:
         >>> check_gradient("svm", "rbf", C=1.0).passed(1e-6)
         True
         """
-        return bool(self.fd_error <= threshold and self.rel_error <= threshold + self.fd_error)
+        return bool(not self.flat and self.fd_error <= threshold
+                    and self.rel_error <= threshold + self.fd_error)
 
     def as_dict(self) -> dict[str, Any]:
         """JSON-ready summary."""
@@ -93,6 +103,7 @@ class GradientCheck:
             "value": self.value,
             "n_expansion": int(self.grad.shape[0]),
             "n_features": int(self.grad.shape[1]),
+            "flat": self.flat,
         }
 
 
@@ -327,6 +338,13 @@ def check_gradient(
     >>> result.rel_error < 1e-6 and result.fd_error < 1e-7
     True
     """
+    for name, value, low in (("eps", eps, 0.0), ("target", target, 0.0), ("tol", tol, 0.0)):
+        if value is not None and not (isinstance(value, (int, float, np.floating))
+                                      and not isinstance(value, bool)
+                                      and np.isfinite(value) and low < value < 1):
+            raise ValueError(f"The {name!r} parameter of check_gradient must be a float in the "
+                             f"range (0.0, 1.0){' or None' if name == 'eps' else ''}. Got "
+                             f"{value!r} instead.")
     form = make_formulation(formulation, **formulation_params)
     if X is None:
         X, y = example_problem(form, random_state=random_state)
@@ -374,7 +392,8 @@ def check_gradient(
         numeric[idx], truncation[idx], steps[idx] = _richardson(
             W, Z, idx, h_rel * scale_z[idx], noise, per_coord)
     errors = truncation + 4 * noise / steps
-    scale = max(g_norm, float(np.linalg.norm(numeric)), 1e-300)
+    numeric_norm = float(np.linalg.norm(numeric))
+    scale = max(g_norm, numeric_norm, 1e-300)
     return GradientCheck(
         rel_error=float(np.linalg.norm(grad - numeric) / scale),
         value=ev.value,
@@ -386,4 +405,5 @@ def check_gradient(
         noise=float(noise),
         step=float(np.max(steps / scale_z)),
         fd_error=float(np.linalg.norm(errors) / scale),
+        flat=max(g_norm, numeric_norm) <= FLAT * max(1.0, abs(ev.value)),
     )

@@ -20,6 +20,7 @@ from sparsify.kernels import Kernel
 __all__ = [
     "BLOCK_ROWS",
     "WorkArrays",
+    "check_gamma",
     "conditioning_note",
     "diagonal_scale",
     "expansion_factor",
@@ -136,6 +137,52 @@ def link_gradient(kernel: Kernel, X: Array, Z: Array, K_xz: Array, K_zz: Array, 
         rows = slice(start, start + BLOCK_ROWS)
         gradient += kernel.vjp_z(X[rows], Z, -V[rows] @ B.T, K_xz[rows])
     return gradient
+
+
+def check_gamma(kernel: Kernel, X: Array, owner: str) -> None:
+    """Refuse inputs whose squares leave float64's range, and a gamma whose kernel derivative
+    overflows on them, naming what to change.
+
+    Inputs of 1e160 (or 1e-160) have squared distances of inf (or 0): every kernel
+    value is then wrong, whatever gamma. The gradient of W moves each XV by terms of
+    2·gamma·(x − z)·k(x, z): where 2·gamma·max|x| is not finite (gamma = 1e308),
+    every gradient is NaN whatever the data, and the fault is gamma's, not the data's.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sparsify import RBF
+    >>> check_gamma(RBF(0.5), np.ones((2, 2)), "SparseSVC")
+    >>> check_gamma(RBF(1e308), np.ones((2, 2)), "SparseSVC")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    ValueError: SparseSVC: gamma=1e+308 is too large for these inputs: ...
+    """
+    parts = getattr(kernel, "kernels", None) or (kernel,)
+    largest = float(np.max(np.abs(X))) if np.size(X) else 0.0
+    with np.errstate(over="ignore", under="ignore"):
+        square = largest * largest * X.shape[1]
+    if largest > 0 and not np.finfo(float).tiny <= square < np.inf:
+        how = "overflow" if square == np.inf else "underflow"
+        raise ValueError(
+            f"{owner}: the inputs reach {largest:.3g}, so their squares {how} float64 "
+            f"(‖x − z‖² and Var(X) are {'inf' if how == 'overflow' else 'lost to rounding'}) "
+            "and no kernel value can be computed faithfully. Standardise the features "
+            "(sklearn.preprocessing.StandardScaler) and fit again.")
+    for part in parts:
+        gamma = getattr(part, "gamma", None)
+        if not isinstance(gamma, (int, float)):
+            continue
+        with np.errstate(over="ignore"):
+            scale = 2.0 * float(gamma) * max(largest, 1.0)
+        if not np.isfinite(scale):
+            variance = float(np.var(X)) if np.size(X) else 0.0
+            suggestion = 1.0 / (X.shape[1] * variance) if variance > 0 else 1.0
+            raise ValueError(
+                f"{owner}: gamma={gamma:g} is too large for these inputs: the kernel's "
+                f"derivative 2·gamma·(x − z) overflows float64 (inputs up to {largest:.3g}), so "
+                "the gradient of W(Z) is not finite and no XV can move. Use gamma='scale' "
+                f"({suggestion:.3g} here) or a value within a few orders of magnitude of it.")
 
 
 def diagonal_scale(kernel: Kernel, X: Array, formulation_name: str = "") -> float:

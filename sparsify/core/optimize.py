@@ -1,7 +1,11 @@
 """Minimise W(Z) over the XVs with L-BFGS, from a random, class-balanced or k-means start.
 
 Duplicate training points are removed before the initial XVs are chosen (paper
-§5.6): two equal XVs make K_ZZ singular.
+§5.6): two equal XVs make K_ZZ singular. L-BFGS-B's tests are absolute (its
+projected-gradient tolerance, its first step), so XVs far from unit scale (inputs
+of 1e150 give gradients of 1e-150, which look converged at the start) are
+optimised in coordinates Z / s, s a power of two (`coordinate_scale`): exact, and
+1 for ordinary data, which runs exactly as before.
 """
 
 from __future__ import annotations
@@ -9,7 +13,7 @@ from __future__ import annotations
 import time
 import warnings
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -28,10 +32,12 @@ from sparsify.core.solvers import SolverError
 __all__ = [
     "IterationInfo",
     "OptimizeResult",
+    "coordinate_scale",
     "initial_expansion_vectors",
     "minimize_marginal",
     "problem_line",
     "sampling_plateau",
+    "warn_if_no_step",
     "warn_if_not_converged",
 ]
 
@@ -295,6 +301,10 @@ def minimize_marginal(
                          f"{Z0.shape}.")
     if not np.isfinite(Z0).all():
         raise ValueError("Z0 contains NaN or infinity; pass finite initial XVs.")
+    s = coordinate_scale(Z0)
+    if s != 1.0:  # inputs far from unit scale: L-BFGS runs on Z / s (module docstring)
+        return _rescaled(marginal, Z0, s, max_iter=max_iter, tol=tol, callback=callback,
+                         verbose=verbose, problem=problem, plateau=plateau)
     shape = Z0.shape
     start = time.perf_counter()
     began = start if start_time is None else start_time
@@ -509,3 +519,83 @@ def problem_line(name: str, res: OptimizeResult) -> str:
     where = f"{name}: " if name else ""
     return (f"[sparsify] {where}{res.n_iter} iterations, W = {res.evaluation.value:.8g}, "
             f"{res.seconds:.2f} s, {status}")
+
+
+def coordinate_scale(Z0: Array) -> float:
+    """The power of two L-BFGS divides the XVs by: 1 unless their largest entry is outside
+    [2⁻²⁰, 2²⁰], else the power of two nearest to it (so dividing is exact).
+
+    Examples
+    --------
+    >>> coordinate_scale(np.array([[3.0, -1.0]])), coordinate_scale(np.array([[1e150]])) > 1e149
+    (1.0, True)
+    """
+    largest = float(np.max(np.abs(Z0)))
+    if largest == 0.0 or 2.0**-20 <= largest <= 2.0**20:
+        return 1.0
+    return float(2.0 ** round(np.log2(largest)))
+
+
+class _Scaled(Marginal):
+    """W as a function of U = Z / s: W(sU), with the gradient s·∇W(sU)."""
+
+    def __init__(self, inner: Marginal, s: float) -> None:
+        self.inner, self.s = inner, s
+        self.formulation_name = inner.formulation_name
+
+    def evaluate(self, Z: Array, grad: bool = True) -> Evaluation:
+        ev = self.inner.evaluate(Z * self.s, grad)
+        return ev if ev.grad is None else replace(ev, grad=ev.grad * self.s)
+
+
+def _rescaled(marginal: Marginal, Z0: Array, s: float, *,
+              callback: Callable[[IterationInfo], bool | None] | None,
+              **options: Any) -> OptimizeResult:
+    """`minimize_marginal` in the coordinates Z / s, its result and callbacks in Z's."""
+
+    def scaled_callback(info: IterationInfo) -> bool | None:
+        assert callback is not None
+        return callback(replace(info, Z=info.Z * s, grad_norm=info.grad_norm / s))
+
+    res = minimize_marginal(_Scaled(marginal, s), Z0 / s,
+                            callback=None if callback is None else scaled_callback, **options)
+    ev = res.evaluation
+    grad = None if ev.grad is None else ev.grad / s
+    return replace(res, Z=res.Z * s, evaluation=replace(ev, grad=grad))
+
+
+def warn_if_no_step(estimator: str, results: list[tuple[str, OptimizeResult]]) -> None:
+    """A `ConvergenceWarning` for the problems where L-BFGS stopped at its start.
+
+    L-BFGS ends at once where ∇W(Z) is zero at the initial XVs: either they are
+    already optimal (Nz equal to the distinct training points), or W does not
+    depend on the XVs at all (a kernel that is constant on the data, or that
+    vanishes between any two points), which a fit must not pass over in silence.
+
+    Examples
+    --------
+    >>> import warnings
+    >>> from sparsify.core.marginal import Evaluation
+    >>> ev = Evaluation(2.0, np.zeros((1, 1)), np.zeros(1), 0.0, "svm-dual")
+    >>> res = OptimizeResult(np.zeros((1, 1)), ev, np.ones(1), 0, 1, "pgtol", stop="converged")
+    >>> with warnings.catch_warnings(record=True) as caught:
+    ...     warnings.simplefilter("always")
+    ...     warn_if_no_step("SparseSVC", [("", res)])
+    >>> print(caught[0].message)  # doctest: +ELLIPSIS
+    SparseSVC: L-BFGS made no step from the initial XVs (W(Z) = 2, |∇W(Z)| = 0): ...
+    """
+    still = [(name, res) for name, res in results if res.n_iter == 0 and res.stop == "converged"]
+    if not still:
+        return
+    name, res = still[0]
+    grad = res.evaluation.grad
+    norm = float(np.linalg.norm(grad)) if grad is not None else 0.0
+    which = "" if len(results) == 1 else (
+        f" for {len(still)} of {len(results)} problems ({name or 'the problem'}, ...)")
+    warnings.warn(
+        f"{estimator}: L-BFGS made no step from the initial XVs{which} (W(Z) = "
+        f"{res.evaluation.value:.6g}, |∇W(Z)| = {norm:.3g}): the gradient is zero there, so "
+        "the XVs were kept. Either they are already optimal (as many XVs as distinct training "
+        "points), or W does not depend on them: the kernel is constant on these data or "
+        "vanishes between any two points; check gamma against the features' scale "
+        "(gamma='scale' adapts to it).", ConvergenceWarning, stacklevel=3)

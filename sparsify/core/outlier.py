@@ -12,8 +12,8 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from sklearn.base import OutlierMixin
-from sklearn.utils.validation import validate_data
 
+from sparsify.core.data_source import validate_rows
 from sparsify.core.estimator import SparseKernelEstimator
 
 __all__ = ["SparseOutlierDetector"]
@@ -70,7 +70,7 @@ class SparseOutlierDetector(OutlierMixin, SparseKernelEstimator):
         self
         """
         self._validate_params()
-        X_valid: Array = validate_data(self, X, dtype=np.float64)
+        X_valid: Array = validate_rows(self, X, dtype=np.float64)
         self._fit_problems(X_valid, [None])
         self.offset_ = -float(self.intercept_[0])
         return self

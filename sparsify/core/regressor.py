@@ -13,10 +13,11 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from sklearn.base import RegressorMixin
 from sklearn.utils.metaestimators import available_if
-from sklearn.utils.validation import check_consistent_length, column_or_1d, validate_data
+from sklearn.utils.validation import check_consistent_length, column_or_1d
 
-from sparsify.core.data_source import RowBlocks, RowTarget, is_dask_collection
+from sparsify.core.data_source import RowBlocks, RowTarget, is_dask_collection, validate_rows
 from sparsify.core.estimator import SparseKernelEstimator
+from sparsify.core.params import check_target_scale
 
 __all__ = ["SparseKernelRegressor"]
 
@@ -99,7 +100,7 @@ class SparseKernelRegressor(RegressorMixin, SparseKernelEstimator):
             if y is None:
                 raise ValueError(f"{type(self).__name__} requires y to be passed, but the "
                                  "target y is None.")
-            X_valid = validate_data(self, X, dtype=np.float64)
+            X_valid = validate_rows(self, X, dtype=np.float64)
             try:
                 targets = column_or_1d(np.asarray(y, dtype=np.float64), warn=True)
             except (TypeError, ValueError) as exc:
@@ -109,18 +110,20 @@ class SparseKernelRegressor(RegressorMixin, SparseKernelEstimator):
             if np.isinf(targets).any():
                 raise ValueError("y contains infinity; pass finite targets (NaN marks an "
                                  "unlabelled point).")
+            check_target_scale(targets, "y")
             if np.isnan(targets).all():
                 raise ValueError(f"{type(self).__name__} needs labelled samples: every target "
                                  "in y is NaN (unlabelled); give some points a target.")
             return X_valid, [targets]
         try:
-            X_valid, y = validate_data(self, X, y, dtype=np.float64, y_numeric=True)
+            X_valid, y = validate_rows(self, X, y, dtype=np.float64, y_numeric=True)
             y = np.asarray(y, dtype=np.float64)  # y_numeric converts object arrays only
         except ValueError as exc:
             if "could not convert" not in str(exc):
                 raise
             raise ValueError(f"{type(self).__name__} is a regressor: y must hold numbers "
                              f"({exc}). For class labels use a classifier.") from None
+        check_target_scale(y, "y")
         return X_valid, [y]
 
     def predict(self, X: ArrayLike) -> Array:

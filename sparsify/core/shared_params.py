@@ -61,7 +61,7 @@ SHARED: dict[str, SharedParameter] = {
         "Number of starts per problem (different initial XVs, in parallel with\n"
         "``n_jobs``); the one with the lowest W(Z), the training objective, is\n"
         "kept. W is not convex in Z, so a few starts avoid poor local minima, as\n"
-        "in k-means."),
+        "in k-means. At most 1000: each start is a whole fit."),
     "warm_start": SharedParameter(
         "bool", False, "bool",
         "When True, `fit` starts from the last fit's XVs and solution, as\n"

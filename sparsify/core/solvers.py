@@ -430,7 +430,8 @@ _HINTS = {
 def status_hint(statuses: list[str]) -> str:
     """What to change, from the statuses of the backends that did not solve a problem.
 
-    The hint for a unanimous, certain verdict; else the general advice.
+    The hint for a certificate (infeasible or unbounded) that no other backend
+    contradicts, or for a unanimous verdict; else the general advice.
 
     Examples
     --------
@@ -438,10 +439,16 @@ def status_hint(statuses: list[str]) -> str:
     'The solver finds the problem infeasible at th'
     >>> status_hint(["infeasible", "unbounded"])
     'Try another solver=, a looser tol, or rescale the data.'
+    >>> status_hint(["error (stalled)", "unbounded", "user_limit"])[:44]
+    'The solver finds the objective unbounded bel'
     """
     # A crashed backend says nothing about the problem, and an inaccurate verdict is
     # no certificate (OSQP calls an ill-conditioned SVM "unbounded_inaccurate").
     verdicts = {s for s in statuses if not s.startswith("error")}
+    # a certificate (infeasible, unbounded) outweighs backends that only stalled or stopped
+    certificates = verdicts & {"infeasible", "unbounded"}
+    if len(certificates) == 1:
+        return _HINTS[certificates.pop()]
     if len(verdicts) == 1 and (verdict := verdicts.pop()) in _HINTS:
         return _HINTS[verdict]
     return "Try another solver=, a looser tol, or rescale the data."

@@ -17,8 +17,9 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from sklearn.base import ClassNamePrefixFeaturesOutMixin, TransformerMixin
 from sklearn.utils.metaestimators import available_if
-from sklearn.utils.validation import check_array, validate_data
+from sklearn.utils.validation import check_array
 
+from sparsify.core.data_source import validate_rows
 from sparsify.core.estimator import SparseKernelEstimator
 
 __all__ = ["SparseKernelTransformer"]
@@ -81,10 +82,10 @@ class SparseKernelTransformer(ClassNamePrefixFeaturesOutMixin, TransformerMixin,
         self._validate_params()
         X_valid: Array
         if y is None:
-            X_valid = validate_data(self, X, dtype=np.float64)
+            X_valid = validate_rows(self, X, dtype=np.float64)
             target = None
         else:
-            X_valid, _ = validate_data(self, X, y, dtype=np.float64, multi_output=True,
+            X_valid, _ = validate_rows(self, X, y, dtype=np.float64, multi_output=True,
                                        y_numeric=True)
             target = check_array(y, dtype=np.float64, ensure_2d=False, input_name="y")
         self._fit_problems(X_valid, [target])

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import csv
 import io
+import math
 import re
 import zipfile
 from collections.abc import Iterator
@@ -33,6 +34,9 @@ MISSING_TOKENS = frozenset({"", "na", "n/a", "nan", "-nan", "+nan", "null", "non
 # Refuse to densify a LIBSVM matrix larger than this (bytes): LIBSVM text can name
 # millions of features, and a dense float64 copy of N × d would exhaust memory.
 _DENSE_LIMIT = 4 * 2**30
+# ... nor one that a small file implies: above this floor, this many bytes per byte of text.
+_DENSE_FLOOR = 2**26
+_DENSE_PER_BYTE = 256
 
 _INTEGER = re.compile(r"[0-9]+")
 
@@ -221,6 +225,13 @@ def read_data_file(
     if not path.is_file():
         if path.is_dir():
             raise ValueError(f"{path} is a directory; give a data file.")
+        if path.exists():
+            kind = ("a FIFO (named pipe)" if path.is_fifo() else "a device node"
+                    if path.is_char_device() or path.is_block_device() else "a socket"
+                    if path.is_socket() else "not a regular file")
+            raise ValueError(f"{path} is {kind}, not a regular file: sparsify reads a data file "
+                             "by its suffix and its size, and some parts of it twice. Save the "
+                             "data to a file (.csv, .npz or LIBSVM text) and give that.")
         raise FileNotFoundError(f"No data file at {str(path)!r}; check the path.")
     if labels is None and n_features is None:
         raise ValueError("labels=None decides by the model's number of features: pass "
@@ -239,7 +250,8 @@ def read_data_file(
 def _read_npz(path: Path, split: int, labels: bool | None) -> DataFile:
     # numpy calls a non-zip file "pickled data", which misleads.
     if not zipfile.is_zipfile(path):
-        raise ValueError(f"{path} is not a valid .npz file (not a zip archive).")
+        raise ValueError(f"{path} is not a valid .npz file (not a zip archive); save the arrays "
+                         "with numpy.savez, or give the data as .csv or LIBSVM text.")
     try:  # the arrays' sizes as stored, before numpy allocates them (a compressed member can
         # expand a thousandfold)
         with zipfile.ZipFile(path) as zf:
@@ -247,6 +259,7 @@ def _read_npz(path: Path, split: int, labels: bool | None) -> DataFile:
     except (OSError, zipfile.BadZipFile, EOFError) as exc:
         raise ValueError(f"Could not read {path} as .npz: {exc}.") from exc
     _check_size(path, size, "its arrays")
+    _check_npz_headers(path)
     try:
         with np.load(path, allow_pickle=False) as z:
             names = set(z.files)
@@ -278,6 +291,39 @@ def _read_npz(path: Path, split: int, labels: bool | None) -> DataFile:
     return DataFile(X[tr], y[tr] if keep else None, X[te], y[te] if keep else None, path, "npz",
                     labelled=keep, notes=(f"split {split}: {len(tr)} training and {len(te)} "
                                           "test rows", note))
+
+
+def _check_npz_headers(path: Path) -> None:
+    """Refuse, before numpy allocates anything, a member whose ``.npy`` header declares more data
+    than the member holds (numpy allocates the declared shape first, then reads)."""
+    try:
+        with zipfile.ZipFile(path) as zf:
+            for info in zf.infolist():
+                if not info.filename.endswith(".npy"):
+                    continue
+                with zf.open(info) as fh:
+                    version = np.lib.format.read_magic(fh)
+                    read = (np.lib.format.read_array_header_1_0 if version == (1, 0)
+                            else np.lib.format.read_array_header_2_0)
+                    shape, _, dtype = read(fh, max_header_size=2**16)
+                    header_bytes = fh.tell()
+                name = info.filename[:-4]
+                declared = math.prod(shape) * dtype.itemsize
+                if dtype.hasobject:
+                    continue  # refused below, by np.load, without unpickling
+                if declared > info.file_size - header_bytes:
+                    raise ValueError(f"{path} is not a valid .npz file: its array {name!r} "
+                                     f"declares the shape {tuple(shape)} of {dtype} "
+                                     f"({declared:.3g} bytes) but holds "
+                                     f"{info.file_size - header_bytes} bytes of data; it was "
+                                     "cut short or edited. Save it again with numpy.savez.")
+    except ValueError as exc:
+        if str(exc).startswith(str(path)):
+            raise
+        raise ValueError(f"{path} is not a valid .npz file: a member's .npy header cannot be "
+                         f"read ({exc}).") from exc
+    except (OSError, zipfile.BadZipFile, EOFError, SyntaxError) as exc:
+        raise ValueError(f"Could not read {path} as .npz: {exc}.") from exc
 
 
 def _split_indices(path: Path, idx: dict[str, NDArray[Any]], split: int,
@@ -366,6 +412,13 @@ def _csv_rows(fh: Any, path: Path, first_is_header: bool) -> Iterator[tuple[int,
         raise ValueError(f"{path} is not UTF-8 text ({exc.reason} near line {start}); save it "
                          "as UTF-8 CSV.") from exc
     except csv.Error as exc:
+        if "field larger than field limit" in str(exc):
+            limit = csv.field_size_limit()
+            raise ValueError(f"{path}, line {start}: a cell is longer than {limit} "
+                             "characters, the most a CSV cell may hold here; usually a quote "
+                             "(\") that opens a cell and is never closed, which makes the rest of "
+                             "the file one cell. Close or remove that quote (a quote inside a "
+                             "quoted cell is doubled: \"\").") from exc
         raise ValueError(f"{path}, line {start}: not CSV as RFC 4180 writes it ({exc}); a cell "
                          "with a comma, a quote or a line break must be quoted, with its "
                          "quotes doubled.") from exc
@@ -384,7 +437,8 @@ def _read_csv(path: Path, header: bool | None, labels: bool | None, n_features: 
                 break
             n_comments += 1
         if first is None:
-            raise ValueError(f"{path} is empty; a .csv needs rows of comma-separated numbers.")
+            raise ValueError(f"{path} is empty; give a .csv with rows of comma-separated "
+                             "numbers.")
         notes: list[str] = []
         head: tuple[int, list[str]] | None = first if header else None
         decided: bool | None = None
@@ -423,7 +477,8 @@ def _read_csv(path: Path, header: bool | None, labels: bool | None, n_features: 
         notes.insert(1, f"{n_comments} comment line(s) starting with '#' skipped")
     if parser.n_rows == 0:
         raise ValueError(f"{path} has no data rows"
-                         + (f" after its header (line {head[0]})." if head else "."))
+                         + (f" after its header (line {head[0]})" if head else "")
+                         + "; give a file with rows of comma-separated numbers.")
     X, y = parser.result()
     return DataFile(X, y, None, None, path, "csv", header=head is not None, labelled=labelled,
                     notes=tuple(notes),
@@ -604,7 +659,7 @@ class _RowParser:
         except ValueError:
             data = None
         if data is not None and data.shape == (len(block), len(self.features)) \
-                and not np.isnan(data).any():
+                and np.isfinite(data).all():
             return data
         for no, cells in block:  # name the first bad cell
             for j in (*self.features, *(() if self.label is None else (self.label,))):
@@ -615,6 +670,11 @@ class _RowParser:
                     raise ValueError(f"{self.path}, line {no}, column {j + 1}: could not "
                                      f"convert {cells[j]!r} to a number; feature columns must "
                                      "be numeric.")
+                if kind == "number" and j != self.label and not np.isfinite(float(cells[j])):
+                    raise ValueError(f"{self.path}, line {no}, column {j + 1}: {cells[j]!r} "
+                                     "is not a finite number (inf, or beyond float64's "
+                                     "1.8e308); give finite features (rescale the column, or "
+                                     "remove the row).")
         raise ValueError(f"{self.path}: could not read lines {block[0][0]} to {block[-1][0]} "
                          "as numbers.")  # numpy refused what the scan accepts: not expected
 
@@ -654,10 +714,28 @@ def _read_libsvm(path: Path, zero_based: bool | None, labels: bool | None,
     try:
         # Read the indices as written (column j = index j); the base is decided below.
         X_sparse, y = load_svmlight_file(str(path), zero_based=True)
+    except OverflowError as exc:  # scikit-learn's reader keeps indices in C integers
+        raise ValueError(
+            f"{path} has a feature index too large for any data set (beyond a C integer: "
+            f"{exc}); check the feature indices (an index is a column number)."
+        ) from exc
     except ValueError as exc:
         raise ValueError(
             f"Could not read {path} as LIBSVM text ({exc}); use .npz, .csv or LIBSVM format."
         ) from exc
+    n_cols = max(X_sparse.shape[1] - (0 if zero_based else 1), n_features or 0, 1)
+    dense = X_sparse.shape[0] * n_cols * 8
+    # a few bytes of text must not imply gigabytes: at most 4 GiB, half the memory available,
+    # and (beyond 64 MiB) 256 bytes of matrix per byte of the file
+    limit = min(_DENSE_LIMIT, _memory_budget(),
+                max(_DENSE_FLOOR, _DENSE_PER_BYTE * path.stat().st_size))
+    if dense > limit:  # before tocsc(), whose column pointers alone take 8 bytes per column
+        raise ValueError(f"{path} has {X_sparse.shape[0]} rows and feature indices up to "
+                         f"{X_sparse.shape[1] - 1}: {dense / 2**20:.4g} MiB as the dense matrix "
+                         f"sparsify works on, more than its limit of {limit / 2**20:.4g} MiB for "
+                         f"this file (the least of 4 GiB, half the memory available, and 256 "
+                         "bytes per byte of the file beyond 64 MiB). Check the indices (a "
+                         "feature index is a column number), or reduce the features first.")
     X_sparse = X_sparse.tocsc()
     uses_zero = bool(X_sparse.indptr[1] > X_sparse.indptr[0])  # column 0 has an entry
     if zero_based is None:
@@ -673,11 +751,6 @@ def _read_libsvm(path: Path, zero_based: bool | None, labels: bool | None,
     if not zero_based:
         X_sparse = X_sparse[:, 1:]
     n_cols = max(X_sparse.shape[1], n_features or 0)
-    if X_sparse.shape[0] * n_cols * 8 > _DENSE_LIMIT:
-        raise ValueError(f"{path} has {X_sparse.shape[0]} rows and {n_cols} features: "
-                         f"{X_sparse.shape[0] * n_cols * 8 / 2**30:.1f} GiB as the dense matrix "
-                         f"sparsify works on, more than its limit of {_DENSE_LIMIT / 2**30:.0f} "
-                         "GiB; reduce the features first.")
     X = np.zeros((X_sparse.shape[0], n_cols))
     # LIBSVM omits zero features, so a file whose highest index is below the model's
     # has fewer columns but the same features: the missing columns are zeros.

@@ -51,10 +51,12 @@ from sparsify.kernels.taylor_rbf import TaylorRBF
 
 __all__ = [
     "KERNEL_NAMES",
+    "MAX_ROW_COST",
     "MAX_TAYLOR_ORDER",
     "KernelSpecError",
     "build_kernel",
     "check_kernel_arrays",
+    "check_row_cost",
     "describe_kernel",
     "feature_width",
     "kernel_array_shapes",
@@ -74,6 +76,13 @@ MAX_DEPTH = 16
 #: beyond a few dozen terms the series is exp itself to float64 precision wherever the
 #: kernel does not overflow.
 MAX_TAYLOR_ORDER = 1000
+
+#: The most multiply-adds one row of X may cost a model to predict, whatever its file holds (a
+#: larger model must hold at least `ROW_COST_PER_NUMBER` of its numbers per unit above it): a
+#: few bytes of JSON ("order": 1000, a sum of 100 parts) must not buy minutes of work.
+MAX_ROW_COST = 2**24
+#: A model's row cost may exceed `MAX_ROW_COST` by this much per number its arrays hold.
+ROW_COST_PER_NUMBER = 16
 
 # the keys each kernel object has, besides "name"
 _KEYS: dict[str, set[str]] = {
@@ -409,3 +418,84 @@ def kernel_features(
     kernel = build_kernel(spec)
     assert kernel is not None
     return kernel(X, Z)
+
+
+def row_cost(spec: Mapping[str, Any], shapes: Mapping[str, tuple[int, ...]], n_expansion: int,
+             n_features: int) -> int:
+    """Multiply-adds of one kernel row k(x, Z) of a (validated) description, from shapes only.
+
+    ``shapes`` gives the shape of each array the description names (a manifold's
+    graph points). Each plain kernel reads the row against every XV (Nz·d), a
+    Taylor kernel adds one term per order and XV, a sum adds its parts, and a
+    manifold kernel its base kernel against its graph points and their coefficients.
+
+    Examples
+    --------
+    >>> row_cost({"name": "taylor_rbf", "gamma": 1.0, "order": 10}, {}, 5, 2)
+    60
+    >>> spec = {"name": "sum", "weights": None, "parts": [{"name": "linear"}] * 3}
+    >>> row_cost(spec, {}, 5, 2)
+    30
+    """
+    name = spec["name"]
+    if name == "sum":
+        return sum(row_cost(part, shapes, n_expansion, n_features) for part in spec["parts"])
+    if name == "manifold":
+        n_graph = int(shapes[spec["graph_points"]][0])
+        base = spec["base"]
+        return (row_cost(base, shapes, n_expansion, n_features)
+                + row_cost(base, shapes, n_graph, n_features) + n_graph * n_expansion)
+    extra = int(spec["order"]) if name == "taylor_rbf" else 0
+    return n_expansion * (n_features + extra)
+
+
+def check_row_cost(spec: Mapping[str, Any], shapes: Mapping[str, tuple[int, ...]],
+                   n_features: int, n_outputs: int) -> None:
+    """Refuse a model whose prediction of one row costs more than its size can justify.
+
+    The cost of one row (`row_cost`, plus reading the row and the coefficients'
+    product) may be at most `MAX_ROW_COST`, or `ROW_COST_PER_NUMBER` times the
+    numbers the model's arrays hold where that is more: a model is as costly as
+    it is large, never much costlier. ``shapes`` holds every array's shape,
+    ``expansion_vectors`` among them.
+
+    Raises
+    ------
+    KernelSpecError
+        Saying what the cost comes from (parts, Taylor order, XVs, features).
+
+    Examples
+    --------
+    >>> spec = {"name": "sum", "weights": None,
+    ...         "parts": [{"name": "taylor_rbf", "gamma": 1.0, "order": 1000}] * 110}
+    >>> check_row_cost(spec, {"expansion_vectors": (300, 2)}, 2, 1)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    sparsify.io.kernel_spec.KernelSpecError: predicting one row would take about 3.3e+07 ...
+    """
+    n_expansion = int(shapes["expansion_vectors"][0])
+    cost = max(n_features, row_cost(spec, shapes, n_expansion, n_features)
+               + n_outputs * n_expansion)
+    numbers = sum(math.prod(shape) for shape in shapes.values())
+    limit = max(MAX_ROW_COST, ROW_COST_PER_NUMBER * numbers)
+    if cost <= limit:
+        return
+    parts = _leaves(spec)
+    orders = [p["order"] for p in parts if p["name"] == "taylor_rbf"]
+    what = [f"{len(parts)} kernel part{'s' if len(parts) > 1 else ''}",
+            *([f"Taylor order up to {max(orders)}"] if orders else []),
+            f"{n_expansion} XVs", f"{n_features} features"]
+    raise KernelSpecError(
+        f"predicting one row would take about {cost:.2g} multiply-adds ({', '.join(what)}), "
+        f"more than a model of {numbers} numbers may cost: at most {limit:.2g} (2^24, or "
+        f"{ROW_COST_PER_NUMBER} per number it holds where that is more); it is refused "
+        "before any prediction. Refit with fewer kernels in the sum or a lower Taylor order")
+
+
+def _leaves(spec: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    """The plain kernels of a description (the parts of its sums, a manifold's base)."""
+    if spec["name"] == "sum":
+        return [leaf for part in spec["parts"] for leaf in _leaves(part)]
+    if spec["name"] == "manifold":
+        return _leaves(spec["base"])
+    return [spec]

@@ -39,7 +39,6 @@ import json
 import math
 import os
 import re
-import secrets
 import struct
 import zipfile
 import zlib
@@ -55,6 +54,7 @@ from sparsify.io.kernel_spec import (
     KernelSpecError,
     build_kernel,
     check_kernel_arrays,
+    check_row_cost,
     kernel_array_shapes,
     validate_kernel_spec,
 )
@@ -240,6 +240,12 @@ def dumps_model(estimator: Any, metadata: Mapping[str, Any] | None = None) -> by
     import sparsify
 
     d = describe_estimator(estimator)
+    try:  # what read_model would refuse is not written
+        check_row_cost(d.kernel, {name: arr.shape for name, arr in d.arrays.items()},
+                       d.n_features_in, len(d.arrays["intercept"]))
+    except KernelSpecError as exc:
+        raise ValueError(f"This {d.estimator_class} cannot be saved as a model file: {exc}.") \
+            from exc
     size = sum(arr.nbytes for arr in d.arrays.values())
     if size > MAX_ARRAY_BYTES:
         largest = max(d.arrays, key=lambda name: d.arrays[name].nbytes)
@@ -281,12 +287,13 @@ def dumps_model(estimator: Any, metadata: Mapping[str, Any] | None = None) -> by
 
 
 def _write_atomically(path: Path, data: bytes) -> None:
-    """Write ``data`` to a new file beside ``path``, then rename it over ``path``.
+    """Write ``data`` to a new file beside ``path``, then rename it over ``path``
+    (`sparsify.io.targets.write_atomically`: a replaced file keeps its mode and owner).
 
     A symbolic link is written through (its target is replaced); a target that
     is not a regular file or is read-only is refused (`sparsify.io.targets`).
     """
-    from sparsify.io.targets import output_target
+    from sparsify.io.targets import output_target, write_atomically
 
     try:
         path = output_target(path, "the model file")
@@ -299,22 +306,9 @@ def _write_atomically(path: Path, data: bytes) -> None:
     if not parent.is_dir():
         raise FileNotFoundError(f"Cannot write the model file '{path}': the directory "
                                 f"'{parent}' does not exist; create it first.")
-    tmp = parent / f".{path.name}.{secrets.token_hex(6)}.tmp"
     try:
-        # O_EXCL: never reuse a file; mode 0o666 less the umask, like any new file
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0),
-                     0o666)
-        try:
-            with os.fdopen(fd, "wb") as fh:
-                fh.write(data)
-                fh.flush()
-                os.fsync(fh.fileno())
-        except BaseException:
-            tmp.unlink(missing_ok=True)
-            raise
-        os.replace(tmp, path)
+        write_atomically([(path, data)], "the model file")
     except OSError as exc:
-        tmp.unlink(missing_ok=True)
         raise OSError(exc.errno, f"Cannot write the model file '{path}': "
                       f"{exc.strerror or exc}; nothing was written.") from exc
 
@@ -586,6 +580,10 @@ def _expected_shapes(header: Mapping[str, Any], shapes: Mapping[str, tuple[int, 
     wanted.update(kernel_array_shapes(header["kernel"], n_expansion, header["n_features_in"]))
     _expect(set(shapes) == set(wanted), source,
             f"arrays must be exactly {sorted(wanted)}; got {sorted(shapes)}")
+    try:  # before any array is read or any value computed
+        check_row_cost(header["kernel"], shapes, header["n_features_in"], n_outputs)
+    except KernelSpecError as exc:
+        raise _fail(source, str(exc).rstrip(".") + ".") from exc
     for name, want in wanted.items():
         have = shapes[name]
         # an entry naming another array means that array's first length (graph points)

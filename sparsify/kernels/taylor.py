@@ -36,6 +36,7 @@ from sparsify.kernels import Kernel
 from sparsify.kernels.taylor_rbf import TaylorRBF
 from sparsify.persistence import VersionedPickleMixin
 from sparsify.plugins.hookspecs import hookimpl
+from sparsify.validation import validate_rows
 
 __all__ = ["TaylorGaussianFeatures", "TaylorRBF"]
 
@@ -89,7 +90,7 @@ class TaylorGaussianFeatures(VersionedPickleMixin, TransformerMixin, BaseEstimat
         self
         """
         self._validate_params()
-        X = validate_data(self, X, accept_sparse="csr", dtype=np.float64)
+        X = validate_rows(self, X, accept_sparse="csr", dtype=np.float64)
         self._poly = PolynomialFeatures(degree=self.order, include_bias=True).fit(X)
         self.powers_ = self._poly.powers_
         k = self.powers_.sum(1)

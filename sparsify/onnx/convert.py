@@ -22,10 +22,17 @@ from sparsify.onnx.machine import OnnxMachine, describe_machine, exportable, ref
 if TYPE_CHECKING:
     import onnx
 
-__all__ = ["DEFAULT_OPSET", "register_converters", "require_onnx", "to_onnx"]
+__all__ = ["DEFAULT_OPSET", "MAX_GRAPH_NODES", "MIN_OPSET", "check_graph", "max_opset",
+           "register_converters", "require_onnx", "to_onnx"]
 
 #: The ai.onnx opset `to_onnx` targets unless told: onnxruntime runs it since 1.13 (2022).
 DEFAULT_OPSET = 17
+#: The oldest opset the graphs need (every operator they use exists there with its meaning).
+MIN_OPSET = 9
+#: The most nodes an exported graph may have: skl2onnx's conversion time grows faster than
+#: the nodes (measured: 0.4 s at 300 nodes, 8 s at 3000, 160 s at 12 000); a Taylor kernel of
+#: order k costs about 2k nodes, a sum its parts'.
+MAX_GRAPH_NODES = 4096
 
 _INSTALL_HINT = (
     "install them with: pip install onnx skl2onnx (in a checkout of sparsify: pip install -e "
@@ -157,6 +164,103 @@ class _SklearnOnnxEmitter:
         self.container.add_node(op_type, inputs, [out],
                                 name=self.scope.get_unique_operator_name(op_type), **attrs)
         return out
+
+
+class _DryRun:
+    """An `sparsify.onnx.graph.Emitter` that builds nothing: it counts the nodes and finds the
+    first real constant that its graph's float type cannot hold (overflow, or a nonzero that
+    underflows to 0)."""
+
+    def __init__(self, dtype: np.dtype[Any]) -> None:
+        self.dtype, self.nodes = dtype, 0
+        self.problem: str | None = None
+
+    def const(self, value: NDArray[Any], hint: str, *, keep_dtype: bool = False) -> str:
+        value = np.asarray(value)
+        if (self.problem is None and value.dtype.kind == "f" and not keep_dtype
+                and self.dtype != value.dtype and value.size):
+            self.problem = _unrepresentable(value, self.dtype, f"the constant {hint!r}")
+        return hint
+
+    def op(self, op_type: str, inputs: list[str], hint: str, output: str | None = None,
+           **attrs: Any) -> str:
+        self.nodes += 1
+        return output or hint
+
+
+def _unrepresentable(values: NDArray[Any], dtype: np.dtype[Any], what: str) -> str | None:
+    """Why ``values`` cannot be held in ``dtype`` (a magnitude beyond its range), or None."""
+    info = np.finfo(dtype)
+    magnitude = np.abs(values[np.isfinite(values)])
+    if magnitude.size and magnitude.max() > info.max:
+        return f"{what} reaches {magnitude.max():.3g}, beyond {dtype.name}'s largest {info.max:.3g}"
+    nonzero = magnitude[magnitude > 0]
+    if nonzero.size and nonzero.min() < info.smallest_subnormal:
+        return (f"{what} holds {nonzero.min():.3g}, which {dtype.name} rounds to 0 (its "
+                f"smallest is {info.smallest_subnormal:.3g})")
+    return None
+
+
+def check_graph(machine: OnnxMachine, dtype: Any = np.float64) -> int:
+    """Refuse, before skl2onnx runs, a graph too large to convert or a float type too narrow.
+
+    The graph is emitted once without being built: more than `MAX_GRAPH_NODES`
+    nodes, or (float32) a constant beyond float32's range or decision values at
+    the model's own XVs beyond it, is a ValueError saying what to change.
+    Returns the number of nodes.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sparsify.onnx.machine import OnnxMachine
+    >>> m = OnnxMachine("X", {"name": "rbf", "gamma": 1.0}, {}, np.zeros((2, 1)),
+    ...                 np.array([[1e300, 1.0]]), np.zeros(1), "identity")
+    >>> check_graph(m) > 0
+    True
+    >>> check_graph(m, np.float32)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    ValueError: X cannot be exported in float32: the constant 'coef' reaches 1e+300, ...
+    """
+    from sparsify.io.kernel_spec import kernel_features
+
+    dtype = np.dtype(dtype)
+    dry = _DryRun(dtype)
+    emit_machine(dry, machine, "X", {name: name for name in machine.outputs})
+    if dry.nodes > MAX_GRAPH_NODES:
+        raise ValueError(f"The ONNX graph of this {machine.estimator_class} would have "
+                         f"{dry.nodes} nodes, more than the {MAX_GRAPH_NODES} an export "
+                         "converts in reasonable time (a Taylor kernel of order k takes about 2k "
+                         "nodes, a sum of kernels its parts' sum); refit with fewer kernels in the "
+                         "sum or a lower Taylor order.")
+    problem = dry.problem
+    if problem is None and dtype != np.float64 and len(machine.expansion_vectors):
+        Z = machine.expansion_vectors[:256]
+        with np.errstate(all="ignore"):
+            scores = (kernel_features(machine.kernel, machine.kernel_arrays, Z,
+                                      machine.expansion_vectors) @ machine.expansion_coef.T
+                      + machine.intercept)
+            if machine.prob_a is not None and machine.prob_b is not None:
+                scores = scores * machine.prob_a + machine.prob_b
+        magnitude = np.abs(scores[np.isfinite(scores)])
+        if magnitude.size and magnitude.max() > np.finfo(dtype).max:
+            problem = (f"its decision values reach {magnitude.max():.3g} at its own XVs, beyond "
+                       f"{dtype.name}'s largest {np.finfo(dtype).max:.3g}")
+    if problem is not None:
+        raise ValueError(f"{machine.estimator_class} cannot be exported in {dtype.name}: "
+                         f"{problem}, so the graph would compute infinities or NaN. Export it in "
+                         "float64 (dtype='float64'; sparsify export --dtype float64), which "
+                         "gives the model's own values.")
+    return dry.nodes
+
+
+def max_opset() -> int:
+    """The newest ai.onnx opset both the installed onnx and skl2onnx know."""
+    import onnx
+    import skl2onnx
+
+    return int(min(onnx.defs.onnx_opset_version(),
+                   getattr(skl2onnx, "__max_supported_opset__", DEFAULT_OPSET)))
 
 
 def _convert(scope: Any, operator: Any, container: Any) -> None:
@@ -325,9 +429,14 @@ def to_onnx(
                              f"was fitted on {machine.n_features} features; give rows of shape "
                              f"(n_samples, {machine.n_features}).")
     graph_dtype = _graph_dtype(dtype, sample)
-    if target_opset is not None and (not isinstance(target_opset, int) or target_opset < 9):
-        raise ValueError(f"The 'target_opset' parameter of to_onnx must be an int >= 9 or "
-                         f"None. Got {target_opset!r} instead.")
+    newest = max_opset()
+    if target_opset is not None and (isinstance(target_opset, bool)
+                                     or not isinstance(target_opset, int)
+                                     or not MIN_OPSET <= target_opset <= newest):
+        raise ValueError(f"The 'target_opset' parameter of to_onnx must be an int in the range "
+                         f"[{MIN_OPSET}, {newest}] (the newest opset the installed onnx and "
+                         f"skl2onnx know) or None. Got {target_opset!r} instead.")
+    check_graph(machine, graph_dtype)
     register_converters(type(estimator))
     from onnx import helper
     from skl2onnx import convert_sklearn

@@ -31,18 +31,17 @@ import functools
 import importlib
 import os
 import re
-import signal
-import threading
 import warnings
-from collections.abc import Callable
 from dataclasses import dataclass
 from importlib.metadata import EntryPoint, entry_points
-from types import FrameType, TracebackType
 from typing import Any
 
 import pluggy
 
 from sparsify.plugins import hookspecs
+from sparsify.plugins.plugin_code import PluginError
+from sparsify.plugins.plugin_code import isolated as _isolated
+from sparsify.plugins.plugin_code import stopped_exit as _raised
 
 __all__ = [
     "BUILTIN_DISTRIBUTION",
@@ -77,20 +76,6 @@ class PluginWarning(UserWarning):
     --------
     >>> from sparsify.plugins.registry import PluginWarning
     >>> issubclass(PluginWarning, UserWarning)
-    True
-    """
-
-
-class PluginError(ValueError):
-    """A plugin problem under ``SPARSIFY_STRICT_PLUGINS=1``; the message is one line.
-
-    A subclass of `ValueError`, so the command line prints it as one line
-    ``sparsify: error: ...`` and exits with status 2.
-
-    Examples
-    --------
-    >>> from sparsify.plugins.registry import PluginError
-    >>> issubclass(PluginError, ValueError)
     True
     """
 
@@ -141,85 +126,6 @@ def _distribution(ep: EntryPoint) -> str:
 
 def _who(plugin: str, distribution: str) -> str:
     return f"sparsify plugin {plugin!r} from {distribution!r}"
-
-
-class _InterruptWatch:
-    """Tell a real Ctrl-C from a `KeyboardInterrupt` that a plugin's code raises itself.
-
-    While active in the main thread, SIGINT goes through a handler that records it
-    and then calls the previous handler (which raises KeyboardInterrupt as usual).
-    A KeyboardInterrupt with no SIGINT recorded came from the plugin's own code.
-    In other threads no signal can arrive, so every KeyboardInterrupt is the
-    plugin's. A plugin that sends itself SIGINT is taken for a real Ctrl-C.
-    """
-
-    def __init__(self) -> None:
-        self.signalled = False
-        self._previous: Callable[[int, FrameType | None], Any] | None = None
-
-    def _handler(self, signum: int, frame: FrameType | None) -> Any:
-        self.signalled = True
-        assert self._previous is not None
-        return self._previous(signum, frame)
-
-    def __enter__(self) -> _InterruptWatch:
-        if threading.current_thread() is not threading.main_thread():
-            return self
-        previous = signal.getsignal(signal.SIGINT)
-        if callable(previous):  # SIG_DFL kills the process and SIG_IGN drops it: no exception
-            try:
-                signal.signal(signal.SIGINT, self._handler)
-            except ValueError:  # not the main interpreter
-                return self
-            self._previous = previous
-        return self
-
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> None:
-        # restore only our own handler: a plugin that installed one on purpose keeps it
-        if self._previous is not None and signal.getsignal(signal.SIGINT) == self._handler:
-            signal.signal(signal.SIGINT, self._previous)
-
-
-class _ExitCalled(SystemExit):
-    """What `os._exit` raises while a plugin's code runs (it would end the process unseen)."""
-
-    def __repr__(self) -> str:
-        return f"os._exit({self.code})"
-
-
-def _no_exit(status: int = 0) -> Any:
-    raise _ExitCalled(status)
-
-
-def _isolated(call: Callable[[], Any]) -> tuple[Any, BaseException | None]:
-    """Run a plugin's code; return ``(result, None)`` or ``(None, what it raised)``.
-
-    Everything is caught, `SystemExit` and `GeneratorExit` included: a plugin must
-    not end the host. `os._exit`, which ends the process without any exception,
-    raises one instead while the plugin's code runs. Only a KeyboardInterrupt
-    from a real SIGINT propagates.
-    """
-    real_exit = os._exit
-    os._exit = _no_exit
-    try:
-        with _InterruptWatch() as watch:
-            try:
-                return call(), None
-            except KeyboardInterrupt as exc:
-                if watch.signalled:
-                    raise
-                return None, exc
-            except BaseException as exc:
-                return None, exc
-    finally:
-        os._exit = real_exit
-
-
-def _raised(exc: BaseException) -> str:
-    if isinstance(exc, Exception):
-        return repr(exc)
-    return f"{exc!r}, which was ignored: a plugin cannot exit or interrupt sparsify"
 
 
 def _lint(manager: pluggy.PluginManager, plugin: Any) -> list[str]:

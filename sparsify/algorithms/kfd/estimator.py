@@ -19,13 +19,14 @@ from numpy.typing import ArrayLike, NDArray
 from sklearn.preprocessing import LabelEncoder
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.multiclass import check_classification_targets
-from sklearn.utils.validation import validate_data
 
 from sparsify.algorithms.kfd.formulation import KFD, SKFD
 from sparsify.algorithms.kfd.scatter import class_contrast, full_kfd, within_class_centring
 from sparsify.core.classifier import SparseKernelClassifier
+from sparsify.core.data_source import validate_rows
 from sparsify.core.expansion import expansion_coefficients
 from sparsify.core.formulation import Formulation
+from sparsify.core.labels import check_class_count, check_label_types
 from sparsify.core.solvers import SolverError
 from sparsify.kernels import Kernel
 
@@ -86,7 +87,7 @@ class SparseKFD(SparseKernelClassifier):
         Number of starts per problem (different initial XVs, in parallel with
         ``n_jobs``); the one with the lowest W(Z), the training objective, is
         kept. W is not convex in Z, so a few starts avoid poor local minima, as
-        in k-means.
+        in k-means. At most 1000: each start is a whole fit.
     warm_start : bool, default=False
         When True, `fit` starts from the last fit's XVs and solution, as
         scikit-learn's ``warm_start``: at a larger Nz the new XVs go where the
@@ -232,9 +233,11 @@ class SparseKFD(SparseKernelClassifier):
         self
         """
         self._validate_params()
-        X, y = validate_data(self, X, y, dtype=np.float64)
+        X, y = validate_rows(self, X, y, dtype=np.float64)
+        check_label_types(y, type(self).__name__)
         check_classification_targets(y)
         classes, counts = np.unique(y, return_counts=True)
+        check_class_count(type(self).__name__, len(classes), len(y))
         if len(classes) >= 2 and counts.min() < 2:
             raise ValueError(
                 f"{type(self).__name__} needs at least 2 samples of each class to estimate "

@@ -22,7 +22,6 @@ from numpy.typing import ArrayLike, NDArray
 from sklearn.base import ClassifierMixin
 from sklearn.utils import Tags, check_random_state
 from sklearn.utils._param_validation import Interval, Options, StrOptions
-from sklearn.utils.validation import validate_data
 
 from sparsify.algorithms.s3vm.annealing import SearchSettings, search_labels
 from sparsify.algorithms.s3vm.engines import StageSettings, _Dense, _Progress, _Sparse
@@ -31,6 +30,7 @@ from sparsify.algorithms.s3vm.kernel_spec import default_mkl_kernels, resolve_ke
 from sparsify.algorithms.s3vm.labels import split_labels, switch_labels, warn_if_one_sided
 from sparsify.algorithms.s3vm.mkl import combined_kernel
 from sparsify.algorithms.s3vm.smooth import s3vm_objective
+from sparsify.core.data_source import validate_rows
 from sparsify.core.distinct import count_distinct
 from sparsify.core.estimator import SparseKernelEstimator, check_solver
 from sparsify.core.formulation import Formulation
@@ -393,8 +393,8 @@ class SemiSupervisedSVC(ClassifierMixin, SparseKernelEstimator):
         """
         self._validate_params()
         if y is None:
-            validate_data(self, X, y)  # scikit-learn's own "requires y" error
-        X_fit: Array = validate_data(self, X, dtype=np.float64)
+            validate_rows(self, X, y)  # scikit-learn's own "requires y" error
+        X_fit: Array = validate_rows(self, X, dtype=np.float64)
         labeled, y_lab, self.classes_ = split_labels(X_fit, y, self.unlabeled, type(self).__name__)
         check_solver(self.solver)
         kernels = resolve_kernels(X_fit, self.kernels, kernel=self.kernel, gamma=self.gamma,

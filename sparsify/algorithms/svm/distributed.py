@@ -132,6 +132,7 @@ def _make_rows(X: Any, labels: Any, positive: Any, C: float, weights: dict[Any, 
 
 def _prepare(rows: _Rows, Z: Array, T: Array, kernel: Kernel) -> tuple[Array, float]:
     """The block's K_XZ and B = y∘(K_XZ T); its Bᵀα and yᵀα at its current α."""
+    rows.K_xz = rows.B = None  # the last Z's: freed first, so a block holds two N × Nz arrays
     rows.K_xz = kernel_blocks(kernel, rows.X, Z)[0]
     rows.B = whitened_rows(rows.K_xz, T, np.empty_like(rows.K_xz), scale=rows.y)
     return rows.B.T @ rows.alpha, float(rows.y @ rows.alpha)

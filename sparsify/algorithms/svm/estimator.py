@@ -92,7 +92,7 @@ class SparseSVC(SparseKernelClassifier):
         Number of starts per problem (different initial XVs, in parallel with
         ``n_jobs``); the one with the lowest W(Z), the training objective, is
         kept. W is not convex in Z, so a few starts avoid poor local minima, as
-        in k-means.
+        in k-means. At most 1000: each start is a whole fit.
     warm_start : bool, default=False
         When True, `fit` starts from the last fit's XVs and solution, as
         scikit-learn's ``warm_start``: at a larger Nz the new XVs go where the
