@@ -51,7 +51,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from performance import _write_atomic, cpu_name, result_page
+import harness
 
 FAMILIES = ("plugins", "nonfinite", "declarations", "outputs", "costs", "float32", "scales",
             "options", "dask", "data", "estimator_api", "gradient_check", "cli")
@@ -1252,12 +1252,13 @@ def report(cases: list[Case], observed: dict[str, Obs], args: argparse.Namespace
              "Every case, with its outcome and message, is in probe.csv."]
     command = "python benchmarks/probe.py " + " ".join(shlex.quote(a) for a in args.argv)
     provenance = [f"Run of {time.strftime('%Y-%m-%d %H:%M', time.gmtime())} UTC on "
-                  f"{cpu_name()} ({os.cpu_count()} CPUs), Python {platform.python_version()}, "
+                  f"{harness.cpu_name()} ({os.cpu_count()} CPUs), Python "
+                  f"{platform.python_version()}, "
                   f"{seconds / 60:.1f} min of wall time with `--timeout {args.timeout:g}`, "
                   f"each child under an address-space limit of {MEMORY_LIMIT / 2**30:.0f} GiB; "
                   f"load average before and after: {args.load_before} / "
                   f"{'/'.join(f'{x:.2f}' for x in os.getloadavg())}."]
-    page = result_page(
+    page = harness.result_page(
         "The probe of bad input (issue 49)",
         "What sparsify does with several hundred hostile or careless inputs, family by family: "
         "how many it handles clearly, how many get an unhelpful message, and how many pass "
@@ -1310,12 +1311,12 @@ def main(argv: list[str] | None = None) -> int:
     observed = run_cases(cases, args.timeout)
     page, rows = report(cases, observed, args, time.time() - start)
     args.out.mkdir(parents=True, exist_ok=True)
-    _write_atomic(args.out / "probe.md", page)
+    harness.write_atomic(args.out / "probe.md", page)
     table = io.StringIO()
     writer = csv.DictWriter(table, fieldnames=list(rows[0]), lineterminator="\n")
     writer.writeheader()
     writer.writerows(rows)
-    _write_atomic(args.out / "probe.csv", table.getvalue())
+    harness.write_atomic(args.out / "probe.csv", table.getvalue())
     counts = {v: sum(r["verdict"] == v for r in rows) for v in VERDICTS}
     print(f"probe: {counts}; wrote {args.out / 'probe.md'}", flush=True)
     return 0
