@@ -58,10 +58,12 @@ BUILTINS: list[tuple[str, str, dict[str, Any]]] = [
     ("oneclass", "oneclass", {"solvers": ("clarabel", "ecos"),
                               "skip": {"estimator": _SAME_SKLEARN_CHECKS["oneclass"]}}),
     # Clarabel's exponential-cone duals are good to 1e-6 to 3e-6 relative (tests/test_klr.py),
-    # just above the suite's tol; ECOS's to 1e-8 to 3e-7.
-    ("klr-binary", "klr", {"solvers": ("ecos",),
+    # just above the suite's tol; ECOS's to 1e-8 to 3e-7. At the suite's solver_tol of 1e-9
+    # ECOS leaves W noisy by 4e-10 on some processors (an AMD EPYC here), where the finite
+    # differences' own error (3.6e-6) no longer judges ECOS's stated 3e-6: solved to 1e-10.
+    ("klr-binary", "klr", {"solvers": ("ecos",), "solver_tol": 1e-10,
                            "skip": {"estimator": _SAME_SKLEARN_CHECKS["klr"]}}),
-    ("klr-multiclass", "klr", {"X": _X3, "y": _Y3, "solvers": ("ecos",),
+    ("klr-multiclass", "klr", {"X": _X3, "y": _Y3, "solvers": ("ecos",), "solver_tol": 1e-10,
                                "skip": {"estimator": _SAME_SKLEARN_CHECKS["klr"]}}),
     ("skfd", "skfd", {"skip": {
         "own_value": "skfd's own W is the Rayleigh quotient's, −4 / W of the convex KFD it "
