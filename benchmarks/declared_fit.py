@@ -1,21 +1,16 @@
 """A whole fit of a declared formulation: 200 iterations against W's sampling plateau.
 
-The declared ε-SVR of examples/declared_formulations.py (``EpsilonSVR``, which weighs its
-points' losses, so its estimator takes ``continuation``) fitted by the estimator
-`sparsify.core.estimator.estimator_for` makes for it, on the generic path's data
-(benchmarks/generic_path.py's Friedman #1, standardised) with the structured backend, three
+The declared ε-SVR of examples/declared_formulations.py (``EpsilonSVR``) fitted by the
+estimator `sparsify.core.estimator.estimator_for` makes for it, on the generic path's data
+(benchmarks/generic_path.py's Friedman #1, standardised) with the structured backend, two
 ways, each in a fresh process with one BLAS thread:
 
 - ``max_iter=200``: the fit of docs/results/generic_path.md (a regressor's default: no
-  plateau test, every iteration on the whole set);
-- ``n_iter_no_change="auto"``: also stop when 10 iterations lowered W by less than 1/√N;
-- ``n_iter_no_change="auto"`` with ``continuation="auto"``: the first iterations on nested
-  samples of the points (`sparsify.core.continuation`), the whole set stopping after its
-  plateau of 3 iterations.
+  plateau test);
+- ``n_iter_no_change="auto"``: also stop when 3 iterations lowered W by less than 1/√N.
 
-For each: the fit time, the iterations and evaluations (per sample size), the final W on
-all training points, the test RMSE on held-out points of the same distribution, and the
-peak memory.
+For each: the fit time, the iterations, the final W on all training points, the test RMSE
+on held-out points of the same distribution, and the peak memory.
 
 Usage::
 
@@ -36,12 +31,11 @@ import numpy as np
 from generic_path import TOL, make_data
 
 #: The variants: label and the estimator's parameters beyond the shared ones; run in this
-#: order (the long reference last, so that the short ones see the quieter machine).
+#: order (the long reference last, so that the short one sees the quieter machine).
 REFERENCE = "max_iter=200 (the generic path page's fit)"
 VARIANTS = {
-    'n_iter_no_change="auto", continuation="auto"': {"n_iter_no_change": "auto"},
-    'n_iter_no_change="auto"': {"continuation": None, "n_iter_no_change": "auto"},
-    REFERENCE: {"continuation": None},
+    'n_iter_no_change="auto"': {"n_iter_no_change": "auto"},
+    REFERENCE: {},
 }
 #: The target of issue 48: a whole fit within this many seconds, W within this of the first's.
 TARGET_SECONDS, TARGET_W = 300.0, 0.01
@@ -60,10 +54,9 @@ def fit(label: str, n: int, n_test: int, nz: int, max_iter: int, seed: int) -> d
     task = type("EpsilonSVRRegressor", (type(form),), {"task": "regressor",
                                                        "name": "eps_svr_regressor"})
     cls, _ = estimator_for(task)
-    samples: dict[int, int] = {}
     estimator = cls(nz, C=form.C, epsilon=form.epsilon, gamma=1.0 / X.shape[1],
                     solver="structured", solver_tol=TOL, max_iter=max_iter, random_state=seed,
-                    callback=lambda info: _count(samples, info, n), **VARIANTS[label])
+                    **VARIANTS[label])
     base = harness.reset_peak_rss()
     with threadpool_limits(1), warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -75,18 +68,9 @@ def fit(label: str, n: int, n_test: int, nz: int, max_iter: int, seed: int) -> d
         W = ConicMarginal(form, X, y, RBF(1.0 / X.shape[1]), nz, solver="structured",
                           tol=TOL).evaluate(estimator.expansion_vectors_, grad=False).value
     rmse = float(np.sqrt(np.mean((estimator.predict(X_test) - y_test) ** 2)))
-    return {"variant": label, "N": n, "Nz": nz, "fit_s": seconds, "iterations":
-            int(estimator.n_iter_[0]), "by_sample": ";".join(f"{m}:{k}" for m, k in
-                                                             sorted(samples.items())),
-            "W": float(W), "objective": float(estimator.objective_[0]), "test_rmse": rmse,
-            "peak_mb": peak}
-
-
-def _count(samples: dict[int, int], info: Any, n: int) -> None:
-    """Iterations per sample size, from the problem name the samples' iterations carry."""
-    words = info.problem.split()
-    m = int(words[-2]) if len(words) >= 2 and words[-1] == "points" else n
-    samples[m] = samples.get(m, 0) + 1
+    return {"variant": label, "N": n, "Nz": nz, "fit_s": seconds,
+            "iterations": int(estimator.n_iter_[0]), "W": float(W),
+            "objective": float(estimator.objective_[0]), "test_rmse": rmse, "peak_mb": peak}
 
 
 def report(rows: list[dict[str, Any]], wall: float, command: str) -> str:
@@ -94,11 +78,10 @@ def report(rows: list[dict[str, Any]], wall: float, command: str) -> str:
     rows = [first, *[r for r in rows if r is not first]]
     size = f"{first['N']:,}".replace(",", " ")
     lines = [f"## The declared ε-SVR, N = {size}, Nz = {first['Nz']}", "",
-             "| fit | s | iterations (per sample size) | W on all points | W / the first's | "
-             "test RMSE | peak MB |", "|---|---|---|---|---|---|---|"]
+             "| fit | s | iterations | W on all points | W / the first's | test RMSE | "
+             "peak MB |", "|---|---|---|---|---|---|---|"]
     for r in rows:
-        lines.append(f"| {r['variant']} | {r['fit_s']:.0f} | {r['iterations']} "
-                     f"({r['by_sample'].replace(';', ', ')}) | {r['W']:.6g} | "
+        lines.append(f"| {r['variant']} | {r['fit_s']:.0f} | {r['iterations']} | {r['W']:.6g} | "
                      f"{r['W'] / first['W']:.4f} | {r['test_rmse']:.4f} | {r['peak_mb']:.0f} |")
     lines += ["", "## Targets", ""]
     for r in rows[1:]:
@@ -111,9 +94,8 @@ def report(rows: list[dict[str, Any]], wall: float, command: str) -> str:
                      f"{r['test_rmse']:.4f} against {first['test_rmse']:.4f}.")
     lines.append("")
     shows = ("A whole fit of the declared ε-SVR (examples/declared_formulations.py) with the "
-             "structured backend: 200 iterations on all points against W's sampling plateau, "
-             "with and without the continuation over the data: time, iterations, final W, test "
-             "RMSE, peak memory.")
+             "structured backend: 200 iterations against W's sampling plateau: time, "
+             "iterations, final W, test RMSE, peak memory.")
     machine = harness.provenance(wall, "one BLAS thread, each fit in a fresh process, one at "
                                        "a time")
     setup = ["### Set-up", "", "Friedman #1 (10 features, noise 0.5), X and y standardised, as "

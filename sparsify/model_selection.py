@@ -41,7 +41,7 @@ from sklearn.utils import _safe_indexing
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import indexable
 
-from sparsify.core.continuation import STAGE_WINDOW
+from sparsify.core.optimize import PLATEAU_WINDOW
 from sparsify.persistence import VersionedPickleMixin
 from sparsify.validation import is_dask_collection
 
@@ -348,7 +348,7 @@ class SparseSearchCV(VersionedPickleMixin, BaseSearchCV):
                  cv: Any = None, verbose: int = 0, pre_dispatch: int | str = "2*n_jobs",
                  error_score: Any = np.nan, return_train_score: bool = False,
                  select: str = "one_standard_error", warm_start: bool = True,
-                 n_iter_no_change: int | None = STAGE_WINDOW,
+                 n_iter_no_change: int | None = PLATEAU_WINDOW,
                  callback: Callable[[SearchStep], Any] | None = None) -> None:
         super().__init__(estimator=estimator, scoring=scoring, n_jobs=n_jobs, refit=refit,
                          cv=cv, verbose=verbose, pre_dispatch=pre_dispatch,

@@ -181,8 +181,8 @@ def test_plateau_stops_once_the_window_decreased_less_than_its_tolerance() -> No
 def test_sampling_plateau_is_the_relative_sampling_error() -> None:
     from sparsify.core.optimize import sampling_plateau
 
-    assert sampling_plateau(10_000, "auto") == (10, 0.01)
-    assert sampling_plateau(9_999, "auto") is None  # small data: run to tol or max_iter
+    assert sampling_plateau(10_000, "auto") == (3, 0.01)
+    assert sampling_plateau(4_999, "auto") is None  # small data: run to tol or max_iter
     assert sampling_plateau(100, 4) == (4, 0.1)
     assert sampling_plateau(10**6, None) is None
 

@@ -17,9 +17,7 @@ parameters and the formulation's own, so an algorithm's estimator is a few lines
 from __future__ import annotations
 
 import inspect
-import time
 from collections.abc import Callable, Sequence
-from dataclasses import replace
 from numbers import Integral, Real
 from typing import Any, ClassVar
 
@@ -32,7 +30,6 @@ from sklearn.utils._param_validation import Interval, RealNotInt, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from sparsify.core.conic import make_marginal
-from sparsify.core.continuation import STAGE_WINDOW, Continuation, Stage, sample_sizes
 from sparsify.core.data_source import (
     DataSource,
     InMemoryRows,
@@ -43,11 +40,9 @@ from sparsify.core.declared_blocks import DeclaredBlocks
 from sparsify.core.distinct import count_distinct
 from sparsify.core.formulation import Formulation
 from sparsify.core.kernel_blocks import check_gamma
-from sparsify.core.lbfgs import CurvatureMemory
 from sparsify.core.marginal import Evaluation, Marginal
 from sparsify.core.optimize import (
     INIT_METHODS,
-    OptimizeResult,
     initial_expansion_vectors,
     minimize_marginal,
     problem_line,
@@ -92,17 +87,14 @@ def _fit_start(
     verbose: int,
     problem: str = "",
     plateau: tuple[int, float] | None = None,
-    continuation: Continuation | None = None,
     solution: Evaluation | None = None,
 ) -> dict[str, Any]:
     """One start of one problem on rows in memory; module level so joblib can ship it.
 
     ``problem`` names it in the ``verbose=2`` lines, in `IterationInfo` and in
     the convergence warning; ``verbose=1`` prints one line when it is done.
-    ``plateau`` is `minimize_marginal`'s; ``continuation`` runs the early
-    iterations on nested samples drawn from ``seed`` (`sparsify.core.continuation`);
-    ``solution`` (a warm start's β and b at the XVs ``init``) guesses the first
-    inner solution.
+    ``plateau`` is `minimize_marginal`'s; ``solution`` (a warm start's β and b at
+    the XVs ``init``) guesses the first inner solution.
     """
     # BLAS threads sized to this problem, in whichever process runs it (the main one, or a
     # joblib worker holding its share of the CPUs)
@@ -112,25 +104,16 @@ def _fit_start(
         marginal = make_marginal(formulation, X, y, kernel, n_expansion, solver, solver_tol)
         if solution is not None:
             marginal.warm_start(Z0, solution)
-        stages = [] if continuation is None else continuation.stages(
-            X, y, seed, lambda f, X_m, y_m: make_marginal(f, X_m, y_m, kernel, n_expansion,
-                                                          solver, solver_tol))
-        return optimise_start(marginal, Z0, max_iter, tol, callback, verbose, problem, plateau,
-                              stages)
+        return optimise_start(marginal, Z0, max_iter, tol, callback, verbose, problem, plateau)
 
 
 def optimise_start(marginal: Marginal, Z0: Array, max_iter: int, tol: float,
                    callback: Callable[..., Any] | None, verbose: int, problem: str,
-                   plateau: tuple[int, float] | None, stages: Sequence[Stage] = ()
-                   ) -> dict[str, Any]:
+                   plateau: tuple[int, float] | None) -> dict[str, Any]:
     """L-BFGS over the XVs from ``Z0``, its progress line, and the start's result.
 
     The one L-BFGS run of every fit: each start of each problem, in memory or over
-    row blocks, and each convex stage of the semi-supervised SVM. With
-    ``stages`` (samples of the points, `sparsify.core.continuation`) the
-    iterations run on each sample in turn until its W levels off within its
-    sampling error, then on ``marginal``'s points from the XVs reached, within
-    one budget of ``max_iter`` iterations.
+    row blocks, and each convex stage of the semi-supervised SVM.
 
     Returns
     -------
@@ -148,8 +131,8 @@ def optimise_start(marginal: Marginal, Z0: Array, max_iter: int, tol: float,
     >>> run["Z"].shape, run["n_iter"] <= 5
     ((3, 1), True)
     """
-    res = _continue_over_samples(marginal, Z0, max_iter, tol, callback, verbose, problem,
-                                 plateau, stages)
+    res = minimize_marginal(marginal, Z0, max_iter=max_iter, tol=tol, callback=callback,
+                            verbose=verbose >= 2, problem=problem, plateau=plateau)
     if verbose:
         print(problem_line(problem, res), flush=True)
     return {
@@ -162,61 +145,6 @@ def optimise_start(marginal: Marginal, Z0: Array, max_iter: int, tol: float,
         "problem": problem,
         "result": res,
     }
-
-
-def _continue_over_samples(marginal: Marginal, Z0: Array, max_iter: int, tol: float,
-                           callback: Callable[..., Any] | None, verbose: int, problem: str,
-                           plateau: tuple[int, float] | None, stages: Sequence[Stage]
-                           ) -> OptimizeResult:
-    """`minimize_marginal` on each sample of ``stages``, then on ``marginal``; one result.
-
-    The history joins the samples' W (each an estimate of the whole set's, its
-    losses weighted N/m) and the whole set's; a sample's run that the callback
-    or a failed solve stopped goes straight to the whole set for β and b.
-    """
-    began = time.perf_counter()
-    Z, used, n_eval = np.asarray(Z0, dtype=float), 0, 0
-    history: list[NDArray[np.float64]] = []
-    samples: list[tuple[int, int]] = []
-    solution, stopped = None, ""
-    memory = CurvatureMemory() if stages else None
-    for stage in stages:
-        if used >= max_iter or stopped:
-            break
-        sample = stage.make()
-        sample.exact = False
-        if solution is not None:
-            sample.warm_start(Z, solution)
-        name = ", ".join(p for p in (problem, f"{stage.n_points} points") if p)
-        res = minimize_marginal(sample, Z, max_iter=max_iter - used, tol=tol, callback=callback,
-                                verbose=verbose >= 2, problem=name,
-                                plateau=(STAGE_WINDOW, 1.0 / np.sqrt(stage.n_points)),
-                                first_iteration=used, start_time=began, memory=memory)
-        Z, solution = res.Z, res.evaluation
-        history.append(res.history if not history else res.history[1:])
-        used, n_eval = used + res.n_iter, n_eval + res.n_evaluations
-        samples.append((stage.n_points, res.n_iter))
-        if res.stop in ("callback", "failed solve"):
-            stopped = res.stop  # the whole set then only gives β and b at the XVs reached
-    if solution is not None:
-        marginal.warm_start(Z, solution)
-    marginal.exact = True
-    left = 0 if stopped else max_iter - used
-    res = minimize_marginal(marginal, Z, max_iter=left, tol=tol, callback=callback,
-                            verbose=verbose >= 2, problem=problem, plateau=plateau,
-                            first_iteration=used, start_time=began, memory=memory)
-    if not stages:
-        return res
-    samples.append((stages[0].n_total, res.n_iter))
-    history.append(res.history if not history else res.history[1:])
-    out = replace(res, history=np.concatenate(history), n_iter=used + res.n_iter,
-                  n_evaluations=n_eval + res.n_evaluations,
-                  seconds=time.perf_counter() - began, samples=samples)
-    if left == 0 and max_iter > 0:  # the samples used the budget, or were stopped
-        why = stopped or "max_iter"
-        out = replace(out, stop=why, converged=why == "callback",
-                      message=f"stopped on a sample of the points ({why})")
-    return out
 
 
 def _point_losses(target: NDArray[Any] | None) -> Callable[[Array], Array]:
@@ -405,12 +333,6 @@ class SparseKernelEstimator(KernelMachineMixin, BaseEstimator):
     #: names.
     formulation_class: ClassVar[type[Formulation] | None] = None
 
-    #: Whether ``_formulation_params(weights)`` multiplies each point's loss by its weight (the
-    #: SVM's and the SVR's cost C per point), so that a sample of m points weighted N/m stands
-    #: for all N: the driver then runs a fit's early iterations on nested samples
-    #: (`sparsify.core.continuation`) where the estimator's ``continuation`` is "auto".
-    weighted_points: ClassVar[bool] = False
-
     #: The task's defaults of `SHARED_PARAMS` that differ.
     default_params: ClassVar[dict[str, Any]] = {}
 
@@ -485,7 +407,7 @@ class SparseKernelEstimator(KernelMachineMixin, BaseEstimator):
         own = cls._get_param_names()
         return [n for n in names if n in own]
 
-    def _formulation_params(self, weights: Array | float | None = None) -> dict[str, Any]:
+    def _formulation_params(self, weights: Array | None = None) -> dict[str, Any]:
         """The formulation's hyperparameters, from the estimator's of the same names.
 
         ``weights`` (shape (N,)) are per-point weights; an estimator that takes
@@ -493,7 +415,7 @@ class SparseKernelEstimator(KernelMachineMixin, BaseEstimator):
         """
         return {name: getattr(self, name) for name in self._formulation_param_names()}
 
-    def _make_formulation(self, weights: Array | float | None = None) -> Formulation:
+    def _make_formulation(self, weights: Array | None = None) -> Formulation:
         """The formulation with the estimator's hyperparameters and the points' ``weights``:
         through `_formulation_params` (the SVM's C per point), or `Formulation.weigh` for a
         formulation that declares `Formulation.weighted`."""
@@ -512,34 +434,10 @@ class SparseKernelEstimator(KernelMachineMixin, BaseEstimator):
 
     # ------------------------------------------------------------------ the fit
 
-    def _plateau(self, n_samples: int, continued: bool = False) -> tuple[int, float] | None:
-        """`minimize_marginal`'s plateau test for a fit on ``n_samples`` points.
-
-        From the estimator's ``n_iter_no_change`` where it offers one (the
-        estimators with an exact fast path, whose fits reach large N); none
-        otherwise. ``continued``: after a continuation over the data.
-        """
-        return sampling_plateau(n_samples, getattr(self, "n_iter_no_change", None), continued)
-
-    def _continuation(self, n_samples: int, n_expansion: int,
-                      weights: Array | None) -> Continuation | None:
-        """The nested samples of a fit on ``n_samples`` points in memory, or None.
-
-        Only where a sample's weights N/m stand for the whole set (`weighted_points`,
-        or a formulation that declares `Formulation.weighted`), ``continuation`` is
-        "auto", the whole set stops on W's sampling plateau (``n_iter_no_change``
-        not None: a fit run to ``tol`` or ``max_iter`` ends with a higher W after
-        the samples, docs/theory.md), and there are enough points for
-        one sample before the whole set (`sparsify.core.continuation.sample_sizes`).
-        """
-        weighs = self.weighted_points or self._formulation_type().weighted
-        if (not weighs or getattr(self, "continuation", None) != "auto"
-                or self._plateau(n_samples, continued=True) is None):
-            return None
-        sizes = sample_sizes(n_samples, n_expansion)
-        if len(sizes) == 1:
-            return None
-        return Continuation(tuple(sizes), self._make_formulation, weights)
+    def _plateau(self, n_samples: int) -> tuple[int, float] | None:
+        """`minimize_marginal`'s plateau test for a fit on ``n_samples`` points, from the
+        estimator's ``n_iter_no_change`` (`sparsify.core.optimize.sampling_plateau`)."""
+        return sampling_plateau(n_samples, getattr(self, "n_iter_no_change", None))
 
     def _resolve_n_expansion(self, X: Array, target: NDArray[Any] | None, kernel: Kernel,
                              weights: Array | None) -> tuple[int, int | None]:
@@ -571,7 +469,6 @@ class SparseKernelEstimator(KernelMachineMixin, BaseEstimator):
                       formulation: Formulation, kernel: Kernel, sizes: list[int],
                       init: str | Array,
                       names: list[str], rng: np.random.RandomState,
-                      weights: Array | None = None,
                       previous: list[tuple[Array, Array, Any]] | None = None
                       ) -> list[dict[str, Any]]:
         """Fit every (problem, start) pair; the best start of each.
@@ -579,11 +476,9 @@ class SparseKernelEstimator(KernelMachineMixin, BaseEstimator):
         In memory the pairs run in parallel with ``n_jobs``; over row blocks one
         after the other, each evaluation a map over the blocks. ``names`` name the
         problems in progress lines and warnings; the starts are named after them.
-        ``weights`` are the per-point weights ``formulation`` was made with, for
-        the samples of a continuation over the data; ``previous`` each problem's
-        (Z, β, b) of the last fit, a warm start (`sparsify.core.warm`): one start
-        from its XVs, resized to the problem's Nz, and no continuation. Warns once
-        for the problems ``max_iter`` stopped.
+        ``previous`` holds each problem's (Z, β, b) of the last fit, a warm start
+        (`sparsify.core.warm`): one start from its XVs, resized to the problem's
+        Nz. Warns once for the problems ``max_iter`` stopped.
         """
         n_init = 1 if previous is not None or not isinstance(init, str) else self.n_init
         seeds = rng.randint(np.iinfo(np.int32).max, size=(len(targets), n_init))
@@ -604,16 +499,12 @@ class SparseKernelEstimator(KernelMachineMixin, BaseEstimator):
                 warm = [resize(source.X, Z, coef, b, kernel, sizes[k], _point_losses(targets[k]),
                                np.random.RandomState(seeds[k, 0]))
                         for k, (Z, coef, b) in enumerate(previous)]
-            continued = [None if previous is not None
-                         else self._continuation(source.n_samples, nz, weights) for nz in sizes]
             starting = [(init, None) if w is None else w for w in warm]
             runs = Parallel(n_jobs=self.n_jobs if n_runs > 1 else None)(
                 delayed(_fit_start)(
                     source.X, targets[k], formulation, kernel, sizes[k], starting[k][0],
                     self.solver, self.solver_tol, self.max_iter, self.tol, int(seeds[k, j]),
-                    self.callback, self.verbose, starts[k][j],
-                    plateau if continued[k] is None else self._plateau(source.n_samples, True),
-                    continued[k], starting[k][1])
+                    self.callback, self.verbose, starts[k][j], plateau, starting[k][1])
                 for k in range(len(targets))
                 for j in range(n_init)
             )
@@ -722,7 +613,7 @@ class SparseKernelEstimator(KernelMachineMixin, BaseEstimator):
         fits = self._run_problems(source, targets, formulation, kernel,
                                   [nz for nz, _ in resolved],
                                   self.init if init is None else init,
-                                  names or [""] * len(targets), rng, weights, previous)
+                                  names or [""] * len(targets), rng, previous)
         nsv = [n for _, n in resolved]
         self._set_expansions(kernel, fits, None if nsv[0] is None else np.array(nsv))
         return kernel
@@ -801,9 +692,6 @@ def _generate_init(cls: type[SparseKernelEstimator]) -> None:
                                 default=shared["n_expansion"])]
     params += [inspect.Parameter(p.name, inspect.Parameter.KEYWORD_ONLY, default=p.default,
                                  annotation=p.annotation) for p in own]
-    if form.weighted:  # a sample of its points can stand for the whole set
-        params.append(inspect.Parameter("continuation", inspect.Parameter.KEYWORD_ONLY,
-                                        default="auto"))
     params += [inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=default)
                for name, default in shared.items() if name != "n_expansion"]
     signature = inspect.Signature(params)
@@ -820,18 +708,14 @@ def _generate_init(cls: type[SparseKernelEstimator]) -> None:
     # the point of this function: a constructor made at run time, which mypy cannot follow
     cls.__init__ = __init__  # type: ignore[method-assign, assignment]
     cls._parameter_constraints = {**cls._parameter_constraints,
-                                  **{p.name: "no_validation" for p in own},
-                                  "continuation": [StrOptions({"auto"}), None]}
+                                  **{p.name: "no_validation" for p in own}}
     if not cls.__doc__:
         cls.__doc__ = (f"The sparse {form.__name__}: the direct sparse method on the "
                        f"{form.name!r} formulation, with Nz optimised XVs.\n\n"
                        "    Parameters\n    ----------\n"
                        + "\n".join(parameter_docs(shared, cls.ratio_meaning, {}, list(SHARED)))
                        + f"\n\n    The {form.__name__} formulation's own parameters: "
-                       + ", ".join(f"``{p.name}``" for p in own) + "."
-                       + ("\n\n    ``continuation`` (\"auto\" or None): the first iterations on "
-                          "nested samples of the points, as SparseSVC's "
-                          "(`sparsify.core.continuation`)." if form.weighted else "") + "\n")
+                       + ", ".join(f"``{p.name}``" for p in own) + ".\n")
 
 
 #: The task a formulation declares (`Formulation.task`) and the module of its estimator base.

@@ -59,10 +59,9 @@ class Outputs:
         rows stay on the workers: a formulation that needs X refuses it then.
     weights : ndarray of shape (N,)
         Each point's weight in the loss: ones (the default), or the weights the
-        formulation was given (`Formulation.weigh`): N/m on a sample of m points
-        of a continuation over the data (`sparsify.core.continuation`), whose
-        weighted loss then stands for the whole set's. A formulation that
-        declares `Formulation.weighted` multiplies each point's loss by it.
+        formulation was given (`Formulation.weigh`: the estimator's class and
+        sample weights). A formulation that declares `Formulation.weighted`
+        multiplies each point's loss by it.
     """
 
     f: cp.Variable
@@ -176,9 +175,8 @@ class Formulation(ABC):
     supported_kernels: ClassVar[tuple[str, ...] | None] = None
 
     #: Whether `declare` multiplies each point's loss by ``out.weights`` (a loss that is a
-    #: sum over the points, each term scaled by its weight). Then the fit driver can run a
-    #: fit's early iterations on samples of the points whose losses count N/m each
-    #: (`sparsify.core.continuation`): the formulation's estimator takes ``continuation``.
+    #: sum over the points, each term scaled by its weight): its estimator then passes the
+    #: points' class and sample weights on (`weigh`).
     weighted: ClassVar[bool] = False
 
     #: The points' weights `weigh` gave this instance, or None (every point weighs 1).

@@ -67,13 +67,6 @@ class Marginal(ABC):
     #: Formulation name, for messages.
     formulation_name: str = ""
 
-    #: Whether evaluations must be exact. The fit driver sets it False on the marginal of
-    #: each sample of a continuation over the data (`sparsify.core.continuation`), whose W
-    #: is an estimate uncertain by 1/√m of itself and whose XVs the whole set moves on from;
-    #: a marginal with a cheaper inexact solve may then use it (the SVM engine skips its
-    #: exact polish where coordinate descent converges). Most marginals ignore it.
-    exact: bool = True
-
     @abstractmethod
     def evaluate(self, Z: Array, grad: bool = True) -> Evaluation:
         """Solve at fixed XVs ``Z`` (Nz, d) and return W, ∇W and the solution."""
@@ -81,10 +74,10 @@ class Marginal(ABC):
     def warm_start(self, Z: Array, solution: Evaluation) -> None:
         """Take a solution (β and b) at XVs ``Z`` as the guess of the next solve.
 
-        The fit driver calls it when it moves from a sample of the training points
-        to a larger one (`sparsify.core.continuation`), and for a warm start from
-        another fit (`sparsify.core.warm`). A marginal whose solver starts from a
-        guess overrides it; by default the guess is not used.
+        The fit driver calls it for a warm start from another fit
+        (`sparsify.core.warm`: a search's neighbouring setting, ``warm_start=True``).
+        A marginal whose solver starts from a guess overrides it; by default the
+        guess is not used.
         """
         return None
 

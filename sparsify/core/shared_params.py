@@ -67,7 +67,7 @@ SHARED: dict[str, SharedParameter] = {
         "When True, `fit` starts from the last fit's XVs and solution, as\n"
         "scikit-learn's ``warm_start``: at a larger Nz the new XVs go where the\n"
         "last model's loss is largest, at a smaller one the XVs of largest |β|\n"
-        "stay; one start, no continuation (`sparsify.core.warm`). A search over\n"
+        "stay; one start (`sparsify.core.warm`). A search over\n"
         "C, γ or Nz refits this way (`sparsify.SparseSearchCV`). Where the last\n"
         "fit had another number of problems or features, the start is cold."),
     "solver": SharedParameter(
@@ -85,8 +85,8 @@ SHARED: dict[str, SharedParameter] = {
         "int | str | None", "auto", 'int, "auto" or None',
         "Also stop when the last ``n_iter_no_change`` iterations together\n"
         "lowered W by less than 1/√N of it, W's own sampling error: W has\n"
-        "levelled off (`sparsify.core.optimize.sampling_plateau`). \"auto\" is 10\n"
-        "from N = 10⁴ points on and no such test below; None never."),
+        "levelled off (`sparsify.core.optimize.sampling_plateau`). \"auto\" is 3\n"
+        "iterations from N = 5000 points on and no such test below; None never."),
     "solver_tol": SharedParameter("float", 1e-8, "float", "Accuracy of each convex solve."),
     "random_state": SharedParameter(
         "int | np.random.RandomState | None", None, "int, RandomState instance or None",

@@ -76,7 +76,7 @@ from sparsify.svm_dual.solvers import (
     warm_active_set,
 )
 
-__all__ = ["IP_BAND", "LOOSE_EPS", "SKIP_POLISH", "WORKING_BAND", "SVMDualMarginal"]
+__all__ = ["IP_BAND", "SKIP_POLISH", "WORKING_BAND", "SVMDualMarginal"]
 
 Array = NDArray[np.float64]
 
@@ -87,9 +87,6 @@ WORKING_BAND = 0.1
 #: The interior point's working set: rows within this margin slack of the last solution
 #: (wider than WORKING_BAND: that solution was for other XVs, or is coordinate descent's).
 IP_BAND = 0.5
-#: Coordinate descent's tolerance (projected gradient) where evaluations need not be exact
-#: (`Marginal.exact`): W within about 1e-4 of itself, ∇W within some 20 % of its size.
-LOOSE_EPS = 0.1
 #: After the polish fails, this many evaluations go straight to the interior point (one
 #: interior point costs less than a failed coordinate descent and polish) before it is
 #: tried again.
@@ -291,10 +288,6 @@ class SVMDualMarginal(Marginal):
         whitened coordinates the metric is the identity: K = K⁻¹ = L = I.
         """
         y, C, Nz, last = self.y, self.C, B.shape[1], self.last
-        if not self.exact:
-            loose = self._coordinate_descent(B)
-            if loose is not None:
-                return loose
         # what the interior point's working set comes from: the last solution's α and b,
         # or this evaluation's coordinate descent where it ran
         hint = last
@@ -347,26 +340,6 @@ class SVMDualMarginal(Marginal):
                 raise Stalled
             self.n_smoothed += 1
         alpha, u, b = solved
-        self.last = (alpha, b)
-        return alpha, u, b
-
-    def _coordinate_descent(self, B: Array) -> tuple[Array, Array, float] | None:
-        """α, u, b by warm-started coordinate descent alone, where evaluations need not be
-        exact (`Marginal.exact`); None where it does not reach `LOOSE_EPS` in its passes.
-
-        It names the partition but leaves the points near the margin some way from
-        their KKT values: W within about 1e-4 of itself, far below a sample's
-        sampling error, ∇W within some 20 % of its size, at a fraction of the exact
-        polish's cost. Where it does not converge (a large C) the exact path answers.
-        """
-        y, C, last = self.y, self.C, self.last
-        alpha, b = ((np.zeros(len(y)), 0.0) if last is None
-                    else (np.clip(last[0], 0.0, C), last[1]))
-        u = np.empty(B.shape[1])
-        done, b, self.last_epochs, _ = dual_cd(B, y, C, alpha, u, b, self.rho, LOOSE_EPS,
-                                               self.first_epochs, 0, self.targets)
-        if not done:
-            return None
         self.last = (alpha, b)
         return alpha, u, b
 

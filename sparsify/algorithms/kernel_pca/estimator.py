@@ -66,9 +66,9 @@ class SparseKernelPCA(SparseKernelTransformer):
         When True, `fit` starts from the last fit's XVs and solution, as
         scikit-learn's ``warm_start``: at a larger Nz the new XVs go where the
         last model's loss is largest, at a smaller one the XVs of largest |β|
-        stay; one start, no continuation (`sparsify.core.warm`). A search over
-        C, γ or Nz refits this way (`sparsify.SparseSearchCV`). Where the last
-        fit had another number of problems or features, the start is cold.
+        stay; one start (`sparsify.core.warm`). A search over C, γ or Nz refits
+        this way (`sparsify.SparseSearchCV`). Where the last fit had another
+        number of problems or features, the start is cold.
     solver : str, default="auto"
         Checked, and otherwise unused: the eigenproblem has no cvxpy path, so
         every solver name gives the same exact W(Z).
@@ -76,7 +76,7 @@ class SparseKernelPCA(SparseKernelTransformer):
         Maximum L-BFGS iterations per problem (0 keeps the initial XVs).
     tol : float, default=1e-6
         Stop when an iteration lowers W by less than this relative amount.
-    n_iter_no_change : int, "auto" or None, default="auto"
+    n_iter_no_change : int, "auto" or None, default=None
         Also stop when the last ``n_iter_no_change`` iterations together lowered
         W by less than 1/√N of it, W's own sampling error: W has levelled off
         (`sparsify.core.optimize.sampling_plateau`). "auto" is 10 from N = 10⁴
@@ -136,6 +136,9 @@ class SparseKernelPCA(SparseKernelTransformer):
 
     formulation_class = KernelPCA
 
+    # its fits run to tol or max_iter, as they did before n_iter_no_change was shared
+    default_params: ClassVar[dict[str, Any]] = {"n_iter_no_change": None}
+
     _parameter_constraints: ClassVar[dict[str, Any]] = {
         **SparseKernelTransformer._parameter_constraints,
         "n_components": [Interval(Integral, 1, None, closed="left"), None],
@@ -156,7 +159,7 @@ class SparseKernelPCA(SparseKernelTransformer):
         solver: str = "auto",
         max_iter: int = 200,
         tol: float = 1e-6,
-        n_iter_no_change: int | str | None = "auto",
+        n_iter_no_change: int | str | None = None,
         solver_tol: float = 1e-8,
         random_state: int | np.random.RandomState | None = None,
         n_jobs: int | None = None,

@@ -37,11 +37,11 @@ class SparseKernelRidge(SparseKernelRegressor):
     n_iter_no_change : int, "auto" or None, default=None
         Also stop when the last ``n_iter_no_change`` iterations together
         lowered W by less than 1/√N of it, W's own sampling error
-        (`sparsify.core.optimize.sampling_plateau`); "auto" is 10 from N = 10 000
-        points on. None (the default) runs to ``tol`` or ``max_iter``: unlike a
-        classifier's error, the test RMSE still improves past that plateau
-        (protein, N = 41 157, Nz = 200: "auto" fits 2.4× faster with a
-        1.2 % higher RMSE; docs/theory.md).
+        (`sparsify.core.optimize.sampling_plateau`); "auto" is 3 iterations from
+        N = 5000 points on. None (the default) runs to ``tol`` or ``max_iter``:
+        unlike a classifier's error, the test RMSE still improves past that
+        plateau (protein, N = 41 157, Nz = 200: 10 iterations fit 2.4× faster
+        with a 1.2 % higher RMSE; docs/theory.md).
     kernel : str or Kernel, default="rbf"
         "rbf", "poly", "linear", a plugin's kernel, names joined by "+" for a
         sum, or a `sparsify.Kernel` instance.
@@ -65,9 +65,9 @@ class SparseKernelRidge(SparseKernelRegressor):
         When True, `fit` starts from the last fit's XVs and solution, as
         scikit-learn's ``warm_start``: at a larger Nz the new XVs go where the
         last model's loss is largest, at a smaller one the XVs of largest |β|
-        stay; one start, no continuation (`sparsify.core.warm`). A search over
-        C, γ or Nz refits this way (`sparsify.SparseSearchCV`). Where the last
-        fit had another number of problems or features, the start is cold.
+        stay; one start (`sparsify.core.warm`). A search over C, γ or Nz refits
+        this way (`sparsify.SparseSearchCV`). Where the last fit had another
+        number of problems or features, the start is cold.
     solver : str, default="auto"
         "auto": the closed form; a backend name ("structured", "clarabel",
         "ecos", "osqp", "scs") solves the generic declaration instead, its

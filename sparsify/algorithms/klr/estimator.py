@@ -73,8 +73,8 @@ class SparseKernelLogisticRegression(LogisticMixin, SparseKernelClassifier):
     n_iter_no_change : int, "auto" or None, default="auto"
         Also stop when the last ``n_iter_no_change`` iterations together
         lowered W by less than 1/√N of it, W's own sampling error: W has
-        levelled off (`sparsify.core.optimize.sampling_plateau`). "auto" is 10 from
-        N = 10 000 points on and no such test below; None never.
+        levelled off (`sparsify.core.optimize.sampling_plateau`). "auto" is 3
+        iterations from N = 5000 points on and no such test below; None never.
     kernel : str or Kernel, default="rbf"
         "rbf", "poly", "linear", a plugin's kernel, names joined by "+" for a
         sum, or a `sparsify.Kernel` instance.
@@ -100,9 +100,9 @@ class SparseKernelLogisticRegression(LogisticMixin, SparseKernelClassifier):
         When True, `fit` starts from the last fit's XVs and solution, as
         scikit-learn's ``warm_start``: at a larger Nz the new XVs go where the
         last model's loss is largest, at a smaller one the XVs of largest |β|
-        stay; one start, no continuation (`sparsify.core.warm`). A search over
-        C, γ or Nz refits this way (`sparsify.SparseSearchCV`). Where the last
-        fit had another number of problems or features, the start is cold.
+        stay; one start (`sparsify.core.warm`). A search over C, γ or Nz refits
+        this way (`sparsify.SparseSearchCV`). Where the last fit had another
+        number of problems or features, the start is cold.
     solver : str, default="auto"
         "auto" solves each fixed-Z problem by the formulation's exact fast path
         (damped Newton on the whitened coefficients, warm-started; no cvxpy);
@@ -238,7 +238,7 @@ class SparseKernelLogisticRegression(LogisticMixin, SparseKernelClassifier):
         self.objective_history_ = [history / len(X) for history in self.objective_history_]
         return self
 
-    def _formulation_params(self, weights: Array | float | None = None) -> dict[str, Any]:
+    def _formulation_params(self, weights: Array | None = None) -> dict[str, Any]:
         return {"lam": self.lam}
 
     def _resolve_n_expansion(self, X: Array, target: NDArray[Any] | None, kernel: Kernel,

@@ -92,9 +92,9 @@ class SparseOneClassSVM(SparseOutlierDetector):
         When True, `fit` starts from the last fit's XVs and solution, as
         scikit-learn's ``warm_start``: at a larger Nz the new XVs go where the
         last model's loss is largest, at a smaller one the XVs of largest |β|
-        stay; one start, no continuation (`sparsify.core.warm`). A search over
-        C, γ or Nz refits this way (`sparsify.SparseSearchCV`). Where the last
-        fit had another number of problems or features, the start is cold.
+        stay; one start (`sparsify.core.warm`). A search over C, γ or Nz refits
+        this way (`sparsify.SparseSearchCV`). Where the last fit had another
+        number of problems or features, the start is cold.
     solver : str, default="auto"
         "auto" (the structured interior point, then Clarabel, OSQP, ECOS) or a
         backend name: "structured", "clarabel", "ecos", "osqp", "scs".
@@ -102,7 +102,7 @@ class SparseOneClassSVM(SparseOutlierDetector):
         Maximum L-BFGS iterations per problem (0 keeps the initial XVs).
     tol : float, default=1e-6
         Stop when an iteration lowers W by less than this relative amount.
-    n_iter_no_change : int, "auto" or None, default="auto"
+    n_iter_no_change : int, "auto" or None, default=None
         Also stop when the last ``n_iter_no_change`` iterations together lowered
         W by less than 1/√N of it, W's own sampling error: W has levelled off
         (`sparsify.core.optimize.sampling_plateau`). "auto" is 10 from N = 10⁴
@@ -161,7 +161,8 @@ class SparseOneClassSVM(SparseOutlierDetector):
 
     formulation_class = OneClass
 
-    default_params: ClassVar[dict[str, Any]] = {"n_expansion": 0.1}
+    # its fits run to tol or max_iter, as they did before n_iter_no_change was shared
+    default_params: ClassVar[dict[str, Any]] = {"n_expansion": 0.1, "n_iter_no_change": None}
 
     _parameter_constraints: ClassVar[dict[str, list[Any]]] = {
         **SparseOutlierDetector._parameter_constraints,
@@ -183,7 +184,7 @@ class SparseOneClassSVM(SparseOutlierDetector):
         solver: str = "auto",
         max_iter: int = 200,
         tol: float = 1e-6,
-        n_iter_no_change: int | str | None = "auto",
+        n_iter_no_change: int | str | None = None,
         solver_tol: float = 1e-8,
         random_state: int | np.random.RandomState | None = None,
         n_jobs: int | None = None,
@@ -209,7 +210,7 @@ class SparseOneClassSVM(SparseOutlierDetector):
         self.verbose = verbose
         self.callback = callback
 
-    def _formulation_params(self, weights: Array | float | None = None) -> dict[str, Any]:
+    def _formulation_params(self, weights: Array | None = None) -> dict[str, Any]:
         return {"nu": float(self.nu)}
 
     def _resolve_n_expansion(self, X: Array, target: NDArray[Any] | None, kernel: Kernel,

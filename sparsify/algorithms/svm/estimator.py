@@ -56,20 +56,11 @@ class SparseSVC(SparseKernelClassifier):
         problem, seeded by ``random_state``), as ``SVC(probability=True)``;
         enables `predict_proba` and `predict_log_proba`. The model itself is
         the same as with ``probability=False``.
-    continuation : "auto" or None, default="auto"
-        "auto": on 4000 points or more (and at least 80 per XV), where the fit
-        stops on W's sampling plateau (``n_iter_no_change`` not None), the
-        first L-BFGS iterations run on nested random samples of the points
-        (stratified by class), their losses weighted N/m, from the smallest allowed
-        up to the whole set, each sample until W levels off within its sampling
-        error (`sparsify.core.continuation`); the whole set then starts near the
-        minimum and stops after its own plateau of 3 iterations. None: every
-        iteration on the whole set.
     n_iter_no_change : int, "auto" or None, default="auto"
         Also stop when the last ``n_iter_no_change`` iterations together
         lowered W by less than 1/√N of it, W's own sampling error: W has
-        levelled off (`sparsify.core.optimize.sampling_plateau`). "auto" is 10 from
-        N = 10 000 points on and no such test below; None never.
+        levelled off (`sparsify.core.optimize.sampling_plateau`). "auto" is 3
+        iterations from N = 5000 points on and no such test below; None never.
     kernel : str or Kernel, default="rbf"
         "rbf", "poly", "linear", a plugin's kernel, names joined by "+" for a
         sum, or a `sparsify.Kernel` instance.
@@ -97,9 +88,9 @@ class SparseSVC(SparseKernelClassifier):
         When True, `fit` starts from the last fit's XVs and solution, as
         scikit-learn's ``warm_start``: at a larger Nz the new XVs go where the
         last model's loss is largest, at a smaller one the XVs of largest |β|
-        stay; one start, no continuation (`sparsify.core.warm`). A search over
-        C, γ or Nz refits this way (`sparsify.SparseSearchCV`). Where the last
-        fit had another number of problems or features, the start is cold.
+        stay; one start (`sparsify.core.warm`). A search over C, γ or Nz refits
+        this way (`sparsify.SparseSearchCV`). Where the last fit had another
+        number of problems or features, the start is cold.
     solver : str, default="auto"
         "auto" takes the SVM's exact fast path (a dedicated dual solver,
         warm-started between L-BFGS evaluations); a backend name
@@ -174,7 +165,6 @@ class SparseSVC(SparseKernelClassifier):
     """
 
     formulation_class = SVM
-    weighted_points = True
 
     default_params: ClassVar[dict[str, Any]] = {"n_expansion": 0.1, "init": "auto"}
 
@@ -185,7 +175,6 @@ class SparseSVC(SparseKernelClassifier):
         "class_weight": [dict, StrOptions({"balanced"}), None],
         "probability": ["boolean"],
         "n_iter_no_change": N_ITER_NO_CHANGE_CONSTRAINT,
-        "continuation": [StrOptions({"auto"}), None],
     }
 
     def __init__(
@@ -196,7 +185,6 @@ class SparseSVC(SparseKernelClassifier):
         loss: str = "hinge",
         class_weight: dict[Any, float] | str | None = None,
         probability: bool = False,
-        continuation: str | None = "auto",
         n_iter_no_change: int | str | None = "auto",
         kernel: str | Kernel = "rbf",
         gamma: float | str = "scale",
@@ -219,7 +207,6 @@ class SparseSVC(SparseKernelClassifier):
         self.loss = loss
         self.class_weight = class_weight
         self.probability = probability
-        self.continuation = continuation
         self.n_iter_no_change = n_iter_no_change
         self.kernel = kernel
         self.gamma = gamma
@@ -237,7 +224,7 @@ class SparseSVC(SparseKernelClassifier):
         self.verbose = verbose
         self.callback = callback
 
-    def _formulation_params(self, weights: Array | float | None = None) -> dict[str, Any]:
+    def _formulation_params(self, weights: Array | None = None) -> dict[str, Any]:
         return {"C": self.C if weights is None else self.C * weights, "loss": self.loss}
 
     def fit(

@@ -8,7 +8,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
-from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils._param_validation import Interval
 from sklearn.utils.validation import _check_sample_weight
 
 from sparsify.algorithms.svr.formulation import SVR
@@ -44,24 +44,14 @@ class SparseSVR(SparseKernelRegressor):
     epsilon : float, default=0.1
         Half-width ε ≥ 0 of the tube inside which errors cost nothing, in the
         units of y.
-    continuation : "auto" or None, default="auto"
-        "auto": on 4000 points or more (and at least 80 per XV), where the fit
-        stops on W's sampling plateau (``n_iter_no_change`` set; not by default:
-        a fit run to ``tol`` or ``max_iter`` ends with a higher W after the
-        samples, docs/theory.md), the first L-BFGS iterations run on nested
-        random samples of the points, their losses weighted N/m, from the
-        smallest allowed up to the whole set, each sample until W levels off
-        within its sampling error (`sparsify.core.continuation`); the whole set
-        then starts near the minimum and stops after its own plateau of 3
-        iterations. None: every iteration on the whole set.
     n_iter_no_change : int, "auto" or None, default=None
         Also stop when the last ``n_iter_no_change`` iterations together
         lowered W by less than 1/√N of it, W's own sampling error
-        (`sparsify.core.optimize.sampling_plateau`); "auto" is 10 from N = 10 000
-        points on. None (the default) runs to ``tol`` or ``max_iter``: unlike a
-        classifier's error, the test RMSE still improves past that plateau
-        (protein, N = 41 157, Nz = 200: "auto" fits 4.0× faster with a
-        1.1 % higher RMSE; docs/theory.md).
+        (`sparsify.core.optimize.sampling_plateau`); "auto" is 3 iterations from
+        N = 5000 points on. None (the default) runs to ``tol`` or ``max_iter``:
+        unlike a classifier's error, the test RMSE still improves past that
+        plateau (protein, N = 41 157, Nz = 200: 10 iterations fit 4.0× faster
+        with a 1.1 % higher RMSE; docs/theory.md).
     kernel : str or Kernel, default="rbf"
         "rbf", "poly", "linear", a plugin's kernel, names joined by "+" for a
         sum, or a `sparsify.Kernel` instance.
@@ -85,9 +75,9 @@ class SparseSVR(SparseKernelRegressor):
         When True, `fit` starts from the last fit's XVs and solution, as
         scikit-learn's ``warm_start``: at a larger Nz the new XVs go where the
         last model's loss is largest, at a smaller one the XVs of largest |β|
-        stay; one start, no continuation (`sparsify.core.warm`). A search over
-        C, γ or Nz refits this way (`sparsify.SparseSearchCV`). Where the last
-        fit had another number of problems or features, the start is cold.
+        stay; one start (`sparsify.core.warm`). A search over C, γ or Nz refits
+        this way (`sparsify.SparseSearchCV`). Where the last fit had another
+        number of problems or features, the start is cold.
     solver : str, default="auto"
         "auto": the exact dual solver; a backend name ("structured",
         "clarabel", "ecos", "osqp", "scs") solves the generic declaration
@@ -134,14 +124,12 @@ class SparseSVR(SparseKernelRegressor):
     """
 
     formulation_class = SVR
-    weighted_points = True
 
     _parameter_constraints: ClassVar[dict[str, Any]] = {
         **SparseKernelRegressor._parameter_constraints,
         "C": [Interval(Real, 0.0, None, closed="neither")],
         "epsilon": [Interval(Real, 0.0, None, closed="left")],
         "n_iter_no_change": N_ITER_NO_CHANGE_CONSTRAINT,
-        "continuation": [StrOptions({"auto"}), None],
     }
 
     def __init__(
@@ -150,7 +138,6 @@ class SparseSVR(SparseKernelRegressor):
         *,
         C: float = 1.0,
         epsilon: float = 0.1,
-        continuation: str | None = "auto",
         n_iter_no_change: int | str | None = None,
         kernel: str | Kernel = "rbf",
         gamma: float | str = "scale",
@@ -171,7 +158,6 @@ class SparseSVR(SparseKernelRegressor):
         self.n_expansion = n_expansion
         self.C = C
         self.epsilon = epsilon
-        self.continuation = continuation
         self.n_iter_no_change = n_iter_no_change
         self.kernel = kernel
         self.gamma = gamma
@@ -189,7 +175,7 @@ class SparseSVR(SparseKernelRegressor):
         self.verbose = verbose
         self.callback = callback
 
-    def _formulation_params(self, weights: Array | float | None = None) -> dict[str, Any]:
+    def _formulation_params(self, weights: Array | None = None) -> dict[str, Any]:
         return {"C": self.C if weights is None else self.C * weights, "epsilon": self.epsilon}
 
     def fit(self, X: ArrayLike, y: ArrayLike,
