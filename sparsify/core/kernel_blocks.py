@@ -159,7 +159,8 @@ def check_gamma(kernel: Kernel, X: Array, owner: str) -> None:
     ValueError: SparseSVC: gamma=1e+308 is too large for these inputs: ...
     """
     parts = getattr(kernel, "kernels", None) or (kernel,)
-    largest = float(np.max(np.abs(X))) if np.size(X) else 0.0
+    # (the extremes without np.abs's copy of X: a tenth of a second at a9a's size)
+    largest = max(float(np.max(X)), -float(np.min(X))) if np.size(X) else 0.0
     with np.errstate(over="ignore", under="ignore"):
         square = largest * largest * X.shape[1]
     if largest > 0 and not np.finfo(float).tiny <= square < np.inf:
