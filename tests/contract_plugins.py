@@ -1,4 +1,4 @@
-"""Four kernel algorithms new to sparsify, declared as a plugin with the contract of docs/plugins.md.
+"""Four kernel algorithms new to sparsify, declared as a plugin by the contract of plugins.md.
 
 Each uses one element of the contract beyond f and ‖w‖²:
 

@@ -120,7 +120,6 @@ def test_the_ranker_orders_each_groups_points(fitted) -> None:
 
 def test_the_weighted_huber_regressor_takes_sample_weight(fitted) -> None:
     est, X = fitted["huber"]
-    _, y = _regression()
     clean = slice(4, None)
     assert np.abs(est.predict(X)[clean] - np.sin(X[clean, 0])).max() < 0.3  # outliers held
     assert has_fit_parameter(est, "sample_weight")

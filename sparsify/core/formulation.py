@@ -12,8 +12,8 @@ from __future__ import annotations
 import copy
 import inspect
 from abc import ABC, abstractmethod
-from dataclasses import dataclass, field
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import cvxpy as cp

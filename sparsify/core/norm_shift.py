@@ -30,7 +30,7 @@ import numpy as np
 import scipy.sparse as sp
 from numpy.typing import NDArray
 
-from sparsify.core.conic_data import ConeDims, ConicData, LinkLayout
+from sparsify.core.conic_data import ConicData, LinkLayout
 
 __all__ = ["NormShift", "shift_norm_epigraph"]
 
@@ -135,14 +135,13 @@ def shift_norm_epigraph(own: ConicData, layout: LinkLayout
     >>> compiled.problem.own.cones.soc, compiled.shift.kappa  # no cone left: A_t = −A_{R²}
     ((), -1.0)
     """
-    if layout.K != 1:
-        return None
     cones = own.cones
-    first = cones.zero + cones.nonneg
-    starts = first + np.concatenate([[0], np.cumsum(cones.soc)[:-1]]).astype(int)
-    found = [(k, int(start), t) for k, (start, size) in enumerate(zip(starts, cones.soc))
-             if size == layout.Nz + 2
-             and (t := _epigraph(own, layout, int(start), int(size))) is not None]
+    if layout.K != 1 or not cones.soc:
+        return None
+    sizes = np.asarray(cones.soc)
+    starts = cones.zero + cones.nonneg + np.cumsum(sizes) - sizes
+    found = [(k, int(starts[k]), t) for k in np.flatnonzero(sizes == layout.Nz + 2)
+             if (t := _epigraph(own, layout, int(starts[k]), int(sizes[k]))) is not None]
     if len(found) != 1:
         return None
     k, start, t = found[0]
