@@ -292,7 +292,9 @@ class KernelMachineMixin(VersionedPickleMixin):
 
         The model is linear in these features: ``transform(X) @ expansion_coef_.T
         + intercept_`` is `decision_function` (one column per output; ravel
-        it for one output), so prediction can run wherever a linear model runs.
+        it for one output; plus ``diagonal_coef_`` times k(x, x) where the
+        formulation declares that term), so prediction can run wherever a linear
+        model runs.
         A one-vs-rest model returns the stacked XVs of all its binary problems,
         per-class blocks in ``expansion_vectors_`` order, and each row of
         ``expansion_coef_`` is zero outside its own block.

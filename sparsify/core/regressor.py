@@ -162,8 +162,8 @@ class SparseKernelRegressor(RegressorMixin, SparseKernelEstimator):
         Raises
         ------
         ValueError
-            If the class overrides how τ(x) or the prediction is computed: a model file
-            could not reproduce it.
+            If the class overrides how τ(x) or the prediction is computed, or the
+            formulation adds k(x, x) to it: a model file could not reproduce it.
         """
         cls = type(self)
         for method in ("predict", "_machine", "_kernel_features"):
@@ -173,6 +173,11 @@ class SparseKernelRegressor(RegressorMixin, SparseKernelEstimator):
                     "its predictions may not be the kernel machine τ(x) that the file "
                     "describes. Save it with pickle or joblib.dump instead, or define "
                     "_model_file_rule for it.")
+        if np.any(getattr(self, "diagonal_coef_", 0.0) != 0):
+            raise ValueError(
+                f"{cls.__name__} cannot be saved as a model file: its decision function has a "
+                "k(x, x) term (diagonal_coef_, from Declaration.diagonal_coef), which a model "
+                "file does not describe. Save it with pickle or joblib.dump instead.")
         name = cls.formulation_class.name if cls.formulation_class is not None else ""
         return {"decision_rule": "identity", "formulation": name or None}
 
