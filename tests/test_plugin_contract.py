@@ -393,3 +393,40 @@ def test_the_command_line_checks_each_plugins_gradient(registered, capsys, name:
     kernel = ["--kernel", "poly"] if name == "contract_svdd" else []
     assert main(["check-gradient", "--formulation", name, *kernel]) == 0
     assert "OK" in capsys.readouterr().out
+
+
+def test_the_command_line_hands_an_ordinal_formulation_its_levels(registered, tmp_path,
+                                                                  capsys, monkeypatch) -> None:
+    from sparsify.cli import main
+
+    seen: set[float] = set()
+    declare_svor = SVOR.declare
+
+    def recording(self, out):
+        seen.update(np.unique(out.y).tolist())
+        return declare_svor(self, out)
+
+    monkeypatch.setattr(SVOR, "declare", recording)
+    X, levels = _ordinal(40)
+    data = tmp_path / "ordinal.csv"
+    np.savetxt(data, np.column_stack([X, levels + 1]), delimiter=",")  # ratings 1, 2, 3
+    assert main(["check-gradient", "--formulation", "contract_svor", "--data", str(data),
+                 "--no-header"]) == 0
+    assert "OK" in capsys.readouterr().out
+    assert seen == {0.0, 1.0, 2.0}  # the levels of the ratings, not ±1
+
+
+def test_a_model_file_refuses_a_k_x_x_term_it_cannot_describe() -> None:
+    class WithDiagonal(RobustLSSVM):
+        name = "contract_with_diagonal"
+
+        def declare(self, out):
+            decl = super().declare(out)
+            decl.diagonal_coef = 0.1
+            return decl
+
+    X, y = _regression(30)
+    est = estimator_for(WithDiagonal)[0](n_expansion=3, max_iter=2, random_state=0).fit(X, y)
+    assert est.diagonal_coef_.tolist() == [0.1]
+    with pytest.raises(ValueError, match=r"has a k\(x, x\) term \(diagonal_coef_"):
+        est._model_file_rule()
