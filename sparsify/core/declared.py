@@ -170,8 +170,8 @@ class DeclaredMarginal(Marginal):
             intercept.value if isinstance(intercept, cp.Expression) else intercept, dtype=float)
         b = float(b_array) if b_array.ndim == 0 else b_array
         accuracy = sol.accuracy * max(1.0, abs(sol.value))
-        kept = {"variables": solution_variables(self.declaration),
-                "diagonal_coef": self.declaration.diagonal_coef}
+        kept: dict[str, Any] = {"variables": solution_variables(self.declaration),
+                                "diagonal_coef": self.declaration.diagonal_coef}
         if not grad:
             return Evaluation(sol.value, None, sol.beta, b, sol.backend, accuracy, **kept)
         gradient = link_gradient(self.kernel, self.X, Z, K_xz, K_zz, sol.nu, sol.beta, sol.c)

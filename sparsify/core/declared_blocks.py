@@ -449,7 +449,8 @@ class DeclaredBlocksMarginal(Marginal):
         beta = B.ravel() if K == 1 else B
         intercept, variables = blocks.intercept(v, value)
         accuracy *= max(1.0, abs(value))
-        kept = {"variables": variables, "diagonal_coef": blocks.declaration.diagonal_coef}
+        kept: dict[str, Any] = {"variables": variables,
+                                "diagonal_coef": blocks.declaration.diagonal_coef}
         if not grad:
             return Evaluation(value, None, beta, intercept, "structured, row blocks", accuracy,
                               **kept)

@@ -356,11 +356,12 @@ class KernelMachineMixin(VersionedPickleMixin):
         check_is_fitted(self)
         X_valid: Array = validate_data(self, X, dtype=np.float64, reset=False)
         out = np.empty((len(X_valid), len(self.intercept_)))
-        diagonal = getattr(self, "diagonal_coef_", None)
-        with_diagonal = diagonal is not None and np.any(diagonal != 0)
+        # a formulation's d·k(x, x) (Declaration.diagonal_coef); machines without it have none
+        diagonal = np.asarray(getattr(self, "diagonal_coef_", 0.0), dtype=float)
+        with_diagonal = bool(np.any(diagonal != 0))
         for rows in gen_batches(len(X_valid), self._block_rows()):
             out[rows] = self._kernel_features(X_valid[rows]) @ self.expansion_coef_.T
-            if with_diagonal:  # a formulation's d·k(x, x) (Declaration.diagonal_coef)
+            if with_diagonal:
                 out[rows] += np.outer(self.kernel_.diag(X_valid[rows]), diagonal)
         out += self.intercept_
         return out.ravel() if out.shape[1] == 1 else out
@@ -498,9 +499,9 @@ class SparseKernelEstimator(KernelMachineMixin, BaseEstimator):
             raise ValueError(
                 f"{type(self).__name__}.fit does not take sample_weight: the "
                 f"{form.name or form.__name__!r} formulation does not weigh its points' "
-                f"losses ({form.__name__}.weighted is False). Declare its loss with "
-                "out.weights and set weighted = True to take them, or fit without "
-                "sample_weight.")
+                f"losses ({form.__name__}.weighted is False). Fit without sample_weight; a "
+                "formulation of your own takes them once it declares its loss with "
+                "out.weights and sets weighted = True.")
 
     # ------------------------------------------------------------------ the formulation
 
@@ -819,11 +820,15 @@ class SparseKernelEstimator(KernelMachineMixin, BaseEstimator):
             coef[row:row + len(c), col:col + c.shape[1]] = c
             row, col = row + len(c), col + c.shape[1]
         self.expansion_coef_ = coef
-        # a problem with K outputs and no intercept declared has b = 0 for each output
-        self.intercept_, self.diagonal_coef_ = (np.concatenate(
-            [np.broadcast_to(np.atleast_1d(np.asarray(fit.get(key, 0.0), dtype=float)), len(c))
-             for fit, c in zip(fits, coefs, strict=True)]) for key in ("intercept",
-                                                                        "diagonal_coef"))
+
+        def per_output(key: str) -> Array:
+            # a problem with K outputs and one number declared has it for each output
+            return np.concatenate([np.broadcast_to(np.atleast_1d(np.asarray(
+                fit.get(key, 0.0), dtype=float)), len(c))
+                for fit, c in zip(fits, coefs, strict=True)])
+
+        self.intercept_ = per_output("intercept")
+        self.diagonal_coef_ = per_output("diagonal_coef")
         self.declared_variables_ = [dict(fit.get("variables", {})) for fit in fits]
         self.n_expansion_ = np.array(sizes)
         self.n_iter_ = np.array([fit["n_iter"] for fit in fits])
@@ -904,7 +909,7 @@ def _show_sample_weight(cls: type[SparseKernelEstimator]) -> None:
     task_fit = getattr(fit, "_task_fit", fit)
     if cls._takes_sample_weight():
         if task_fit is not fit:
-            cls.fit = task_fit  # type: ignore[method-assign]
+            cls.fit = task_fit
         return
     signature = inspect.signature(task_fit)
     if "sample_weight" not in signature.parameters:
@@ -919,7 +924,7 @@ def _show_sample_weight(cls: type[SparseKernelEstimator]) -> None:
     fit_without_weights.__name__ = "fit"
     fit_without_weights.__qualname__ = f"{cls.__qualname__}.fit"
     fit_without_weights._task_fit = task_fit  # type: ignore[attr-defined]
-    cls.fit = fit_without_weights  # type: ignore[method-assign]
+    cls.fit = fit_without_weights
 
 
 #: The task a formulation declares (`Formulation.task`) and the module of its estimator base.

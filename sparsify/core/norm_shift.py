@@ -106,7 +106,7 @@ def _epigraph(own: ConicData, layout: LinkLayout, start: int, size: int
             return None
     if len({int(rows.indices[rows.indptr[i]]) for i in rest}) != len(u_cols):
         return None
-    return t
+    return int(t)
 
 
 def shift_norm_epigraph(own: ConicData, layout: LinkLayout
