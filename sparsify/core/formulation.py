@@ -244,7 +244,10 @@ class Formulation(ABC):
         """A copy of this formulation whose points' losses are weighted (``out.weights``).
 
         Only for a formulation that declares `weighted`; the copy's `declare` sees the
-        weights (a number weighs every point alike) in ``out.weights``.
+        weights (a number weighs every point alike) in ``out.weights``. The fit driver
+        weighs with an estimator's ``sample_weight`` and with the N/m of a sample of a
+        continuation; `sparsify.core.gradcheck.check_gradient` and the conformance suite
+        with their ``sample_weight``.
 
         Examples
         --------
