@@ -3,12 +3,13 @@
 SVDD written as its paper states it, k(x_i, x_i) − 2 f_i + ‖w‖² ≤ R² + ξ_i, puts ‖w‖² in
 every constraint; the shifted form (ρ = R² − ‖w‖²) has it in the objective. The core moves
 it there itself where a free variable (R²) shares the rows (`sparsify.core.norm_shift`), so
-both forms are solved by the default backend, the structured interior point. Each row
-times evaluations of W(Z) and ∇W(Z) (the marginal built once, as a fit builds it, then
-``--evals`` evaluations at XVs moved a little each time, as L-BFGS moves them) in a fresh
-process, with its peak memory; the two forms' W and ∇W are compared. Two more rows show what
-the literal form costs without the core's change of variable (its second-order cone on the
-structured backend, which stalls, and on Clarabel with the link written out).
+both forms are solved by the default backend, the structured interior point. Side by side,
+both forms' marginals are built in one fresh process and ``--pairs`` evaluations of W(Z) and
+∇W(Z) alternate between them (at XVs moved a little each time, as L-BFGS moves them), so
+that both see the same load. Per evaluation, each form alone in a fresh process: its build
+time, ``--evals`` evaluations and its peak memory. Two more rows show what the literal form
+costs without the core's change of variable (its second-order cone on the structured
+backend, and on Clarabel with the link written out).
 
 Usage::
 
@@ -103,6 +104,45 @@ def measure(form: str, kernel_name: str, n: int, nz: int, solver: str, shift: bo
             "grad": first.grad.ravel().tolist(), "b": float(first.intercept)}
 
 
+def measure_paired(kernel_name: str, n: int, nz: int, n_evals: int, seed: int
+                   ) -> dict[str, Any]:
+    """Both forms side by side in one process: their evaluations alternate (each XVs solved
+    by both, in turns of order), so that both see the same load; the ratio of each pair's
+    times, and how far the two forms' W and ∇W differ at any XVs."""
+    from threadpoolctl import threadpool_limits
+
+    from sparsify.core.conic import ConicMarginal
+    from sparsify.core.optimize import initial_expansion_vectors
+
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, 4))
+    kernel = _kernel(kernel_name, X.shape[1])
+    Z0 = initial_expansion_vectors(X, nz, "random", seed)
+    step = 0.02 * rng.normal(size=Z0.shape)
+    harness.reset_peak_rss()
+    times: dict[str, list[float]] = {"shifted": [], "literal": []}
+    dW = dG = 0.0
+    with threadpool_limits(1):
+        marginals = {form: ConicMarginal(FORMS[form](), X, None, kernel, nz, tol=1e-8)
+                     for form in times}
+        for k in range(n_evals):
+            evs = {}
+            for form in (("shifted", "literal") if k % 2 == 0 else ("literal", "shifted")):
+                evs[form], seconds = harness.timed(
+                    lambda form=form, k=k: marginals[form].evaluate(Z0 + k * step))
+                times[form].append(seconds)
+            a, b = evs["literal"], evs["shifted"]
+            dW = max(dW, abs(a.value - b.value) / max(1.0, abs(b.value)))
+            dG = max(dG, float(np.linalg.norm(a.grad - b.grad) / np.linalg.norm(b.grad)))
+    ratios = np.array(times["literal"]) / np.array(times["shifted"])
+    return {"N": n, "Nz": nz, "kernel": kernel_name, "evals": n_evals,
+            "shifted_s": float(np.median(times["shifted"])),
+            "literal_s": float(np.median(times["literal"])),
+            "ratio_median": float(np.median(ratios)), "ratio_max": float(ratios.max()),
+            "W_rel_diff_max": dW, "grad_rel_diff_max": dG,
+            "peak_mb": harness.peak_rss() / 1024, "backend": evs["literal"].solver}
+
+
 def _agreement(rows: list[dict[str, Any]]) -> None:
     """Each literal row's W and ∇W against the shifted form's at the same size and kernel."""
     for r in rows:
@@ -116,14 +156,28 @@ def _agreement(rows: list[dict[str, Any]]) -> None:
         r["ratio"] = r["eval_s"] / ref["eval_s"]
 
 
-def report(rows: list[dict[str, Any]], command: str, wall: float) -> str:
+def report(rows: list[dict[str, Any]], paired: list[dict[str, Any]], command: str,
+           wall: float) -> str:
     shows = ("SVDD written literally (‖w‖² inside each of its N constraints) beside its "
              "shifted form (‖w‖² in the objective): seconds per evaluation of W(Z) and ∇W(Z) "
              "on the default backend, the ratio literal / shifted, and how far the two forms' "
              "W and ∇W differ. The core moves ‖w‖² out of the literal form's constraints "
              "(`sparsify.core.norm_shift`); the last rows are the literal form without that "
              "change, as it was solved before.")
-    lines = ["## Per evaluation", "",
+    lines = ["## Side by side", "",
+             *table("N", "Nz", "kernel", "backend", "evaluations", "shifted s", "literal s",
+                    "literal / shifted (median)", "(largest)", "W rel. diff", "∇W rel. diff",
+                    "peak MB (both)", "note")]
+    lines += [row(r.get("N", "—"), r.get("Nz", "—"), r.get("kernel", "—"), r.get("backend", "—"),
+                  r.get("evals", "—"), fmt(r.get("shifted_s")), fmt(r.get("literal_s")),
+                  fmt(r.get("ratio_median")), fmt(r.get("ratio_max")),
+                  fmt(r.get("W_rel_diff_max"), 2), fmt(r.get("grad_rel_diff_max"), 2),
+                  fmt(r.get("peak_mb")), r.get("note", "")) for r in paired]
+    lines += ["", "Both forms in one process, their evaluations alternating (the same XVs "
+              "for both, moved a little after each pair, the order of each pair swapped), so "
+              "that both see the same load: the ratio is the median of the pairs' ratios. The "
+              "differences are the largest over the pairs, relative as below.", "",
+              "## Per evaluation", "",
              *table("N", "Nz", "kernel", "form", "backend", "s / evaluation", "literal / shifted",
                     "W rel. diff", "∇W rel. diff", "build s", "peak MB", "note")]
     for r in rows:
@@ -150,7 +204,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="tiny sizes, for the smoke test")
     parser.add_argument("--sizes", type=int, nargs="+", default=[2000, 20_000])
     parser.add_argument("--nz", type=int, default=50)
-    parser.add_argument("--evals", type=int, default=5)
+    parser.add_argument("--evals", type=int, default=5, help="evaluations per row")
+    parser.add_argument("--pairs", type=int, default=15,
+                        help="alternating pairs of evaluations side by side")
     parser.add_argument("--timeout", type=float, default=900.0)
     parser.add_argument("--seed", type=int, default=0)
     args = harness.ready(parser.parse_args(argv), __file__, argv)
@@ -163,6 +219,14 @@ def main(argv: list[str] | None = None) -> int:
     # then on Clarabel (the auto chain's next backend), at the largest size
     plan += [("literal", "rbf", sizes[-1], solver, False, min(evals, 2))
              for solver in ("structured", "clarabel")]
+    paired = []
+    for n in sizes:
+        for kernel in ("rbf", "poly"):
+            result = harness.fresh_row(args.timeout, measure_paired, kernel, n, nz,
+                                       args.pairs if not args.quick else 2, args.seed)
+            paired.append({"N": n, "Nz": nz, "kernel": kernel, **result})
+            print(f"[norm_in_constraints] side by side {kernel} N={n}: ratio "
+                  f"{fmt(result.get('ratio_median'))} {result.get('note', '')}", flush=True)
     for form, kernel, n, solver, shift, n_evals in plan:
         base = {"form": form, "kernel": kernel, "N": n, "Nz": nz, "solver": solver,
                 "core_shift": shift}
@@ -174,8 +238,11 @@ def main(argv: list[str] | None = None) -> int:
     _agreement(rows)
     for r in rows:
         r.pop("grad", None)
-    text = report(rows, args.command, time.perf_counter() - start)
-    harness.write_results(args.out, "norm_in_constraints", text, rows, ("N", "kernel", "form"))
+    text = report(rows, paired, args.command, time.perf_counter() - start)
+    harness.write_results(args.out, "norm_in_constraints", text,
+                          [{"part": "side by side", **r} for r in paired]
+                          + [{"part": "per evaluation", **r} for r in rows],
+                          ("part", "N", "kernel", "form"))
     return 0
 
 
