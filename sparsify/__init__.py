@@ -28,6 +28,8 @@ _LAZY = {
     "SparseSearchCV": "sparsify.model_selection",
     "SparseKernelPCA": "sparsify.algorithms.kernel_pca.estimator",
     "SparseOutlierDetector": "sparsify.core.outlier",
+    "SparseOrdinalRegressor": "sparsify.core.ordinal",
+    "SparseKernelRanker": "sparsify.core.ranking",
     "SparseKernelTransformer": "sparsify.core.transformer",
     "expansion_coefficients": "sparsify.core.expansion",
     "Declaration": "sparsify.core.formulation",
@@ -85,10 +87,12 @@ __all__ = [
     "SparseKernelClassifier",
     "SparseKernelLogisticRegression",
     "SparseKernelPCA",
+    "SparseKernelRanker",
     "SparseKernelRegressor",
     "SparseKernelRidge",
     "SparseKernelTransformer",
     "SparseOneClassSVM",
+    "SparseOrdinalRegressor",
     "SparseOutlierDetector",
     "SparseSVC",
     "SparseSVR",
@@ -147,7 +151,9 @@ if TYPE_CHECKING:  # static analysers and IDEs see the eager imports
     from sparsify.core.expansion import expansion_coefficients
     from sparsify.core.formulation import Declaration, Formulation, Outputs
     from sparsify.core.marginal import Evaluation, Marginal, NonDifferentiableWarning
+    from sparsify.core.ordinal import SparseOrdinalRegressor
     from sparsify.core.outlier import SparseOutlierDetector
+    from sparsify.core.ranking import SparseKernelRanker
     from sparsify.core.regressor import SparseKernelRegressor
     from sparsify.core.transformer import SparseKernelTransformer
     from sparsify.kernels import RBF, Kernel, Linear, Polynomial, SumKernel

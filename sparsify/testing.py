@@ -49,10 +49,15 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from sparsify.core.conic import ConicMarginal
-from sparsify.core.declared import CvxpyMarginal, n_outputs
+from sparsify.core.declared import CvxpyMarginal, n_outputs, point_data
 from sparsify.core.errors import MemoryEstimateError, PluginError
 from sparsify.core.formulation import Formulation, Outputs, make_formulation
-from sparsify.core.gradcheck import check_gradient, example_problem
+from sparsify.core.gradcheck import (
+    check_gradient,
+    example_point_data,
+    example_problem,
+    with_point_data,
+)
 from sparsify.core.kernel_blocks import expansion_factor
 from sparsify.core.marginal import Marginal, NonDifferentiableWarning
 from sparsify.core.solvers import SolverBackend, SolverError, Unsolved, solve_problem
@@ -382,7 +387,7 @@ def _direct_full_value(ctx: _Context, kernel: Kernel, backend: SolverBackend | N
         cp.sum_squares(R @ beta[:, j]) for j in range(k))
     out = Outputs(f=f, norm_w2=cp.sum_squares(R @ beta), norms_w2=norms, y=ctx.y,
                   n_samples=N, n_outputs=k, norm_w=cp.norm(cp.vec(R @ beta, order="F")),
-                  X=ctx.X, weights=np.ones(N))
+                  X=ctx.X, **point_data(ctx.formulation, ctx.y, N, kernel.diag(ctx.X)))
     decl = ctx.formulation.declare(out)
     problem = cp.Problem(decl.objective, [f == K @ beta, *decl.constraints])
     # the reference is solved by cvxpy itself: a backend it cannot call gives way to its own
@@ -592,6 +597,8 @@ def formulation_checks(
     skip: Mapping[str, str] | None = None,
     expected_skips: Mapping[str, str] | None = None,
     random_state: int = 0,
+    sample_weight: ArrayLike | None = None,
+    groups: ArrayLike | None = None,
 ) -> Iterator[FormulationCheck]:
     """Yield the conformance checks of a formulation one by one, for ``pytest.mark.parametrize``.
 
@@ -625,6 +632,10 @@ def formulation_checks(
     form = make_formulation(formulation)
     if X is None:
         X, y = example_problem(form, 30, 3, random_state)
+        weights, grouping = example_point_data(form, len(X), random_state)
+        sample_weight = weights if sample_weight is None else sample_weight
+        groups = grouping if groups is None else groups
+    form = with_point_data(form, sample_weight, groups)
     X = np.asarray(X, dtype=float)
     y = None if y is None else np.asarray(y)
     ctx = _Context(form, X, y, int(n_expansion), gamma, float(tol), float(solver_tol),
@@ -782,6 +793,8 @@ def check_formulation(
     skip: Mapping[str, str] | None = None,
     expected_skips: Mapping[str, str] | None = None,
     random_state: int = 0,
+    sample_weight: ArrayLike | None = None,
+    groups: ArrayLike | None = None,
 ) -> ConformanceReport:
     """Run the conformance suite on a formulation; raise if any check fails.
 
@@ -791,10 +804,10 @@ def check_formulation(
         A registered name or an instance (with its hyperparameters).
     X, y : array-like, optional
         Data, with y as the formulation expects it (−1/+1 for binary
-        classifiers, class labels for multi-output ones, None when
-        unsupervised); by default `sparsify.core.gradcheck.example_problem`
-        (30 points in 3 dimensions, labels −1/+1, or three class codes for a
-        multi-output classifier).
+        classifiers, class codes for multi-output ones and levels 0..M−1 for
+        ordinal ones, relevance for rankers, None when unsupervised); by
+        default `sparsify.core.gradcheck.example_problem` (30 points in 3
+        dimensions, y shaped for the formulation's task).
     kernels : sequence of str or Kernel, default=("rbf",)
         Kernels the full-problem and gradient checks run with.
     solvers : sequence of str, default=("clarabel",)
@@ -834,6 +847,13 @@ def check_formulation(
         may not be in both ``skip`` and ``expected_skips``.
     random_state : int, default=0
         Seed of the default data and of the checked XVs.
+    sample_weight : array-like of shape (N,), optional
+        The points' weights (``out.weights``) in every check, for a formulation that
+        weighs its points (`sparsify.Formulation.weighted`); with the default data,
+        weights drawn from [0.5, 2] (`sparsify.core.gradcheck.example_point_data`).
+    groups : array-like of shape (N,), optional
+        The points' groups (``out.groups``; a ranker's ``out.pairs`` are made within
+        them); with the default data, groups of ten points for a ranker.
 
     Returns
     -------
@@ -874,7 +894,8 @@ def check_formulation(
         formulation, X, y, kernels=kernels, solvers=solvers, n_expansion=n_expansion,
         gamma=gamma, tol=tol, solver_tol=solver_tol, estimator=estimator,
         expected_failed_checks=expected_failed_checks, skip=skip,
-        expected_skips=expected_skips, random_state=random_state))
+        expected_skips=expected_skips, random_state=random_state,
+        sample_weight=sample_weight, groups=groups))
     name = checks[0].formulation
     results: list[CheckResult] = []
     declared = True

@@ -17,10 +17,19 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import cvxpy as cp
 import numpy as np
 import pytest
 
-from sparsify import RBF, ConicMarginal, SparseKernelClassifier, SparseKernelRegressor
+from sparsify import (
+    RBF,
+    ConicMarginal,
+    Declaration,
+    Formulation,
+    Polynomial,
+    SparseKernelClassifier,
+    SparseKernelRegressor,
+)
 from sparsify.core.backends import StructuredBackend
 from sparsify.core.kernel_blocks import whitening
 from sparsify.core.structured.ipm import IPMSettings, interior_point, solve
@@ -163,13 +172,14 @@ da = pytest.importorskip("dask.array", reason="needs dask[array]")
 
 
 def _blocks(client: Any, formulation: Any, X: np.ndarray, y: np.ndarray, positive: Any,
-            rows: int, Nz: int) -> Any:
+            rows: int, Nz: int, kernel: Any = None) -> Any:
     from sparsify.core.data_source import RowBlocks, RowTarget
     from sparsify.core.declared_blocks import DeclaredBlocks
 
     source = RowBlocks(da.from_array(X, chunks=(rows, X.shape[1])),
                        da.from_array(y, chunks=rows), "test")
-    return DeclaredBlocks(formulation, source, RowTarget(positive), RBF(0.5), Nz, 1e-9)
+    return DeclaredBlocks(formulation, source, RowTarget(positive),
+                          RBF(0.5) if kernel is None else kernel, Nz, 1e-9)
 
 
 ON_BLOCKS = [*FORMULATIONS[:3], (CrammerSinger(C=1.0), "codes")]  # K = 3 outputs
@@ -205,6 +215,43 @@ def test_over_row_blocks_w_and_its_gradient_are_the_in_memory_ones(
     n_schur = Nz * remote.coef.reshape(Nz, -1).shape[1] + 3
     assert sizes[300] == pytest.approx(sizes[600], rel=0.05)
     assert sizes[600] <= 8 * 12 * (n_schur * n_schur + 10 * n_schur)
+
+
+class DiagonalHuber(Formulation):
+    """A Huber regression whose points weigh 1 / (1 + k(x_i, x_i)), keeping 2b by name."""
+
+    name = "blocks_diagonal_huber"
+
+    def __init__(self, per_point: bool = False) -> None:
+        self.per_point = per_point
+
+    def declare(self, out):
+        b, slack = cp.Variable(), cp.Variable(out.n_samples)
+        scale = 1.0 / (1.0 + out.kernel_diagonal)
+        loss = cp.sum(cp.multiply(scale, cp.huber(slack, 0.5)))
+        kept = {"slack": slack} if self.per_point else {"twice_b": 2 * b}
+        return Declaration(cp.Minimize(0.5 * out.norm_w2 + 10 * loss),
+                           [slack == out.y - out.f - b], b, variables=kept)
+
+
+def test_named_variables_and_the_kernel_diagonal_over_row_blocks_are_the_in_memory_ones(
+        client: Any) -> None:
+    X, _, targets = _data(600, seed=3)
+    kernel, Nz = Polynomial(gamma=0.5, degree=2, coef0=1.0), 6
+    Z = X[:Nz] + 0.01
+    local = ConicMarginal(DiagonalHuber(), X, targets, kernel, Nz,
+                          solver="structured").evaluate(Z)
+    blocks = _blocks(client, DiagonalHuber(), X, targets, None, 200, Nz, kernel)
+    try:
+        remote = blocks.marginal().evaluate(Z)
+    finally:
+        blocks.close()
+    assert remote.value == pytest.approx(local.value, rel=1e-9)
+    assert remote.variables["twice_b"] == pytest.approx(local.variables["twice_b"], rel=1e-6,
+                                                        abs=1e-8)
+    assert remote.variables["twice_b"] == pytest.approx(2 * remote.intercept, rel=1e-12)
+    with pytest.raises(ValueError, match="variable 'slack' depends on per-point variables"):
+        _blocks(client, DiagonalHuber(per_point=True), X, targets, None, 200, Nz, kernel)
 
 
 class HuberClassifier(SparseKernelClassifier):

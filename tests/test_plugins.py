@@ -482,7 +482,8 @@ def test_plugin_guide_names_the_whole_formulation_contract() -> None:
     for cls in (Outputs, Declaration, Evaluation):
         for field in dataclasses.fields(cls):
             assert f"`{field.name}`" in text, (cls.__name__, field.name)
-    for method in ("declare", "n_outputs", "nondifferentiable", "marginal", "solve_precomputed"):
+    for method in ("declare", "n_outputs", "required_variables", "nondifferentiable",
+                   "marginal", "solve_precomputed"):
         params = ", ".join(inspect.signature(getattr(Formulation, method)).parameters)
         assert f"{method}({params})" in text, method
     assert "evaluate(self, Z, grad)" in text and Marginal.evaluate

@@ -44,15 +44,17 @@ def _cmd_check_gradient(args: argparse.Namespace) -> int:
             est_cls: type | None = estimator_for(form_cls)[0]
         except ValueError:  # no estimator: the data go to the formulation as they are
             est_cls = None
-        if est_cls is not None and is_classifier(est_cls()):
-            # Classifier formulations take labels -1/+1, as the estimator hands them over.
+        coded = form_cls.task in ("multioutput_classifier", "ordinal_regressor")
+        if coded or (est_cls is not None and is_classifier(est_cls())):
+            # as the estimator hands them over: class codes 0..K−1 (levels in sorted order
+            # for an ordinal regressor) or, for a binary problem, labels -1/+1
             check_classification_targets(y)
-            classes = np.unique(y)
+            classes, codes = np.unique(y, return_inverse=True)
             if len(classes) < 2:
                 raise ValueError(f"The data {args.data} has only one class "
                                  f"({_label(classes[0])!r}); a classifier needs at least 2.")
             positive = classes[1] if len(classes) == 2 else classes[0]
-            y = np.where(y == positive, 1, -1)
+            y = codes.ravel() if coded else np.where(y == positive, 1, -1)
     with _stdout_to_stderr(args.json):
         res = check_gradient(args.formulation, args.kernel, args.solver, X=X, y=y,
                              n_expansion=args.n_expansion, gamma=args.gamma,

@@ -42,6 +42,7 @@ from sparsify.core.distinct import count_distinct
 from sparsify.core.estimator import SparseKernelEstimator, _fit_start, _problem_name
 from sparsify.core.labels import check_class_count, check_label_types
 from sparsify.core.optimize import CLASSIFIER_INIT_METHODS
+from sparsify.core.params import check_positive_weight
 from sparsify.kernels import RBF, Kernel, Linear, Polynomial
 
 __all__ = ["SparseKernelClassifier", "full_svm", "resolve_n_expansion", "unlabelled_targets",
@@ -240,21 +241,8 @@ def class_weights(class_weight: dict[Any, float] | str | None, classes: NDArray[
 
 
 def require_a_positive_weight(weights: Array) -> None:
-    """Refuse sample weights that are all 0, in scikit-learn 1.9's words, whatever its version.
-
-    scikit-learn checks this in ``_check_sample_weight`` from 1.9 on; before, an
-    all-zero weight left no point and failed later with an unrelated message.
-
-    Examples
-    --------
-    >>> require_a_positive_weight(np.array([0.0, 2.0]))
-    >>> require_a_positive_weight(np.zeros(3))
-    Traceback (most recent call last):
-    ...
-    ValueError: Sample weights must contain at least one non-zero number.
-    """
-    if not (weights > 0).any():
-        raise ValueError("Sample weights must contain at least one non-zero number.")
+    """Refuse sample weights that are all 0 (`sparsify.core.params.check_positive_weight`)."""
+    check_positive_weight(weights)
 
 
 class SparseKernelClassifier(ClassifierMixin, SparseKernelEstimator):
@@ -314,7 +302,8 @@ class SparseKernelClassifier(ClassifierMixin, SparseKernelEstimator):
             X, target = X[labelled], target[labelled]
         return resolve_n_expansion(X, target, kernel, n_exp, getattr(self, "C", 1.0), weights)
 
-    def fit(self, X: ArrayLike, y: ArrayLike) -> SparseKernelClassifier:
+    def fit(self, X: ArrayLike, y: ArrayLike,
+            sample_weight: ArrayLike | None = None) -> SparseKernelClassifier:
         """Fit the sparse kernel machine.
 
         Parameters
@@ -323,12 +312,16 @@ class SparseKernelClassifier(ClassifierMixin, SparseKernelEstimator):
             Training inputs.
         y : array-like of shape (n_samples,)
             Class labels, of any type.
+        sample_weight : array-like of shape (n_samples,), default=None
+            Weights ≥ 0 of the points' losses (``out.weights``), for a formulation
+            that weighs them (`sparsify.Formulation.weighted`; refused otherwise).
+            A weight of 0 leaves the point out.
 
         Returns
         -------
         self
         """
-        return self._fit(X, y)
+        return self._fit(X, y, sample_weight)
 
     def _fit(
         self, X: ArrayLike, y: ArrayLike, sample_weight: ArrayLike | None = None
@@ -345,6 +338,8 @@ class SparseKernelClassifier(ClassifierMixin, SparseKernelEstimator):
             return self._fit_blocks(RowBlocks(X, y, type(self).__name__), sample_weight)
         X, codes = validate_classification(self, X, y,
                                            unlabelled=self._takes_unlabelled())
+        if sample_weight is not None:
+            self._check_takes_weights()
         self._refuse_with_unlabelled(codes, sample_weight)
         weighted = _point_weights(self, codes, sample_weight, getattr(self, "class_weight", None))
         weights = sw = None
@@ -543,16 +538,18 @@ class SparseKernelClassifier(ClassifierMixin, SparseKernelEstimator):
                         ) -> dict[tuple[int, int], Array]:
         """Each fold model's decision values on its held-out rows (over row blocks: computed
         on the workers, the held-out fold's values gathered)."""
+        def values(X: Array, Z: Array, coef: Array, b: float, d: float) -> Array:
+            out = kernel(X, Z) @ coef + b
+            return np.asarray(out if d == 0 else out + d * kernel.diag(X))
+
         if isinstance(source, InMemoryRows):
-            return {(i, k): kernel(source.X[fold_of == i], run["Z"]) @ run["coef"]
-                    + run["intercept"] for (i, k), run in runs.items()}
+            return {(i, k): values(source.X[fold_of == i], run["Z"], run["coef"],
+                                   run["intercept"], float(run["diagonal_coef"]))
+                    for (i, k), run in runs.items()}
         import dask.array as da
 
-        def values(X: Array, Z: Array, coef: Array, b: float) -> Array:
-            return np.asarray(kernel(X, Z) @ coef + b)
-
         lazy = {key: source.X.map_blocks(values, run["Z"], run["coef"], float(run["intercept"]),
-                                         drop_axis=1, dtype=float)
+                                         float(run["diagonal_coef"]), drop_axis=1, dtype=float)
                 for key, run in runs.items()}
         computed = da.compute(*lazy.values())
         return {key: np.asarray(v)[fold_of == key[0]]

@@ -50,6 +50,7 @@ from sparsify.core.formulation import Formulation
 from sparsify.core.kernel_blocks import whitening
 from sparsify.core.marginal import Evaluation, Marginal
 from sparsify.core.memory import check_memory
+from sparsify.core.norm_shift import NormShift, shift_norm_epigraph
 from sparsify.core.solvers import Attempt, SolverBackend, Unsolved, solve_with_attempts
 from sparsify.kernels import Kernel
 from sparsify.plugins.plugin_code import is_plugin, plugin_code
@@ -88,6 +89,7 @@ class _Compiled:
     chain: Any
     inverse_data: Any
     offsets: dict[int, int]  # each cvxpy variable's first column
+    shift: NormShift | None = None  # ‖w‖² moved out of the constraints (`shift_norm_epigraph`)
 
 
 class ConicMarginal(DeclaredMarginal):
@@ -292,6 +294,9 @@ def compile_linked(problem: cp.Problem, f: cp.Variable, u: cp.Variable, N: int, 
     """The declared ``problem`` over f and u compiled for ``layout`` (a cvxpy solver name)
     as a `LinkedProblem`, or why cvxpy cannot compile it for that layout.
 
+    ‖w‖² written inside constraints is moved into the objective where an exact change
+    of variable allows it (`sparsify.core.norm_shift`).
+
     Data that are not finite once compiled (constants that overflow when cvxpy
     multiplies them out) are a ValueError naming the formulation (``label``),
     before any backend sees them.
@@ -320,8 +325,12 @@ def compile_linked(problem: cp.Problem, f: cp.Variable, u: cp.Variable, N: int, 
     own = own.widened(n)
     own.offset = float(solver_inverse["offset"])
     layout_ = LinkLayout(n, offsets[f.id], off_u, N, Nz, K)
+    shifted = shift_norm_epigraph(own, layout_)
+    shift = None
+    if shifted is not None:
+        own, shift = shifted
     return _Compiled(LinkedProblem(own, layout_), n_own, solver_inverse["var_id"], chain,
-                     inverse_data, offsets)
+                     inverse_data, offsets, shift)
 
 
 def check_finite_data(data: ConicData, label: str) -> None:
@@ -358,6 +367,8 @@ def check_finite_data(data: ConicData, label: str) -> None:
 
 def unpack(problem: cp.Problem, compiled: _Compiled, x: Array, value: float) -> None:
     """Set the declaration's variables (the intercept's among them) from the solution x."""
+    if compiled.shift is not None:
+        x = compiled.shift.restore(x)
     solution = Solution(cp.OPTIMAL, value - compiled.problem.own.offset,
                         {compiled.var_id: x}, {}, {})
     for reduction, inverse in reversed(list(zip(compiled.chain.reductions[:-1],

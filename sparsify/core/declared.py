@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import warnings
 from abc import abstractmethod
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -33,7 +34,13 @@ import cvxpy as cp
 import numpy as np
 from numpy.typing import NDArray
 
-from sparsify.core.formulation import Declaration, Formulation, Outputs
+from sparsify.core.formulation import (
+    Declaration,
+    Formulation,
+    Outputs,
+    count_pairs,
+    ranking_pairs,
+)
 from sparsify.core.kernel_blocks import (
     conditioning_note,
     diagonal_scale,
@@ -60,7 +67,8 @@ from sparsify.kernels import Kernel
 from sparsify.plugins.plugin_code import is_plugin, plugin_code
 
 __all__ = ["CvxpyMarginal", "DeclaredMarginal", "LinkSolution", "check_declaration",
-           "check_intercept", "declare", "formulation_label", "n_outputs", "norm_multiplier"]
+           "check_intercept", "check_variables", "declare", "formulation_label", "n_outputs",
+           "norm_multiplier", "point_data", "solution_variables"]
 
 Array = NDArray[np.float64]
 
@@ -126,7 +134,8 @@ class DeclaredMarginal(Marginal):
     def _declare(self) -> Declaration:
         """Hand the formulation f and u (plain variables) and check what it declares."""
         self.declaration, self.f, self.u, self.n_outputs = declare(
-            self.formulation, self.y, len(self.X), self.n_expansion, self.X)
+            self.formulation, self.y, len(self.X), self.n_expansion, self.X,
+            lambda: self.kernel.diag(self.X))
         return self.declaration
 
     # -- evaluation ---------------------------------------------------------------------------
@@ -161,8 +170,10 @@ class DeclaredMarginal(Marginal):
             intercept.value if isinstance(intercept, cp.Expression) else intercept, dtype=float)
         b = float(b_array) if b_array.ndim == 0 else b_array
         accuracy = sol.accuracy * max(1.0, abs(sol.value))
+        kept: dict[str, Any] = {"variables": solution_variables(self.declaration),
+                                "diagonal_coef": self.declaration.diagonal_coef}
         if not grad:
-            return Evaluation(sol.value, None, sol.beta, b, sol.backend, accuracy)
+            return Evaluation(sol.value, None, sol.beta, b, sol.backend, accuracy, **kept)
         gradient = link_gradient(self.kernel, self.X, Z, K_xz, K_zz, sol.nu, sol.beta, sol.c)
         if not self._warned:
             with plugin_code(self.formulation, "nondifferentiable()"):
@@ -175,7 +186,7 @@ class DeclaredMarginal(Marginal):
                     NonDifferentiableWarning,
                     stacklevel=2,
                 )
-        return Evaluation(sol.value, gradient, sol.beta, b, sol.backend, accuracy)
+        return Evaluation(sol.value, gradient, sol.beta, b, sol.backend, accuracy, **kept)
 
 
 @dataclass(frozen=True)
@@ -320,15 +331,17 @@ class CvxpyMarginal(DeclaredMarginal):
 
 
 def declare(formulation: Formulation, y: NDArray[Any] | None, n_samples: int,
-            n_expansion: int, X: Array | None = None
+            n_expansion: int, X: Array | None = None,
+            diagonal: Array | Callable[[], Array] | None = None
             ) -> tuple[Declaration, cp.Variable, cp.Variable, int]:
     """The formulation's declaration over new variables f and u, checked.
 
     Returns the declaration, f, u and the number of outputs K. ``X`` is what the
     formulation sees as ``out.X`` (None where the rows are not on this machine:
-    over row blocks). The formulation's code runs inside `plugin_code`, so a
-    plugin that exits is an error naming it; what it returns is checked by
-    `check_declaration`.
+    over row blocks), ``diagonal`` the kernel's k(x_i, x_i) (or a function that
+    computes it, called only if the formulation reads it). The formulation's
+    code runs inside `plugin_code`, so a plugin that exits is an error naming
+    it; what it returns is checked by `check_declaration`.
     """
     N, Nz = n_samples, n_expansion
     K = n_outputs(formulation, y)
@@ -336,16 +349,53 @@ def declare(formulation: Formulation, y: NDArray[Any] | None, n_samples: int,
     u = cp.Variable((Nz,) if K == 1 else (Nz, K), name="u")
     norms = ((cp.sum_squares(u),) if K == 1
              else tuple(cp.sum_squares(u[:, k]) for k in range(K)))
-    given = formulation.point_weights
-    weights = np.broadcast_to(np.asarray(1.0 if given is None else given, dtype=np.float64),
-                              (N,)).copy()
     outputs = Outputs(f=f, norm_w2=cp.sum_squares(u), norms_w2=norms, y=y,
                       n_samples=N, n_outputs=K, norm_w=cp.norm(cp.vec(u, order="F")), X=X,
-                      weights=weights)
+                      **point_data(formulation, y, N, diagonal))
     with plugin_code(formulation, "declare()"):
         decl = formulation.declare(outputs)
-    check_declaration(formulation, decl, f, K)
+    check_declaration(formulation, decl, f, K, y)
     return decl, f, u, K
+
+
+#: Bytes a preference pair costs once compiled (its index pair, a row of the problem with
+#: its slack, the backend's share), for the estimate before a ranking problem is built.
+PAIR_BYTES = 600
+
+
+def point_data(formulation: Formulation, y: NDArray[Any] | None, n_samples: int,
+               diagonal: Array | Callable[[], Array] | None = None) -> dict[str, Any]:
+    """What `Outputs` holds beside f, ‖w‖² and y: weights, groups, pairs, the kernel diagonal.
+
+    The weights and groups come from the formulation (`Formulation.weigh`,
+    `Formulation.group`); a "ranker"'s pairs are made from y and the groups
+    (`sparsify.core.formulation.ranking_pairs`), after their memory is estimated.
+
+    Examples
+    --------
+    >>> from sparsify.core.formulation import make_formulation
+    >>> data = point_data(make_formulation("svm"), np.array([-1, 1]), 2)
+    >>> data["weights"].tolist(), data["pairs"]
+    ([1.0, 1.0], None)
+    """
+    given = formulation.point_weights
+    weights = np.broadcast_to(np.asarray(1.0 if given is None else given, dtype=np.float64),
+                              (n_samples,)).copy()
+    groups = formulation.point_groups
+    if groups is not None and len(groups) != n_samples:
+        raise ValueError(f"The {formulation_label(formulation)} was given groups for "
+                         f"{len(groups)} points, but the problem has {n_samples}; pass one "
+                         "group per point.")
+    pairs = None
+    if formulation.task == "ranker" and y is not None:
+        count = count_pairs(y, groups)
+        check_memory(PAIR_BYTES * count + 2**20,
+                     f"The ranking problem of the {formulation_label(formulation)} "
+                     f"({count} preference pairs of {n_samples} points)",
+                     "Split the points into smaller groups (fit(X, y, groups=...): pairs are "
+                     "made within a group only), or rank a subsample.")
+        pairs = ranking_pairs(y, groups)
+    return {"weights": weights, "groups": groups, "pairs": pairs, "diagonal": diagonal}
 
 
 def n_outputs(formulation: Formulation, y: NDArray[Any] | None) -> int:
@@ -382,7 +432,8 @@ def formulation_label(formulation: Formulation) -> str:
     return f"{name!r} formulation ({cls.__module__}.{cls.__qualname__}, a plugin)"
 
 
-def check_declaration(formulation: Formulation, decl: Any, f: cp.Variable, K: int) -> None:
+def check_declaration(formulation: Formulation, decl: Any, f: cp.Variable, K: int,
+                      y: NDArray[Any] | None = None) -> None:
     """Refuse, before anything is compiled, a declaration the direct sparse method cannot use.
 
     The core's rules, each a ValueError naming the formulation (and its class for
@@ -390,8 +441,10 @@ def check_declaration(formulation: Formulation, decl: Any, f: cp.Variable, K: in
     Parameters of its own; the outputs ``f`` used; continuous variables only
     (W(Z)'s gradient comes from the duals, which a mixed-integer problem has
     not); finite constants (a NaN or infinity in the problem's data would be
-    "solved" into nonsense); and an intercept the fitted machine can hold
-    (`check_intercept`).
+    "solved" into nonsense); an intercept the fitted machine can hold
+    (`check_intercept`); named variables it can keep, among them those the
+    formulation's task needs for the targets ``y`` (`check_variables`); and a
+    finite ``diagonal_coef`` of shape () or (K,).
     """
     label = formulation_label(formulation)
 
@@ -425,6 +478,11 @@ def check_declaration(formulation: Formulation, decl: Any, f: cp.Variable, K: in
     parts = [decl.objective, *constraints]
     if isinstance(decl.intercept, cp.Expression):
         parts.append(decl.intercept)
+    if not isinstance(decl.variables, Mapping):
+        raise fail(f"declares variables of type {type(decl.variables).__name__}; "
+                   "Declaration.variables maps names to cvxpy expressions, such as "
+                   "{'thresholds': theta}.")
+    parts += [v for v in decl.variables.values() if isinstance(v, cp.Expression)]
     if any(part.parameters() for part in parts):
         raise fail("creates cvxpy Parameters of its own; pass hyperparameters as "
                    "plain numbers (the core owns every Parameter).")
@@ -442,6 +500,83 @@ def check_declaration(formulation: Formulation, decl: Any, f: cp.Variable, K: in
                        "computes from out.y and its hyperparameters (np.log of a negative "
                        "target, a division by zero).")
     check_intercept(decl.intercept, K, used, fail)
+    with plugin_code(formulation, "required_variables()"):
+        required = formulation.required_variables(y)
+    check_variables(decl.variables, required, used, fail)
+    coef = decl.diagonal_coef
+    if (isinstance(coef, bool) or not isinstance(coef, (int, float, np.integer, np.floating,
+                                                          np.ndarray))
+            or np.shape(coef) not in ((), (1,), (K,))
+            or not np.isfinite(np.asarray(coef, dtype=float)).all()):
+        raise fail(f"declares diagonal_coef = {coef!r}; it must be a finite number, or an "
+                   f"array of shape ({K},) (one per output): the coefficient of k(x, x) in "
+                   "the decision function.")
+
+
+def check_variables(variables: Mapping[str, Any], required: Mapping[str, tuple[int, ...]],
+                    used: set[int], fail: Any) -> None:
+    """The rule for `Declaration.variables`: named quantities a fitted model can keep.
+
+    Each name is a non-empty ``str``; each value a cvxpy expression over
+    variables the problem uses (else the solve gives it no value), or a finite
+    number. ``required`` names those the formulation's task needs, with their
+    shapes (`Formulation.required_variables`): each must be there, with that
+    shape. ``fail(what)`` makes the error naming the formulation.
+
+    Examples
+    --------
+    >>> import cvxpy as cp
+    >>> theta = cp.Variable(2)
+    >>> check_variables({"thresholds": theta}, {"thresholds": (2,)}, {theta.id}, ValueError)
+    >>> check_variables({}, {"thresholds": (3,)}, set(), ValueError)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    ValueError: declares no variable 'thresholds', which its task needs (shape (3,)): ...
+    """
+    for name, value in variables.items():
+        if not isinstance(name, str) or not name:
+            raise fail(f"declares a variable named {name!r}; name each of "
+                       "Declaration.variables by a non-empty str.")
+        if isinstance(value, cp.Expression):
+            unused = [v.name() for v in value.variables() if v.id not in used]
+            if unused:
+                raise fail(f"declares the variable {name!r} over the variable(s) "
+                           f"{', '.join(unused)}, which neither its objective nor its "
+                           "constraints use, so the solve gives them no value: declare it "
+                           "over variables the problem uses.")
+        elif isinstance(value, bool) or not isinstance(
+                value, (int, float, np.integer, np.floating, np.ndarray)) or not np.isfinite(
+                np.asarray(value, dtype=float)).all():
+            raise fail(f"declares the variable {name!r} as {value!r}; give a cvxpy expression "
+                       "over its variables (or a finite number).")
+    for name, shape in required.items():
+        if name not in variables:
+            raise fail(f"declares no variable {name!r}, which its task needs (shape "
+                       f"{tuple(shape)}): return Declaration(..., variables={{{name!r}: "
+                       "...}}).")
+        got = tuple(np.shape(variables[name]))
+        if got != tuple(shape):
+            raise fail(f"declares the variable {name!r} of shape {got}; its task needs shape "
+                       f"{tuple(shape)} for these targets.")
+
+
+def solution_variables(decl: Declaration) -> dict[str, Any]:
+    """The declaration's named variables at the solution just unpacked, as arrays (or floats).
+
+    Examples
+    --------
+    >>> import cvxpy as cp
+    >>> from sparsify.core.formulation import Declaration
+    >>> x = cp.Variable(2); x.value = np.array([1.0, 2.0])
+    >>> solution_variables(Declaration(cp.Minimize(0), variables={"x": x, "c": 3.0}))
+    {'x': array([1., 2.]), 'c': 3.0}
+    """
+    out: dict[str, Any] = {}
+    for name, value in decl.variables.items():
+        raw = value.value if isinstance(value, cp.Expression) else value
+        array = np.array(raw, dtype=float)
+        out[name] = float(array) if array.ndim == 0 else array
+    return out
 
 
 def check_intercept(intercept: Any, K: int, used: set[int],
@@ -481,7 +616,8 @@ def check_intercept(intercept: Any, K: int, used: set[int],
         outputs = "one output" if K == 1 else f"{K} outputs"
         raise fail(f"declares an intercept of shape {shape}: a fitted machine keeps one bias "
                    f"per output, so the intercept must have shape () or ({K},) ({outputs}). "
-                   "Keep other variables of the formulation out of Declaration.intercept.")
+                   "Declare other quantities the model keeps (thresholds, a margin) by name "
+                   "in Declaration.variables.")
     if unused:
         raise fail(f"declares an intercept over the variable(s) {', '.join(unused)}, which "
                    "neither its objective nor its constraints use, so the solve gives them no "

@@ -38,7 +38,7 @@ from sparsify.core.data_source import (
     draw_rows,
     payload_bytes,
 )
-from sparsify.core.declared import declare, formulation_label, n_outputs
+from sparsify.core.declared import declare, formulation_label, n_outputs, solution_variables
 from sparsify.core.errors import SolverError
 from sparsify.core.formulation import Formulation
 from sparsify.core.kernel_blocks import BLOCK_ROWS, diagonal_scale, whitening
@@ -194,7 +194,9 @@ class DeclaredBlocks(BlockProblem):
                      "Use a driver with more memory, or a subsample of the rows.")
         #: the labels of y, for initial rows drawn evenly from them
         self.classes = [None] if labels is None else list(np.unique(labels))
-        self.declaration, f, u, K = declare(formulation, y, N, self.n_expansion)
+        diagonal = source.X.map_blocks(kernel.diag, drop_axis=1, dtype=float)
+        self.declaration, f, u, K = declare(formulation, y, N, self.n_expansion,
+                                            diagonal=lambda: np.asarray(diagonal.compute()))
         self.problem = cp.Problem(self.declaration.objective,
                                   list(self.declaration.constraints))
         self.backend = StructuredBackend("structured")
@@ -282,24 +284,26 @@ class DeclaredBlocks(BlockProblem):
         return bool(lost)
 
     def _intercept_columns(self) -> None:
-        """Where the declared intercept's variables are among the Schur unknowns; refuse
-        an intercept of per-point variables (the driver holds only the Schur unknowns)."""
-        intercept = self.declaration.intercept
-        self._columns = np.zeros(0, np.intp)
-        if not isinstance(intercept, cp.Expression):
-            return
-        cols = np.concatenate([self.compiled.offsets[v.id] + np.arange(v.size)
-                               for v in intercept.variables()] or [np.zeros(0, np.intp)])
-        if not np.isin(cols, self.master.columns).all():
-            raise ValueError(f"The {self.name!r} formulation's intercept depends on per-point "
-                             "variables, which stay on the workers over row blocks; fit on "
-                             "numpy arrays.")
-        self._columns = cols
+        """Refuse an intercept or named variables (`Declaration.variables`) over per-point
+        variables: the driver holds only the Schur unknowns."""
+        kept = [("intercept", self.declaration.intercept),
+                *((f"variable {name!r}", value)
+                  for name, value in self.declaration.variables.items())]
+        for what, expression in kept:
+            if not isinstance(expression, cp.Expression):
+                continue
+            cols = np.concatenate([self.compiled.offsets[v.id] + np.arange(v.size)
+                                   for v in expression.variables()] or [np.zeros(0, np.intp)])
+            if not np.isin(cols, self.master.columns).all():
+                raise ValueError(f"The {self.name!r} formulation's {what} depends on per-point "
+                                 "variables, which stay on the workers over row blocks; fit "
+                                 "on numpy arrays.")
 
-    def intercept(self, v: Array, value: float) -> float | Array:
-        """The declared intercept at the Schur unknowns ``v`` (u and the dense variables)."""
+    def intercept(self, v: Array, value: float) -> tuple[float | Array, dict[str, Any]]:
+        """The declared intercept and named variables at the Schur unknowns ``v`` (u and the
+        dense variables)."""
         intercept = self.declaration.intercept
-        if isinstance(intercept, cp.Expression):
+        if isinstance(intercept, cp.Expression) or self.declaration.variables:
             x = np.zeros(self.compiled.n_own)
             cols = self.master.columns
             keep = cols < len(x)
@@ -307,7 +311,7 @@ class DeclaredBlocks(BlockProblem):
             unpack(self.problem, self.compiled, x, value)
         b = np.asarray(intercept.value if isinstance(intercept, cp.Expression) else intercept,
                        dtype=float)
-        return float(b) if b.ndim == 0 else b
+        return float(b) if b.ndim == 0 else b, solution_variables(self.declaration)
 
     def _check_workers(self, subs: list[SubProblem], where: list[list[str] | None]) -> None:
         """Refuse where a worker's blocks would exceed its memory limit.
@@ -443,10 +447,14 @@ class DeclaredBlocksMarginal(Marginal):
         c = np.where(uu > 0, terms / (2 * np.where(uu > 0, uu, 1.0)), 0.0)
         B = T @ u
         beta = B.ravel() if K == 1 else B
-        intercept = blocks.intercept(v, value)
+        intercept, variables = blocks.intercept(v, value)
         accuracy *= max(1.0, abs(value))
+        kept: dict[str, Any] = {"variables": variables,
+                                "diagonal_coef": blocks.declaration.diagonal_coef}
         if not grad:
-            return Evaluation(value, None, beta, intercept, "structured, row blocks", accuracy)
+            return Evaluation(value, None, beta, intercept, "structured, row blocks", accuracy,
+                              **kept)
         gradient = kernel.vjp_zz(Z, (B * c) @ B.T, K_zz)
         gradient += np.sum(self._call_actors("gradient", Z, B), axis=0)
-        return Evaluation(value, gradient, beta, intercept, "structured, row blocks", accuracy)
+        return Evaluation(value, gradient, beta, intercept, "structured, row blocks", accuracy,
+                          **kept)

@@ -27,7 +27,7 @@ from numpy.typing import ArrayLike, NDArray
 from sklearn.base import BaseEstimator
 from sklearn.utils import Tags, TransformerTags, check_random_state, gen_batches
 from sklearn.utils._param_validation import Interval, RealNotInt, StrOptions
-from sklearn.utils.validation import check_is_fitted, validate_data
+from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
 
 from sparsify.core.conic import make_marginal
 from sparsify.core.data_source import (
@@ -50,7 +50,12 @@ from sparsify.core.optimize import (
     warn_if_no_step,
     warn_if_not_converged,
 )
-from sparsify.core.params import check_cost_scale, check_cost_weights, check_no_bools
+from sparsify.core.params import (
+    check_cost_scale,
+    check_cost_weights,
+    check_no_bools,
+    check_positive_weight,
+)
 from sparsify.core.shared_params import SHARED, SHARED_PARAMS, parameter_docs
 from sparsify.core.threads import limit_blas_threads
 from sparsify.core.warm import WarmStart, previous_problems, resize
@@ -118,7 +123,8 @@ def optimise_start(marginal: Marginal, Z0: Array, max_iter: int, tol: float,
     Returns
     -------
     dict
-        Z, value, coef, intercept, n_iter, history, problem and the
+        Z, value, coef, intercept, variables (the declaration's named variables),
+        diagonal_coef, n_iter, history, problem and the
         `sparsify.core.optimize.OptimizeResult` (key ``result``).
 
     Examples
@@ -140,6 +146,8 @@ def optimise_start(marginal: Marginal, Z0: Array, max_iter: int, tol: float,
         "value": res.evaluation.value,
         "coef": np.asarray(res.evaluation.coef, dtype=float),
         "intercept": res.evaluation.intercept,
+        "variables": dict(res.evaluation.variables),
+        "diagonal_coef": res.evaluation.diagonal_coef,
         "n_iter": res.n_iter,
         "history": res.history,
         "problem": problem,
@@ -212,7 +220,9 @@ class KernelMachineMixin(VersionedPickleMixin):
 
         The model is linear in these features: ``transform(X) @ expansion_coef_.T
         + intercept_`` is `decision_function` (one column per output; ravel
-        it for one output), so prediction can run wherever a linear model runs.
+        it for one output; plus ``diagonal_coef_`` times k(x, x) where the
+        formulation declares that term), so prediction can run wherever a linear
+        model runs.
         A one-vs-rest model returns the stacked XVs of all its binary problems,
         per-class blocks in ``expansion_vectors_`` order, and each row of
         ``expansion_coef_`` is zero outside its own block.
@@ -274,8 +284,13 @@ class KernelMachineMixin(VersionedPickleMixin):
         check_is_fitted(self)
         X_valid: Array = validate_data(self, X, dtype=np.float64, reset=False)
         out = np.empty((len(X_valid), len(self.intercept_)))
+        # a formulation's d·k(x, x) (Declaration.diagonal_coef); machines without it have none
+        diagonal = np.asarray(getattr(self, "diagonal_coef_", 0.0), dtype=float)
+        with_diagonal = bool(np.any(diagonal != 0))
         for rows in gen_batches(len(X_valid), self._block_rows()):
             out[rows] = self._kernel_features(X_valid[rows]) @ self.expansion_coef_.T
+            if with_diagonal:
+                out[rows] += np.outer(self.kernel_.diag(X_valid[rows]), diagonal)
         out += self.intercept_
         return out.ravel() if out.shape[1] == 1 else out
 
@@ -323,9 +338,13 @@ class SparseKernelEstimator(KernelMachineMixin, BaseEstimator):
 
     Fitted attributes, the same for every task: ``kernel_``,
     ``expansion_vectors_`` (sum of Nz, d), ``expansion_coef_`` (outputs, sum
-    of Nz), ``intercept_`` (outputs,), and per problem ``n_expansion_``,
-    ``n_iter_``, ``objective_`` (W at the kept XVs) and
-    ``objective_history_``; ``full_n_support_`` when a ratio ``n_expansion``
+    of Nz), ``intercept_`` (outputs,), ``diagonal_coef_`` (outputs,: the
+    coefficient of k(x, x) in τ(x), zero unless the formulation declares one),
+    and per problem ``n_expansion_``, ``n_iter_``, ``objective_`` (W at the
+    kept XVs), ``objective_history_`` and ``declared_variables_`` (a dict of
+    the declaration's named variables at the solution,
+    `sparsify.core.formulation.Declaration.variables`; empty for an exact
+    solver of its own); ``full_n_support_`` when a ratio ``n_expansion``
     refers to a full model.
     """
 
@@ -374,6 +393,37 @@ class SparseKernelEstimator(KernelMachineMixin, BaseEstimator):
                             "subclass instead.")
         if "__init__" not in cls.__dict__ and cls.__dict__.get("formulation_class") is not None:
             _generate_init(cls)
+        if "fit" not in cls.__dict__ and cls.formulation_class is not None:
+            _show_sample_weight(cls)
+
+    @classmethod
+    def _takes_sample_weight(cls) -> bool:
+        """Whether ``fit`` takes ``sample_weight``: the estimator weighs points itself
+        (`weighted_points`), or its formulation does (`Formulation.weighted`)."""
+        form = cls.formulation_class
+        return bool(cls.weighted_points or (form is not None and form.weighted))
+
+    def _sample_weight(self, sample_weight: ArrayLike | None, X: Array) -> Array | None:
+        """``sample_weight`` checked (one per row, finite, ≥ 0, one of them > 0), or None;
+        refused with the reason where the formulation does not weigh its points."""
+        if sample_weight is None:
+            return None
+        self._check_takes_weights()
+        weights: Array = _check_sample_weight(sample_weight, X, dtype=np.float64,
+                                              ensure_non_negative=True)
+        check_positive_weight(weights)
+        return weights
+
+    def _check_takes_weights(self) -> None:
+        """Refuse per-point weights, with the reason, where the formulation cannot weigh."""
+        form = self._formulation_type()
+        if not (self.weighted_points or form.weighted):
+            raise ValueError(
+                f"{type(self).__name__}.fit does not take sample_weight: the "
+                f"{form.name or form.__name__!r} formulation does not weigh its points' "
+                f"losses ({form.__name__}.weighted is False). Fit without sample_weight; a "
+                "formulation of your own takes them once it declares its loss with "
+                "out.weights and sets weighted = True.")
 
     # ------------------------------------------------------------------ the formulation
 
@@ -583,7 +633,8 @@ class SparseKernelEstimator(KernelMachineMixin, BaseEstimator):
     def _fit_problems(self, source: DataSource | Array, targets: Sequence[Any],
                       weights: Array | None = None, *, scale_weights: Array | None = None,
                       init: str | Array | None = None, names: list[str] | None = None,
-                      rng: np.random.RandomState | None = None) -> Kernel:
+                      rng: np.random.RandomState | None = None,
+                      groups: NDArray[np.intp] | None = None) -> Kernel:
         """The driver: kernel, formulation, Nz per problem, the fits, the fitted attributes.
 
         ``source`` holds the rows (an array: rows in memory); ``targets`` are one
@@ -591,7 +642,9 @@ class SparseKernelEstimator(KernelMachineMixin, BaseEstimator):
         ``weights`` are per-point cost factors (in memory), ``scale_weights``
         the row weights of gamma="scale"'s variance; ``init`` overrides the
         initial-XV method, ``names`` the problems' names; ``rng`` is drawn from
-        for the starts' seeds. Returns the resolved kernel.
+        for the starts' seeds; ``groups`` the points' groups, which the
+        formulation sees as ``out.groups`` (`Formulation.group`). Returns the
+        resolved kernel.
         """
         if not isinstance(source, DataSource):
             source = InMemoryRows(source)
@@ -601,6 +654,8 @@ class SparseKernelEstimator(KernelMachineMixin, BaseEstimator):
         if isinstance(source, InMemoryRows):
             check_gamma(kernel, source.X, type(self).__name__)
         formulation = self._make_formulation(weights)
+        if groups is not None:
+            formulation = formulation.group(groups)
         check_solver(self.solver)
         if isinstance(source, RowBlocks):
             resolved = [self._block_n_expansion(source, t, kernel) for t in targets]
@@ -655,10 +710,16 @@ class SparseKernelEstimator(KernelMachineMixin, BaseEstimator):
             coef[row:row + len(c), col:col + c.shape[1]] = c
             row, col = row + len(c), col + c.shape[1]
         self.expansion_coef_ = coef
-        # a problem with K outputs and no intercept declared has b = 0 for each output
-        self.intercept_ = np.concatenate(
-            [np.broadcast_to(np.atleast_1d(np.asarray(fit["intercept"], dtype=float)), len(c))
-             for fit, c in zip(fits, coefs, strict=True)])
+
+        def per_output(key: str) -> Array:
+            # a problem with K outputs and one number declared has it for each output
+            return np.concatenate([np.broadcast_to(np.atleast_1d(np.asarray(
+                fit.get(key, 0.0), dtype=float)), len(c))
+                for fit, c in zip(fits, coefs, strict=True)])
+
+        self.intercept_ = per_output("intercept")
+        self.diagonal_coef_ = per_output("diagonal_coef")
+        self.declared_variables_ = [dict(fit.get("variables", {})) for fit in fits]
         self.n_expansion_ = np.array(sizes)
         self.n_iter_ = np.array([fit["n_iter"] for fit in fits])
         self.objective_history_ = [fit["history"] for fit in fits]
@@ -718,11 +779,44 @@ def _generate_init(cls: type[SparseKernelEstimator]) -> None:
                        + ", ".join(f"``{p.name}``" for p in own) + ".\n")
 
 
+def _show_sample_weight(cls: type[SparseKernelEstimator]) -> None:
+    """Show ``sample_weight`` in the signature of ``cls.fit`` only where it takes weights.
+
+    Every task's ``fit`` has ``sample_weight``; scikit-learn reads from the
+    signature whether an estimator takes weights (``has_fit_parameter``), so an
+    estimator whose formulation does not weigh its points gets a ``fit``
+    without it in its signature. Passed all the same, it is refused with the
+    reason (`SparseKernelEstimator._sample_weight`).
+    """
+    fit = cls.fit
+    task_fit = getattr(fit, "_task_fit", fit)
+    if cls._takes_sample_weight():
+        if task_fit is not fit:
+            cls.fit = task_fit
+        return
+    signature = inspect.signature(task_fit)
+    if "sample_weight" not in signature.parameters:
+        return
+
+    def fit_without_weights(self: Any, X: Any, *args: Any, **kwargs: Any) -> Any:
+        return task_fit(self, X, *args, **kwargs)
+
+    fit_without_weights.__signature__ = signature.replace(  # type: ignore[attr-defined]
+        parameters=[p for name, p in signature.parameters.items() if name != "sample_weight"])
+    fit_without_weights.__doc__ = task_fit.__doc__
+    fit_without_weights.__name__ = "fit"
+    fit_without_weights.__qualname__ = f"{cls.__qualname__}.fit"
+    fit_without_weights._task_fit = task_fit  # type: ignore[attr-defined]
+    cls.fit = fit_without_weights
+
+
 #: The task a formulation declares (`Formulation.task`) and the module of its estimator base.
 _TASKS = {
     "classifier": ("sparsify.core.classifier", "SparseKernelClassifier"),
     "multioutput_classifier": ("sparsify.core.multioutput", "SparseMultiOutputClassifier"),
+    "ordinal_regressor": ("sparsify.core.ordinal", "SparseOrdinalRegressor"),
     "regressor": ("sparsify.core.regressor", "SparseKernelRegressor"),
+    "ranker": ("sparsify.core.ranking", "SparseKernelRanker"),
     "outlier_detector": ("sparsify.core.outlier", "SparseOutlierDetector"),
     "transformer": ("sparsify.core.transformer", "SparseKernelTransformer"),
 }
@@ -766,8 +860,6 @@ def estimator_for(
     >>> cls(n_expansion=5, alpha=0.1)
     SparseRidge(alpha=0.1, n_expansion=5)
     """
-    import importlib
-
     registry = get_registry()
     cls = (registry.get("formulation", formulation) if isinstance(formulation, str)
            else formulation)
@@ -781,7 +873,42 @@ def estimator_for(
             f"The {cls.name!r} formulation has no estimator: register one with the "
             "register_estimators hook, or set its task to one of "
             f"{sorted(_TASKS)} to get one made from it.")
-    module, base_name = _TASKS[cls.task]
-    base = getattr(importlib.import_module(module), base_name)
-    name = "Sparse" + cls.__name__
-    return type(name, (base,), {"formulation_class": cls, "__module__": cls.__module__}), {}
+    return _made_estimator(cls), {}
+
+
+#: The estimator classes made for formulations, by formulation class: one class each, so that
+#: ``isinstance`` and pickles see the same class every time.
+_MADE: dict[type[Formulation], type[SparseKernelEstimator]] = {}
+
+
+def _made_estimator(cls: type[Formulation]) -> type[SparseKernelEstimator]:
+    """The estimator made for a formulation from its `Formulation.task` (made once).
+
+    Its instances pickle by the formulation class (which must be importable, as
+    any pickled class): the class is made again where they load.
+    """
+    import importlib
+
+    made = _MADE.get(cls)
+    if made is None:
+        module, base_name = _TASKS[str(cls.task)]
+        base = getattr(importlib.import_module(module), base_name)
+        made = type("Sparse" + cls.__name__, (base,),
+                    {"formulation_class": cls, "__module__": cls.__module__,
+                     "__qualname__": "Sparse" + cls.__qualname__,
+                     "__reduce_ex__": _reduce_made})
+        _MADE[cls] = made
+    return made
+
+
+def _reduce_made(self: SparseKernelEstimator, protocol: Any) -> tuple[Any, ...]:
+    """Pickle an instance of a made estimator class as its formulation class and its state."""
+    formulation_class = type(self).formulation_class
+    return (_new_made, (formulation_class,), self.__getstate__())
+
+
+def _new_made(formulation_class: type[Formulation]) -> SparseKernelEstimator:
+    """An empty instance of the estimator made for ``formulation_class`` (for unpickling)."""
+    made = _made_estimator(formulation_class)
+    instance: SparseKernelEstimator = made.__new__(made)
+    return instance

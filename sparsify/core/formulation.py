@@ -12,6 +12,7 @@ from __future__ import annotations
 import copy
 import inspect
 from abc import ABC, abstractmethod
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -26,7 +27,8 @@ if TYPE_CHECKING:
     from sparsify.core.marginal import Marginal
     from sparsify.kernels import Kernel
 
-__all__ = ["Declaration", "Formulation", "FullSolution", "Outputs", "make_formulation"]
+__all__ = ["Declaration", "Formulation", "FullSolution", "Outputs", "count_pairs",
+           "make_formulation", "ranking_pairs"]
 
 
 @dataclass(frozen=True)
@@ -62,6 +64,19 @@ class Outputs:
         formulation was given (`Formulation.weigh`: the estimator's class and
         sample weights). A formulation that declares `Formulation.weighted`
         multiplies each point's loss by it.
+    groups : ndarray of shape (N,) or None
+        Each point's group (query) as an integer code 0..G−1, where the fit was
+        given groups (`Formulation.group`: a ranker's ``fit(X, y, groups=...)``);
+        None otherwise.
+    pairs : ndarray of shape (P, 2) or None
+        For a formulation whose `Formulation.task` is "ranker": the preference
+        pairs (i, j), point i ranked above point j, of every two points of the
+        same group (all points one group without ``groups``) whose targets
+        differ, y_i > y_j (`ranking_pairs`); None for other tasks.
+    kernel_diagonal : ndarray of shape (N,)
+        k(x_i, x_i) on the training points: constants of the problem, which
+        ‖φ(x_i) − w‖² = k(x_i, x_i) − 2 f_i + ‖w‖² needs (SVDD with any kernel).
+        Computed when first read (over row blocks, on the workers).
     """
 
     f: cp.Variable
@@ -73,10 +88,27 @@ class Outputs:
     norm_w: cp.Expression | None = None
     X: NDArray[np.float64] | None = None
     weights: NDArray[np.float64] = None  # type: ignore[assignment]  # ones: __post_init__
+    groups: NDArray[np.intp] | None = None
+    pairs: NDArray[np.intp] | None = None
+    #: k(x_i, x_i), or a function that computes it (read through `kernel_diagonal`)
+    diagonal: NDArray[np.float64] | Callable[[], NDArray[np.float64]] | None = field(
+        default=None, repr=False)
 
     def __post_init__(self) -> None:
         if self.weights is None:  # frozen: set once, here
             object.__setattr__(self, "weights", np.ones(self.n_samples))
+
+    @property
+    def kernel_diagonal(self) -> NDArray[np.float64]:
+        """k(x_i, x_i) on the training points, shape (N,) (see the class docstring)."""
+        diagonal = self.diagonal
+        if callable(diagonal):
+            diagonal = np.asarray(diagonal(), dtype=np.float64)
+            object.__setattr__(self, "diagonal", diagonal)  # computed once
+        if diagonal is None:
+            raise ValueError("The kernel diagonal k(x_i, x_i) is not known here: this "
+                             "Outputs was made without a kernel.")
+        return diagonal
 
 
 @dataclass(frozen=True)
@@ -113,11 +145,27 @@ class Declaration:
         Constraints over ``f``, ``‖w‖²`` and the formulation's own variables.
     intercept : cvxpy.Expression or float
         The bias b of the kernel machine (shape () or (K,)); 0 when there is none.
+    variables : mapping of str to cvxpy.Expression
+        Other global quantities of the solution that the fitted model keeps,
+        by name: an ordinal regression's K − 1 thresholds, a margin ρ, a
+        radius. Each is an expression of any shape over variables the problem
+        uses (not over per-point ones such as slacks: a fit over row blocks
+        keeps those on the workers); after a fit its value is in the estimator's
+        ``declared_variables_`` (one dict per problem), and a task may need some
+        of them (`Formulation.required_variables`: the ordinal task's
+        ``"thresholds"``).
+    diagonal_coef : float or ndarray of shape (K,)
+        The coefficient d of k(x, x) in the decision function
+        τ(x) = Σ_j β_j k(z_j, x) + b + d·k(x, x); 0 (the default) for the
+        kernel machine without it. SVDD's (R² − ‖φ(x) − a‖²)/2 has d = −½,
+        which makes it right for kernels whose diagonal is not constant.
     """
 
     objective: cp.Minimize
     constraints: list[cp.Constraint] = field(default_factory=list)
     intercept: cp.Expression | float = 0.0
+    variables: Mapping[str, cp.Expression] = field(default_factory=dict)
+    diagonal_coef: float | NDArray[np.float64] = 0.0
 
 
 class Formulation(ABC):
@@ -156,7 +204,11 @@ class Formulation(ABC):
     #: (`sparsify.core.estimator.estimator_for`): "classifier" (``out.y`` is ±1, one
     #: problem per class beyond two), "multioutput_classifier" (``out.y`` the class
     #: codes 0..K−1, one problem with K outputs, the prediction the class of the
-    #: largest), "regressor" (``out.y`` the real targets), "outlier_detector" (no
+    #: largest), "ordinal_regressor" (``out.y`` the levels 0..M−1 of ordered classes,
+    #: one output, and M − 1 thresholds declared as ``variables["thresholds"]``: the
+    #: prediction is the number of thresholds below τ(x)), "regressor" (``out.y`` the
+    #: real targets), "ranker" (``out.y`` the relevance of each point, ``out.pairs`` the
+    #: pairs to order; the prediction is the score τ(x)), "outlier_detector" (no
     #: ``out.y``) or "transformer" (``out.y`` as given to fit, or None; the outputs are
     #: the features); None: it has no estimator unless one is registered
     #: (``register_estimators``).
@@ -182,11 +234,17 @@ class Formulation(ABC):
     #: The points' weights `weigh` gave this instance, or None (every point weighs 1).
     point_weights: NDArray[np.float64] | float | None = None
 
+    #: The points' groups `group` gave this instance (codes 0..G−1), or None.
+    point_groups: NDArray[np.intp] | None = None
+
     def weigh(self, weights: NDArray[np.float64] | float) -> Formulation:
         """A copy of this formulation whose points' losses are weighted (``out.weights``).
 
         Only for a formulation that declares `weighted`; the copy's `declare` sees the
-        weights (a number weighs every point alike) in ``out.weights``.
+        weights (a number weighs every point alike) in ``out.weights``. The fit driver
+        weighs with an estimator's ``sample_weight``;
+        `sparsify.core.gradcheck.check_gradient` and the conformance suite with their
+        ``sample_weight``.
 
         Examples
         --------
@@ -208,6 +266,49 @@ class Formulation(ABC):
         clone.point_weights = (float(weights) if np.ndim(weights) == 0
                                else np.asarray(weights, dtype=np.float64))
         return clone
+
+    def group(self, groups: NDArray[Any] | None) -> Formulation:
+        """A copy of this formulation whose points belong to ``groups`` (``out.groups``).
+
+        ``groups`` holds one label per point (any hashable labels: a ranker's
+        query ids); ``out.groups`` sees them as codes 0..G−1, and a ranker's
+        ``out.pairs`` pair points of the same group only. None: no groups.
+
+        Examples
+        --------
+        >>> import cvxpy as cp
+        >>> class Rank(Formulation):
+        ...     name, task = "doc_group_rank", "ranker"
+        ...     def declare(self, out): ...
+        >>> Rank().group(["q1", "q2", "q1"]).point_groups.tolist()
+        [0, 1, 0]
+        """
+        clone = copy.copy(self)
+        clone.point_groups = (None if groups is None
+                              else np.unique(np.asarray(groups), return_inverse=True)[1]
+                              .astype(np.intp).ravel())
+        return clone
+
+    def required_variables(self, y: NDArray[Any] | None) -> dict[str, tuple[int, ...]]:
+        """The named variables (`Declaration.variables`) its task needs, with their shapes.
+
+        The core refuses a declaration without them, or with another shape,
+        before anything is solved. By default: ``{"thresholds": (M − 1,)}`` for an
+        "ordinal_regressor" whose ``y`` holds the levels 0..M−1, nothing for the
+        other tasks. Override it to require variables of your own.
+
+        Examples
+        --------
+        >>> class Ordinal(Formulation):
+        ...     name, task = "doc_required", "ordinal_regressor"
+        ...     def declare(self, out): ...
+        >>> Ordinal().required_variables(np.array([0, 2, 1, 2]))
+        {'thresholds': (2,)}
+        """
+        if self.task == "ordinal_regressor" and y is not None:
+            levels = np.asarray(y, dtype=float)
+            return {"thresholds": (int(np.nanmax(levels)),)}
+        return {}
 
     def n_outputs(self, y: NDArray[Any] | None) -> int:
         """Number of outputs K (columns of β and f).
@@ -286,7 +387,8 @@ class Formulation(ABC):
                     and type(value) is type(default) and value == default)
 
         params = ", ".join(f"{k}={v!r}" for k, v in vars(self).items()
-                           if not at_default(k, v) and k != "point_weights")
+                           if not at_default(k, v)
+                           and k not in ("point_weights", "point_groups"))
         return f"{type(self).__name__}({params})"
 
 
@@ -315,3 +417,48 @@ def make_formulation(formulation: str | Formulation, **params: Any) -> Formulati
         raise ValueError(
             f"The {formulation!r} formulation does not take the parameters {sorted(params)}: {exc}"
         ) from exc
+
+
+def ranking_pairs(y: NDArray[Any], groups: NDArray[Any] | None = None) -> NDArray[np.intp]:
+    """The preference pairs (i, j) of a ranking: same group, y_i > y_j; shape (P, 2).
+
+    Every two points of one group (all points one group when ``groups`` is None)
+    whose targets differ make one pair, the better first; points of equal
+    target make none. Ordered by i, then j.
+
+    Examples
+    --------
+    >>> ranking_pairs(np.array([2.0, 0.0, 1.0])).tolist()
+    [[0, 1], [0, 2], [2, 1]]
+    >>> ranking_pairs(np.array([2.0, 0.0, 1.0, 0.0]), np.array([0, 0, 1, 1])).tolist()
+    [[0, 1], [2, 3]]
+    """
+    y = np.asarray(y, dtype=float)
+    g = np.zeros(len(y), np.intp) if groups is None else np.unique(
+        np.asarray(groups), return_inverse=True)[1].ravel()
+    found = [np.zeros((0, 2), np.intp)]
+    for code in np.unique(g):  # n_g² comparisons per group, not N²
+        members = np.flatnonzero(g == code)
+        i, j = np.nonzero(y[members][:, None] > y[members][None, :])
+        found.append(np.column_stack([members[i], members[j]]))
+    pairs = np.concatenate(found).astype(np.intp)
+    return pairs[np.lexsort((pairs[:, 1], pairs[:, 0]))]
+
+
+def count_pairs(y: NDArray[Any], groups: NDArray[Any] | None = None) -> int:
+    """How many pairs `ranking_pairs` gives, counted without making them (O(N log N)).
+
+    Examples
+    --------
+    >>> count_pairs(np.array([2.0, 0.0, 1.0, 0.0]))
+    5
+    """
+    y = np.asarray(y, dtype=float)
+    g = np.zeros(len(y), np.intp) if groups is None else np.unique(
+        np.asarray(groups), return_inverse=True)[1].ravel()
+    total = 0
+    for code in np.unique(g):
+        _, counts = np.unique(y[g == code], return_counts=True)
+        n = int(counts.sum())
+        total += (n * n - int((counts.astype(np.int64) ** 2).sum())) // 2
+    return total

@@ -21,8 +21,7 @@ from sparsify.core.optimize import initial_expansion_vectors
 from sparsify.kernels import Kernel, Linear, SumKernel, make_kernel
 
 __all__ = ["GradientCheck", "check_gradient", "check_supported_kernel", "estimate_noise",
-           "example_problem",
-           "random_problem"]
+           "example_point_data", "example_problem", "random_problem", "with_point_data"]
 
 Array = NDArray[np.float64]
 
@@ -136,9 +135,49 @@ def random_problem(
 def example_problem(formulation: Formulation, n_samples: int = 40, n_features: int = 3,
                     random_state: int = 0) -> tuple[Array, NDArray[np.int64]]:
     """`random_problem` shaped for ``formulation``'s task: three class codes for a
-    multi-output classifier, ±1 labels else."""
-    classes = 3 if formulation.task == "multioutput_classifier" else 2
-    return random_problem(n_samples, n_features, random_state, n_classes=classes)
+    multi-output classifier, three ordered levels 0, 1, 2 for an ordinal regressor,
+    four levels of relevance 0..3 for a ranker, ±1 labels else.
+
+    Examples
+    --------
+    >>> from sparsify.core.formulation import make_formulation
+    >>> sorted(set(example_problem(make_formulation("svm"), 20)[1].tolist()))
+    [-1, 1]
+    """
+    classes = {"multioutput_classifier": 3, "ordinal_regressor": 3, "ranker": 4}
+    return random_problem(n_samples, n_features, random_state,
+                          n_classes=classes.get(str(formulation.task), 2))
+
+
+def example_point_data(formulation: Formulation, n_samples: int, random_state: int = 0
+                       ) -> tuple[Array | None, NDArray[np.intp] | None]:
+    """The data beside y that `example_problem`'s points get: (sample_weight, groups).
+
+    Weights drawn from [0.5, 2] for a formulation that weighs its points
+    (`sparsify.Formulation.weighted`), so that a check sees ``out.weights`` other
+    than ones; groups of ten points for a ranker; None otherwise.
+
+    Examples
+    --------
+    >>> from sparsify.core.formulation import make_formulation
+    >>> example_point_data(make_formulation("svm"), 20)
+    (None, None)
+    """
+    rng = np.random.default_rng([random_state, 1])
+    weights = rng.uniform(0.5, 2.0, n_samples) if formulation.weighted else None
+    groups = np.arange(n_samples) // 10 if formulation.task == "ranker" else None
+    return weights, groups
+
+
+def with_point_data(formulation: Formulation, sample_weight: ArrayLike | None,
+                    groups: ArrayLike | None) -> Formulation:
+    """``formulation`` given the points' weights (`Formulation.weigh`) and groups
+    (`Formulation.group`) where they are not None."""
+    if sample_weight is not None:
+        formulation = formulation.weigh(np.asarray(sample_weight, dtype=np.float64))
+    if groups is not None:
+        formulation = formulation.group(np.asarray(groups))
+    return formulation
 
 
 def estimate_noise(values: Array) -> float:
@@ -275,6 +314,8 @@ def check_gradient(
     random_state: int = 0,
     marginal: Marginal | None = None,
     target: float = 1e-7,
+    sample_weight: ArrayLike | None = None,
+    groups: ArrayLike | None = None,
     **formulation_params: Any,
 ) -> GradientCheck:
     """Compare ∇W(Z) with finite differences of W for a formulation.
@@ -320,6 +361,11 @@ def check_gradient(
         (`Formulation.marginal`) if it has one, else the generic path.
     target : float, default=1e-7
         Relative error the finite differences aim at.
+    sample_weight, groups : array-like of shape (N,), optional
+        The points' weights (``out.weights``, for a formulation that weighs its
+        points) and groups (``out.groups``, and a ranker's ``out.pairs`` within
+        them). With the default problem (X None) `example_point_data` gives them
+        where they are None.
 
     Returns
     -------
@@ -348,6 +394,10 @@ def check_gradient(
     form = make_formulation(formulation, **formulation_params)
     if X is None:
         X, y = example_problem(form, random_state=random_state)
+        weights, grouping = example_point_data(form, len(X), random_state)
+        sample_weight = weights if sample_weight is None else sample_weight
+        groups = grouping if groups is None else groups
+    form = with_point_data(form, sample_weight, groups)
     X = np.asarray(X, dtype=float)
     y = None if y is None else np.asarray(y)
     k = make_kernel(kernel, X, gamma=gamma)

@@ -11,7 +11,8 @@ and `sparsify.core.conic.make_marginal` picks which one a fit uses.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -51,6 +52,13 @@ class Evaluation:
         A bound on |W − W*| that the solver's stopping rule guarantees (for the
         generic path: the duality gap it stopped at); None where the provider
         states none (an exact solver accurate to round-off).
+    variables : mapping of str to float or ndarray
+        The declaration's named variables at the solution
+        (`sparsify.core.formulation.Declaration.variables`); empty where there
+        are none.
+    diagonal_coef : float or ndarray of shape (K,)
+        The coefficient of k(x, x) in the decision function
+        (`sparsify.core.formulation.Declaration.diagonal_coef`); 0 by default.
     """
 
     value: float
@@ -59,6 +67,8 @@ class Evaluation:
     intercept: float | Array
     solver: str
     accuracy: float | None = None
+    variables: Mapping[str, Any] = field(default_factory=dict)
+    diagonal_coef: float | Array = 0.0
 
 
 class Marginal(ABC):

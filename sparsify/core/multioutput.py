@@ -34,8 +34,10 @@ class SparseMultiOutputClassifier(SparseKernelClassifier):
     A subclass names its formulation (`formulation_class`), whose ``out.y`` is
     the class codes 0..K−1 (floats, NaN for an unlabelled point where the
     formulation takes them) and ``out.f`` of shape (N, K). A ratio
-    ``n_expansion`` is a fraction of the distinct training points; per-point
-    weights and Platt scaling, which belong to binary problems, are not offered.
+    ``n_expansion`` is a fraction of the distinct training points; ``sample_weight``
+    for a formulation that weighs its points (`sparsify.Formulation.weighted`);
+    class weights and Platt scaling, which belong to binary problems, are not
+    offered.
 
     Examples
     --------
@@ -84,13 +86,19 @@ class SparseMultiOutputClassifier(SparseKernelClassifier):
     def _fit(self, X: ArrayLike, y: ArrayLike,
              sample_weight: ArrayLike | None = None) -> SparseMultiOutputClassifier:
         self._validate_params()
-        if sample_weight is not None or getattr(self, "class_weight", None) is not None:
+        if getattr(self, "class_weight", None) is not None:
             raise ValueError(f"{type(self).__name__} fits all classes in one problem and takes "
-                             "no per-point weights; fit without sample_weight and class_weight.")
+                             "no class weights; fit without class_weight.")
         X_valid, codes = validate_classification(
             self, X, y, unlabelled=self._takes_unlabelled())
+        weights = self._sample_weight(sample_weight, X_valid)
+        if weights is not None:
+            self._refuse_with_unlabelled(codes, sample_weight)
+            keep = weights > 0
+            self._check_weighted_classes(codes[keep])
+            X_valid, codes, weights = X_valid[keep], codes[keep], weights[keep]
         target = unlabelled_targets(codes, codes)
         init = self.init if self.init != "auto" else "balanced"
-        self._fit_problems(X_valid, [target], init=init, names=[""],
-                           rng=check_random_state(self.random_state))
+        self._fit_problems(X_valid, [target], weights, scale_weights=weights, init=init,
+                           names=[""], rng=check_random_state(self.random_state))
         return self

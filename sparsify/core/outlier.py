@@ -55,7 +55,8 @@ class SparseOutlierDetector(OutlierMixin, SparseKernelEstimator):
     True
     """
 
-    def fit(self, X: ArrayLike, y: Any = None) -> SparseOutlierDetector:
+    def fit(self, X: ArrayLike, y: Any = None,
+            sample_weight: ArrayLike | None = None) -> SparseOutlierDetector:
         """Fit on inliers.
 
         Parameters
@@ -64,6 +65,10 @@ class SparseOutlierDetector(OutlierMixin, SparseKernelEstimator):
             Training inputs.
         y : ignored
             Not used; present for API consistency.
+        sample_weight : array-like of shape (n_samples,), default=None
+            Weights ≥ 0 of the points' losses (``out.weights``), for a formulation
+            that weighs them (`sparsify.Formulation.weighted`; refused otherwise).
+            A weight of 0 leaves the point out.
 
         Returns
         -------
@@ -71,7 +76,13 @@ class SparseOutlierDetector(OutlierMixin, SparseKernelEstimator):
         """
         self._validate_params()
         X_valid: Array = validate_rows(self, X, dtype=np.float64)
-        self._fit_problems(X_valid, [None])
+        weights = self._sample_weight(sample_weight, X_valid)
+        if weights is None:
+            self._fit_problems(X_valid, [None])
+        else:
+            keep = weights > 0
+            self._fit_problems(X_valid[keep], [None], weights[keep],
+                               scale_weights=weights[keep])
         self.offset_ = -float(self.intercept_[0])
         return self
 

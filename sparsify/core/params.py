@@ -21,7 +21,7 @@ from sklearn.utils._param_validation import (
 )
 
 __all__ = ["MAX_C", "MAX_TARGET", "check_cost_scale", "check_cost_weights", "check_no_bools",
-           "check_params", "check_target_scale"]
+           "check_params", "check_positive_weight", "check_target_scale"]
 
 #: The largest target magnitude of a regressor: squared errors of larger targets overflow
 #: float64 in the solvers' sums.
@@ -75,6 +75,24 @@ def check_cost_weights(params: Mapping[str, object], weights: Any) -> None:
                 "float64 solvers lose the margin term. Only the weights' ratios and "
                 f"{name} matter: divide sample_weight by its mean (and choose {name} "
                 "again), or give rare points smaller weights.")
+
+
+def check_positive_weight(weights: Any) -> None:
+    """Refuse sample weights that are all 0, in scikit-learn 1.9's words, whatever its version.
+
+    scikit-learn checks this in ``_check_sample_weight`` from 1.9 on; before, an
+    all-zero weight left no point and failed later with an unrelated message.
+
+    Examples
+    --------
+    >>> check_positive_weight(np.array([0.0, 2.0]))
+    >>> check_positive_weight(np.zeros(3))
+    Traceback (most recent call last):
+    ...
+    ValueError: Sample weights must contain at least one non-zero number.
+    """
+    if not (np.asarray(weights) > 0).any():
+        raise ValueError("Sample weights must contain at least one non-zero number.")
 
 
 def check_target_scale(y: Any, source: str) -> None:

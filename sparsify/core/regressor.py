@@ -64,7 +64,8 @@ class SparseKernelRegressor(RegressorMixin, SparseKernelEstimator):
     #: so regressors run to ``tol`` or ``max_iter`` unless asked otherwise.
     default_params: ClassVar[dict[str, Any]] = {"n_iter_no_change": None}
 
-    def fit(self, X: ArrayLike, y: ArrayLike) -> SparseKernelRegressor:
+    def fit(self, X: ArrayLike, y: ArrayLike,
+            sample_weight: ArrayLike | None = None) -> SparseKernelRegressor:
         """Fit β, b and the XVs.
 
         Parameters
@@ -73,6 +74,11 @@ class SparseKernelRegressor(RegressorMixin, SparseKernelEstimator):
             Training inputs.
         y : array-like of shape (n_samples,)
             Real targets.
+        sample_weight : array-like of shape (n_samples,), default=None
+            Weights ≥ 0 of the points' losses (``out.weights``), for a formulation
+            that weighs them (`sparsify.Formulation.weighted`; refused otherwise).
+            A weight of 0 leaves the point out; gamma="scale" uses the weighted
+            variance of X.
 
         Returns
         -------
@@ -82,11 +88,20 @@ class SparseKernelRegressor(RegressorMixin, SparseKernelEstimator):
         if is_dask_collection(X) or is_dask_collection(y):
             # the rows stay on the workers: each evaluation of W(Z) is a map over their blocks
             source = RowBlocks(X, y, type(self).__name__)
-            self._refuse_on_blocks({})
+            self._refuse_on_blocks({"sample_weight (fit without it, or on numpy arrays)":
+                                    sample_weight is not None})
             self.n_features_in_ = source.n_features
             self._fit_problems(source, [RowTarget()])
             return self
-        self._fit_problems(*self._check_inputs(X, y))
+        X_valid, targets = self._check_inputs(X, y)
+        weights = self._sample_weight(sample_weight, X_valid)
+        if weights is None:
+            self._fit_problems(X_valid, targets)
+            return self
+        # a point of weight 0 is left out before anything else, as if it had not been passed
+        keep = weights > 0
+        self._fit_problems(X_valid[keep], [targets[0][keep]], weights[keep],
+                           scale_weights=weights[keep])
         return self
 
     def _check_inputs(self, X: ArrayLike, y: ArrayLike) -> tuple[Array, list[Array]]:
@@ -147,8 +162,8 @@ class SparseKernelRegressor(RegressorMixin, SparseKernelEstimator):
         Raises
         ------
         ValueError
-            If the class overrides how τ(x) or the prediction is computed: a model file
-            could not reproduce it.
+            If the class overrides how τ(x) or the prediction is computed, or the
+            formulation adds k(x, x) to it: a model file could not reproduce it.
         """
         cls = type(self)
         for method in ("predict", "_machine", "_kernel_features"):
@@ -158,6 +173,11 @@ class SparseKernelRegressor(RegressorMixin, SparseKernelEstimator):
                     "its predictions may not be the kernel machine τ(x) that the file "
                     "describes. Save it with pickle or joblib.dump instead, or define "
                     "_model_file_rule for it.")
+        if np.any(getattr(self, "diagonal_coef_", 0.0) != 0):
+            raise ValueError(
+                f"{cls.__name__} cannot be saved as a model file: its decision function has a "
+                "k(x, x) term (diagonal_coef_, from Declaration.diagonal_coef), which a model "
+                "file does not describe. Save it with pickle or joblib.dump instead.")
         name = cls.formulation_class.name if cls.formulation_class is not None else ""
         return {"decision_rule": "identity", "formulation": name or None}
 

@@ -65,7 +65,8 @@ class SparseKernelTransformer(ClassNamePrefixFeaturesOutMixin, TransformerMixin,
     ((60, 2), ['sparsemultiridge0', 'sparsemultiridge1'])
     """
 
-    def fit(self, X: ArrayLike, y: ArrayLike | None = None) -> SparseKernelTransformer:
+    def fit(self, X: ArrayLike, y: ArrayLike | None = None,
+            sample_weight: ArrayLike | None = None) -> SparseKernelTransformer:
         """Fit β, b and the XVs.
 
         Parameters
@@ -74,6 +75,10 @@ class SparseKernelTransformer(ClassNamePrefixFeaturesOutMixin, TransformerMixin,
             Training inputs.
         y : array-like of shape (n_samples,) or (n_samples, n_targets), default=None
             Passed to the formulation as ``out.y``.
+        sample_weight : array-like of shape (n_samples,), default=None
+            Weights ≥ 0 of the points' losses (``out.weights``), for a formulation
+            that weighs them (`sparsify.Formulation.weighted`; refused otherwise).
+            A weight of 0 leaves the point out.
 
         Returns
         -------
@@ -88,7 +93,13 @@ class SparseKernelTransformer(ClassNamePrefixFeaturesOutMixin, TransformerMixin,
             X_valid, _ = validate_rows(self, X, y, dtype=np.float64, multi_output=True,
                                        y_numeric=True)
             target = check_array(y, dtype=np.float64, ensure_2d=False, input_name="y")
-        self._fit_problems(X_valid, [target])
+        weights = self._sample_weight(sample_weight, X_valid)
+        if weights is None:
+            self._fit_problems(X_valid, [target])
+        else:
+            keep = weights > 0
+            self._fit_problems(X_valid[keep], [None if target is None else target[keep]],
+                               weights[keep], scale_weights=weights[keep])
         self._n_features_out = len(self.intercept_)
         return self
 
