@@ -352,6 +352,10 @@ class SparseKernelEstimator(KernelMachineMixin, BaseEstimator):
     #: names.
     formulation_class: ClassVar[type[Formulation] | None] = None
 
+    #: Whether ``_formulation_params(weights)`` multiplies each point's loss by its weight (the
+    #: SVM's and the SVR's cost C per point): ``fit`` then takes ``sample_weight``.
+    weighted_points: ClassVar[bool] = False
+
     #: The task's defaults of `SHARED_PARAMS` that differ.
     default_params: ClassVar[dict[str, Any]] = {}
 

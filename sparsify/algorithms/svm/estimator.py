@@ -165,6 +165,7 @@ class SparseSVC(SparseKernelClassifier):
     """
 
     formulation_class = SVM
+    weighted_points = True
 
     default_params: ClassVar[dict[str, Any]] = {"n_expansion": 0.1, "init": "auto"}
 

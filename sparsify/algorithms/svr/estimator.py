@@ -124,6 +124,7 @@ class SparseSVR(SparseKernelRegressor):
     """
 
     formulation_class = SVR
+    weighted_points = True
 
     _parameter_constraints: ClassVar[dict[str, Any]] = {
         **SparseKernelRegressor._parameter_constraints,
