@@ -231,15 +231,24 @@ def test_two_classes_of_a_multi_output_formulation_are_saved_as_their_difference
     assert np.array_equal(machine.predict(X), clf.predict(X))
 
 
-def test_a_three_class_multi_output_file_has_format_version_3(plugin: types.ModuleType) -> None:
-    X, y, _, _ = _problem("models_ww")
+def test_a_three_class_multi_output_file_has_format_version_3(plugin: types.ModuleType,
+                                                               tmp_path: Path) -> None:
+    from tests.test_model_file import _reader_code
+
+    X, y, X_test, _ = _problem("models_ww")
     cls, _ = estimator_for("models_ww")
     clf = cls(n_expansion=5, gamma=0.5, max_iter=5, random_state=0).fit(X, y)
     assert clf.model_file_rule() == {"decision_rule": "multioutput_argmax", "probability": None,
                                      "formulation": "models_ww"}
-    machine = loads_model(dumps_model(clf), source="three.spm")
+    path = save_model(clf, tmp_path / "three.spm")
+    machine = load_model(path)
     assert machine.format_version_ == 3 and machine.decision_rule_ == "multioutput_argmax"
-    assert np.array_equal(machine.predict(X), clf.predict(X))
+    assert np.array_equal(machine.predict(X_test), clf.predict(X_test))
+    reader: dict[str, Any] = {}  # the numpy-only reader of docs/model-format.md
+    exec(compile(_reader_code(), "model-format.md", "exec"), reader)
+    np.testing.assert_allclose(reader["decision_values"](str(path), X_test),
+                               clf.decision_function(X_test), rtol=1e-12, atol=1e-12)
+    assert np.array_equal(reader["predict"](str(path), X_test), clf.predict(X_test))
 
 
 class _L2SVM(Formulation):
