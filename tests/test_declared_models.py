@@ -215,6 +215,14 @@ def test_to_onnx_and_the_numpy_reader_take_a_plugin_estimator(plugin: types.Modu
                                atol=1e-9)
     contents = read_model_bytes(dumps_model(clf), "l2svc.spm")
     assert np.array_equal(contents.predict(X_test), clf.predict(X_test))
+    # an estimator made on the spot from the regressor task
+    X, t, X_test, _ = _problem("models_huber")
+    made, _ = estimator_for("models_huber")
+    reg = made(n_expansion=5, gamma=0.5, max_iter=10, random_state=0).fit(X, t)
+    session = ort.InferenceSession(sparsify.to_onnx(reg).SerializeToString(),
+                                   providers=["CPUExecutionProvider"])
+    (values,) = session.run(None, {"X": X_test})
+    np.testing.assert_allclose(values.ravel(), reg.predict(X_test), rtol=1e-6, atol=1e-9)
 
 
 def test_two_classes_of_a_multi_output_formulation_are_saved_as_their_difference(
