@@ -264,7 +264,7 @@ def environment(workdir: Path, third_party_plugins: bool) -> dict[str, str]:
         "PIP_TARGET": str(site), "PIP_NO_INDEX": "1", "PIP_NO_DEPS": "1",
         # pip's inverted spelling: this turns build isolation off
         "PIP_NO_BUILD_ISOLATION": "0",
-        "PIP_DISABLE_PIP_VERSION_CHECK": "1", "PIP_NO_WARN_SCRIPT_LOCATION": "1",
+        "PIP_DISABLE_PIP_VERSION_CHECK": "1", "PIP_NO_WARN_SCRIPT_LOCATION": "1", "PIP_QUIET": "1",
         "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
         "TQDM_DISABLE": "1", "MPLBACKEND": "Agg", "PYTHONUNBUFFERED": "1",
     })
@@ -294,7 +294,8 @@ def run_page(page: Path, workdir: Path) -> list[dict[str, Any]]:
     failed = False
     for example in document.examples():
         if isinstance(example.parsed, tuple):  # a skip directive itself
-            example.evaluate()
+            if not failed:
+                example.evaluate()
             continue
         kind = example.parsed.kind if isinstance(example.parsed, Block) else "doctest"
         if DRY_RUN and not isinstance(example.parsed, Block):
