@@ -91,6 +91,59 @@ def test_the_command_line_fits_it(installed) -> None:
     assert model.is_file()
 
 
+@pytest.mark.slow
+def test_its_model_goes_from_the_command_line_to_predictions_and_onnx(installed) -> None:
+    """fit --out → predict → export --onnx → onnxruntime, each equal to SparseSVDD in Python."""
+    pytest.importorskip("onnxruntime")
+    pytest.importorskip("skl2onnx")
+    cwd = Path(str(installed["cwd"]))
+    _python(installed, """
+        import json
+        import numpy as np
+        from sparsify.datasets import load_banana
+        _, _, X_test, y_test = load_banana()
+        np.savetxt("svdd_test.csv", np.column_stack([X_test[:300], y_test[:300]]),
+                   delimiter=",", header="x0,x1,label", comments="")
+        print(json.dumps({}))
+    """)
+    fit = ["-m", "sparsify", "fit", "--formulation", "svdd", "--n-expansion", "6", "--param",
+           "nu=0.2", "--gamma", "1.0", "--max-iter", "30", "--seed", "0"]
+    _run(installed, *fit, "--out", "svdd.model", "--json")
+    predicted = json.loads(_run(installed, "-m", "sparsify", "predict", "--model", "svdd.model",
+                                "--data", "svdd_test.csv", "--json").stdout)
+    exported = json.loads(_run(installed, "-m", "sparsify", "export", "svdd.model", "--onnx",
+                               "svdd.onnx", "--json").stdout)
+    assert exported["decision_rule"] == "outlier_sign" and (cwd / "svdd.onnx").is_file()
+    r = _python(installed, f"""
+        import json
+        import numpy as np
+        import onnxruntime as ort
+        from sparsify.datasets import load_banana
+        from sparsify.io import load_model
+        from sparsify_svdd import SparseSVDD
+
+        X, y, X_test, _ = load_banana()
+        det = SparseSVDD(n_expansion=6, nu=0.2, gamma=1.0, max_iter=30, random_state=0)
+        det.fit(X[y == 1])
+        X_test = X_test[:300]
+        session = ort.InferenceSession("svdd.onnx", providers=["CPUExecutionProvider"])
+        label, scores = session.run(None, {{"X": X_test}})
+        machine = load_model("svdd.model")
+        scale = float(np.abs(det.decision_function(X_test)).max())
+        print(json.dumps({{
+            "labels": [det.predict(X_test).tolist() == p for p in (
+                label.tolist(), machine.predict(X_test).tolist(), {predicted["predictions"]!r})],
+            "scores": float(np.abs(scores.ravel() - det.decision_function(X_test)).max()) / scale,
+            "file": float(np.abs(machine.decision_function(X_test)
+                                 - det.decision_function(X_test)).max()) / scale,
+            "formulation": machine.formulation_,
+        }}))
+    """)
+    assert r["labels"] == [True, True, True], r
+    assert r["scores"] <= 1e-6 and r["file"] <= 1e-6, r
+    assert r["formulation"] == "svdd"
+
+
 @pytest.fixture(scope="module")
 def in_python(installed) -> dict[str, object]:
     """One fresh interpreter: fit the estimator, compare with OneClassSVM, run the suite."""

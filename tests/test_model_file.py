@@ -298,7 +298,7 @@ def test_a_classifier_file_stays_format_version_1() -> None:
     for case in ("SparseSVC", "SparseOneClassSVM", "SparseKernelLogisticRegression-softmax"):
         header = json.loads(_members(dumps_model(_fit(case)[0]))[HEADER_MEMBER])
         assert header["format_version"] == 1, case
-    assert FORMAT_VERSION == 2
+    assert FORMAT_VERSION == 3
 
 
 def test_a_regressor_subclass_that_predicts_otherwise_is_refused() -> None:
@@ -442,12 +442,20 @@ def test_an_estimator_the_format_cannot_describe_is_refused() -> None:
                                          r"model file.*SparseSVC.*pickle"):
         dumps_model(SVC().fit(X, y))
 
-    class MySVC(SparseSVC):
+    class MyReducedSVC(ReducedSVC):  # a baseline's table holds exactly its classes
         pass
 
-    sub = MySVC(3, gamma=2.0, max_iter=2, random_state=0).fit(X, y)
-    with pytest.raises(ValueError, match=r"MySVC cannot be saved.*not subclasses"):
+    sub = MyReducedSVC(3, gamma=2.0, random_state=0).fit(X, y)
+    with pytest.raises(ValueError, match=r"MyReducedSVC cannot be saved.*model_file_rule\(\)"):
         dumps_model(sub)
+
+    class MySVC(SparseSVC):
+        """Predicts as SparseSVC does: SparseSVC's model_file_rule describes it."""
+
+    sub = MySVC(3, gamma=2.0, max_iter=2, random_state=0).fit(X, y)
+    machine = loads_model(dumps_model(sub), "mysvc.spm")
+    assert machine.estimator_class_ == "MySVC" and machine.decision_rule_ == "binary_sign"
+    assert np.array_equal(machine.decision_function(X), sub.decision_function(X))
 
 
 def test_a_kernel_the_format_cannot_describe_is_refused_at_save_time() -> None:

@@ -28,6 +28,7 @@ from sparsify.core.formulation import count_pairs, ranking_pairs
 from sparsify.core.gradcheck import check_gradient, example_problem
 from sparsify.core.ordinal import interval_margins
 from sparsify.core.ranking import pairwise_accuracy
+from sparsify.io import save_model
 from sparsify.plugins.registry import get_registry
 from sparsify.testing import check_formulation, formulation_checks
 from tests import contract_plugins as plugins
@@ -416,7 +417,7 @@ def test_the_command_line_hands_an_ordinal_formulation_its_levels(registered, tm
     assert seen == {0.0, 1.0, 2.0}  # the levels of the ratings, not ±1
 
 
-def test_a_model_file_refuses_a_k_x_x_term_it_cannot_describe() -> None:
+def test_a_model_file_refuses_a_k_x_x_term_it_cannot_describe(tmp_path) -> None:
     class WithDiagonal(RobustLSSVM):
         name = "contract_with_diagonal"
 
@@ -428,5 +429,7 @@ def test_a_model_file_refuses_a_k_x_x_term_it_cannot_describe() -> None:
     X, y = _regression(30)
     est = estimator_for(WithDiagonal)[0](n_expansion=3, max_iter=2, random_state=0).fit(X, y)
     assert est.diagonal_coef_.tolist() == [0.1]
+    target = tmp_path / "diagonal.model"
     with pytest.raises(ValueError, match=r"has a k\(x, x\) term \(diagonal_coef_"):
-        est._model_file_rule()
+        save_model(est, target)
+    assert not target.exists()

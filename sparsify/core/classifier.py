@@ -27,6 +27,7 @@ from sklearn.utils.multiclass import check_classification_targets, type_of_targe
 from sklearn.utils.validation import (
     _check_sample_weight,
     check_consistent_length,
+    check_is_fitted,
     column_or_1d,
 )
 
@@ -41,6 +42,7 @@ from sparsify.core.data_source import (
 from sparsify.core.distinct import count_distinct
 from sparsify.core.estimator import SparseKernelEstimator, _fit_start, _problem_name
 from sparsify.core.labels import check_class_count, check_label_types
+from sparsify.core.model_rule import ModelFileRule, refuse_overridden
 from sparsify.core.optimize import CLASSIFIER_INIT_METHODS
 from sparsify.core.params import check_positive_weight
 from sparsify.kernels import RBF, Kernel, Linear, Polynomial
@@ -290,6 +292,39 @@ class SparseKernelClassifier(ClassifierMixin, SparseKernelEstimator):
         **SparseKernelEstimator._parameter_constraints,
         "init": [StrOptions({"auto", *CLASSIFIER_INIT_METHODS})],
     }
+
+    #: The methods the task's decision rule stands for: a subclass that overrides one (or adds
+    #: ``predict_proba``) is refused by `model_file_rule` unless it declares its own rule.
+    _prediction_methods: ClassVar[tuple[str, ...]] = (
+        "decision_function", "predict", "predict_proba", "predict_log_proba", "_machine",
+        "_kernel_features")
+
+    def model_file_rule(self) -> ModelFileRule:
+        """How a model file (and ONNX) describes this classifier: its task's decision rule.
+
+        The hook `sparsify.io.save_model`, ``sparsify fit --out`` and
+        `sparsify.to_onnx` read (`sparsify.core.model_rule`); a subclass that
+        predicts otherwise defines its own (docs/plugins.md, "Model files").
+
+        Returns
+        -------
+        dict
+            ``decision_rule``: "binary_sign" for one output (``classes_[1]``
+            where τ(x) > 0), "ovr_argmax" for one per class (one-vs-rest);
+            ``probability``: None; ``formulation``: the formulation's name.
+
+        Raises
+        ------
+        ValueError
+            If the class overrides a method of ``_prediction_methods``.
+        sklearn.exceptions.NotFittedError
+            If it is not fitted.
+        """
+        refuse_overridden(type(self))
+        check_is_fitted(self)
+        rule = "binary_sign" if len(self.intercept_) == 1 else "ovr_argmax"
+        return {"decision_rule": rule, "probability": None,
+                "formulation": self._formulation_name()}
 
     def _resolve_n_expansion(self, X: Array, target: NDArray[Any] | None, kernel: Kernel,
                              weights: Array | None) -> tuple[int, int | None]:

@@ -447,6 +447,10 @@ class SparseKernelEstimator(KernelMachineMixin, BaseEstimator):
             raise TypeError(f"{type(self).__name__} names no formulation_class.")
         return self.formulation_class
 
+    def _formulation_name(self) -> str | None:
+        """The formulation's registered name, for a model file (None when it has none)."""
+        return self._formulation_type().name or None
+
     def _takes_unlabelled(self) -> bool:
         """Whether the formulation takes unlabelled points (`Formulation.unlabelled`)."""
         return bool(self._formulation_type().unlabelled)

@@ -14,6 +14,7 @@ from typing import Any, ClassVar
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from sklearn.utils import check_random_state
+from sklearn.utils.validation import check_is_fitted
 
 from sparsify.core.classifier import (
     SparseKernelClassifier,
@@ -21,6 +22,7 @@ from sparsify.core.classifier import (
     validate_classification,
 )
 from sparsify.core.estimator import SparseKernelEstimator
+from sparsify.core.model_rule import ModelFileRule, refuse_overridden
 from sparsify.kernels import Kernel
 
 __all__ = ["SparseMultiOutputClassifier"]
@@ -78,6 +80,36 @@ class SparseMultiOutputClassifier(SparseKernelClassifier):
         if scores.ndim == 2 and scores.shape[1] == 2:
             return np.asarray(scores[:, 1] - scores[:, 0])
         return scores
+
+    #: What `model_file_rule` stands for (`sparsify.core.model_rule`).
+    _prediction_methods: ClassVar[tuple[str, ...]] = (
+        SparseKernelClassifier._prediction_methods)
+
+    def model_file_rule(self) -> ModelFileRule:
+        """How a model file (and ONNX) describes this classifier: the class of the largest output.
+
+        Returns
+        -------
+        dict
+            ``decision_rule``: "multioutput_argmax" (``classes_[argmax_k τ_k(x)]``;
+            a model file holds two classes as "binary_sign" on τ_1 − τ_0, this
+            estimator's `decision_function`), or "binary_sign" where the
+            formulation has one output; ``probability``: None; ``formulation``:
+            its name.
+
+        Raises
+        ------
+        ValueError
+            If the class overrides how it predicts (define ``model_file_rule``
+            to declare its rule; docs/plugins.md, "Model files").
+        sklearn.exceptions.NotFittedError
+            If it is not fitted.
+        """
+        refuse_overridden(type(self))
+        check_is_fitted(self)
+        rule = "binary_sign" if len(self.intercept_) == 1 else "multioutput_argmax"
+        return {"decision_rule": rule, "probability": None,
+                "formulation": self._formulation_name()}
 
     def _resolve_n_expansion(self, X: Array, target: NDArray[Any] | None, kernel: Kernel,
                              weights: Array | None) -> tuple[int, int | None]:

@@ -7,14 +7,16 @@ fitted on inliers only (the formulation gets no ``out.y``): one problem,
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from sklearn.base import OutlierMixin
+from sklearn.utils.validation import check_is_fitted
 
 from sparsify.core.data_source import validate_rows
 from sparsify.core.estimator import SparseKernelEstimator
+from sparsify.core.model_rule import ModelFileRule, refuse_overridden
 
 __all__ = ["SparseOutlierDetector"]
 
@@ -54,6 +56,32 @@ class SparseOutlierDetector(OutlierMixin, SparseKernelEstimator):
     >>> bool(det.score_samples([[0.0, 0.0]])[0] > det.score_samples([[6.0, 6.0]])[0])
     True
     """
+
+    #: What `model_file_rule` stands for (`sparsify.core.model_rule`).
+    _prediction_methods: ClassVar[tuple[str, ...]] = (
+        "decision_function", "predict", "score_samples", "_machine", "_kernel_features")
+
+    def model_file_rule(self) -> ModelFileRule:
+        """How a model file (and ONNX) describes this detector: +1 where τ(x) ≥ 0, else −1.
+
+        Returns
+        -------
+        dict
+            ``decision_rule``: "outlier_sign" (the file keeps ``offset_`` for
+            `score_samples`); ``probability``: None; ``formulation``: its name.
+
+        Raises
+        ------
+        ValueError
+            If the class overrides how it predicts (define ``model_file_rule``
+            to declare its rule; docs/plugins.md, "Model files").
+        sklearn.exceptions.NotFittedError
+            If it is not fitted.
+        """
+        refuse_overridden(type(self))
+        check_is_fitted(self)
+        return {"decision_rule": "outlier_sign", "probability": None,
+                "formulation": self._formulation_name()}
 
     def fit(self, X: ArrayLike, y: Any = None,
             sample_weight: ArrayLike | None = None) -> SparseOutlierDetector:

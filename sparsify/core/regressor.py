@@ -13,10 +13,11 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from sklearn.base import RegressorMixin
 from sklearn.utils.metaestimators import available_if
-from sklearn.utils.validation import check_consistent_length, column_or_1d
+from sklearn.utils.validation import check_consistent_length, check_is_fitted, column_or_1d
 
 from sparsify.core.data_source import RowBlocks, RowTarget, is_dask_collection, validate_rows
 from sparsify.core.estimator import SparseKernelEstimator
+from sparsify.core.model_rule import ModelFileRule, refuse_overridden
 from sparsify.core.params import check_target_scale
 
 __all__ = ["SparseKernelRegressor"]
@@ -150,36 +151,30 @@ class SparseKernelRegressor(RegressorMixin, SparseKernelEstimator):
         """
         return self._machine(X)
 
-    def _model_file_rule(self) -> dict[str, str | None]:
-        """How a model file describes this regressor: the rule "identity" (predict is τ(x)).
+    #: What `model_file_rule` stands for (`sparsify.core.model_rule`).
+    _prediction_methods: ClassVar[tuple[str, ...]] = ("predict", "_machine", "_kernel_features")
+
+    def model_file_rule(self) -> ModelFileRule:
+        """How a model file (and ONNX) describes this regressor: the prediction is τ(x) itself.
 
         Returns
         -------
         dict
-            ``{"decision_rule": "identity", "formulation": <its name or None>}``, for
-            `sparsify.io.save_model`.
+            ``decision_rule``: "identity"; ``probability``: None;
+            ``formulation``: its name.
 
         Raises
         ------
         ValueError
-            If the class overrides how τ(x) or the prediction is computed, or the
-            formulation adds k(x, x) to it: a model file could not reproduce it.
+            If the class overrides how it predicts (define ``model_file_rule``
+            to declare its rule; docs/plugins.md, "Model files").
+        sklearn.exceptions.NotFittedError
+            If it is not fitted.
         """
-        cls = type(self)
-        for method in ("predict", "_machine", "_kernel_features"):
-            if getattr(cls, method) is not getattr(SparseKernelRegressor, method):
-                raise ValueError(
-                    f"{cls.__name__} cannot be saved as a model file: it overrides {method}, so "
-                    "its predictions may not be the kernel machine τ(x) that the file "
-                    "describes. Save it with pickle or joblib.dump instead, or define "
-                    "_model_file_rule for it.")
-        if np.any(getattr(self, "diagonal_coef_", 0.0) != 0):
-            raise ValueError(
-                f"{cls.__name__} cannot be saved as a model file: its decision function has a "
-                "k(x, x) term (diagonal_coef_, from Declaration.diagonal_coef), which a model "
-                "file does not describe. Save it with pickle or joblib.dump instead.")
-        name = cls.formulation_class.name if cls.formulation_class is not None else ""
-        return {"decision_rule": "identity", "formulation": name or None}
+        refuse_overridden(type(self))
+        check_is_fitted(self)
+        return {"decision_rule": "identity", "probability": None,
+                "formulation": self._formulation_name()}
 
     # a regressor has no decision function (scikit-learn's convention): predict is τ(x)
     decision_function = available_if(lambda self: False)(SparseKernelEstimator.decision_function)

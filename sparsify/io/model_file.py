@@ -87,8 +87,9 @@ __all__ = [
 #: The format marker of header.json.
 FORMAT = "sparsify-model"
 #: The newest model format version this sparsify writes (a file gets the lowest version that
-#: holds its decision rule: 2 for "identity", the regressors, else 1); it reads 1 to this one.
-FORMAT_VERSION = 2
+#: holds its decision rule: 3 for "multioutput_argmax", 2 for "identity", the regressors, else
+#: 1); it reads 1 to this one.
+FORMAT_VERSION = 3
 HEADER_MEMBER = "header.json"
 CHECKSUM_MEMBER = "checksum.sha256"
 #: The most array data a model file may hold; writing one takes about three times this memory.
@@ -188,13 +189,15 @@ def dumps_model(estimator: Any, metadata: Mapping[str, Any] | None = None) -> by
     Parameters
     ----------
     estimator : estimator
-        A fitted kernel machine of a class the format can hold (see
-        docs/model-format.md): SparseSVC, SparseKFD, SparseOneClassSVM,
-        SparseKernelLogisticRegression, SemiSupervisedSVC, ReducedSVC,
+        A fitted kernel machine the format can hold (see
+        docs/model-format.md): an estimator of a task of the fit driver (the
+        built-in SparseSVC, SparseKFD, SparseOneClassSVM,
+        SparseKernelLogisticRegression, SparseKernelRidge, SparseSVR, and the
+        estimators of declared formulations, made from their task or written
+        by a plugin), which says its decision rule through
+        ``model_file_rule()``; or SemiSupervisedSVC, ReducedSVC,
         ReducedSetSVC, RVMClassifier, ImportVectorMachine,
-        KernelMatchingReduction, SparseKernelRidge, any regressor made from a
-        formulation (`sparsify.core.regressor.SparseKernelRegressor`), or a
-        plugin's estimator that declares ``_model_file_rule``.
+        KernelMatchingReduction.
     metadata : dict or None, default=None
         JSON values to keep with the model (data source, test error, creation
         time, ...); `SavedKernelMachine.metadata` after loading. numpy scalars

@@ -4,18 +4,17 @@ A model file holds a kernel machine: decision values ``f(X) = K(X, Z) @ β.T + b
 followed by one decision rule (`DECISION_RULES`) and, optionally, one way to
 turn decision values into probabilities (`PROBABILITY_METHODS`). An estimator
 can be saved only if its own ``decision_function``, ``predict`` and
-``predict_proba`` are exactly that; this module knows which ones are, by an
-allow-list of classes (`saveable_estimators`), matched by identity: a
-subclass may override prediction, so it is refused too.
+``predict_proba`` are exactly that. Two ways say so:
 
-An estimator from another package can declare itself saveable: a
-`sparsify.core.estimator.KernelMachineMixin` subclass whose predictions follow a
-rule defines ``_model_file_rule(self)`` returning ``{"decision_rule": <rule>,
-"formulation": <name or None>}``, and raises ValueError from it when a fitted
-model does not follow the rule (the example plugin's ``SparseSVDD`` does).
-`sparsify.core.regressor.SparseKernelRegressor` declares the rule "identity"
-this way, so every regressor made from a formulation (its ``task`` "regressor")
-is saveable unless it overrides prediction.
+- the public hook ``model_file_rule(self)`` (`sparsify.core.model_rule`): every
+  estimator of a task of the fit driver has it (classifier, multi-output
+  classifier, regressor, outlier detector; the built-ins and any estimator of
+  a declared formulation, made on the spot or written by a plugin), and a
+  plugin's estimator that predicts otherwise defines its own (the example
+  plugin's ``SparseSVDD``). A subclass that overrides how it predicts without
+  declaring its rule is refused with a message naming the hook;
+- a table of the baselines, which have no task (`saveable_estimators`),
+  matched by identity: a subclass may predict differently, so it is refused.
 
 Examples
 --------
@@ -62,6 +61,8 @@ DECISION_RULES = {
     "binary_sign": "one output; classes[1] where f > 0, else classes[0]",
     "ovr_argmax": "one output per class (one-vs-rest); classes[argmax_k f_k]",
     "softmax_argmax": "one output per class (a joint softmax model); classes[argmax_k f_k]",
+    "multioutput_argmax": "one output per class, fitted in one problem (a multi-output "
+                          "formulation); classes[argmax_k f_k]",
     "outlier_sign": "one output, no classes; +1 (inlier) where f >= 0, else -1 (outlier)",
     "identity": "one output, no classes (a regressor); the prediction is f itself",
 }
@@ -81,6 +82,7 @@ RULE_PROBABILITIES: dict[str, tuple[str | None, ...]] = {
     "binary_sign": (None, "logistic", "platt"),
     "ovr_argmax": (None, "ovr_logistic", "platt"),
     "softmax_argmax": (None, "softmax"),
+    "multioutput_argmax": (None,),
     "outlier_sign": (None,),
     "identity": (None,),
 }
@@ -91,24 +93,19 @@ RULES_WITHOUT_CLASSES = ("outlier_sign", "identity")
 #: The model format version each decision rule first appeared in (1 when not listed): a file
 #: is written with the lowest version that holds its rule, so older readers read every file
 #: they can, and refuse the others as "newer: upgrade sparsify".
-RULE_FORMAT_VERSIONS = {"identity": 2}
+RULE_FORMAT_VERSIONS = {"identity": 2, "multioutput_argmax": 3}
+
+#: The keys ``model_file_rule()`` may return (`sparsify.core.model_rule.ModelFileRule`).
+RULE_KEYS = ("decision_rule", "probability", "formulation")
 
 
 @dataclass(frozen=True)
 class _Entry:
-    """How one estimator class predicts (beyond decision values)."""
+    """How one baseline class predicts (beyond decision values)."""
 
-    formulation: Callable[[Any], str | None]
-    outlier: bool = False
-    regressor: bool = False
+    formulation: str | None = None
     multi_rule: str = "ovr_argmax"  # the rule with more than one output
     probability: Callable[[Any, int], str | None] = lambda est, n_outputs: None
-
-
-def _platt(est: Any, n_outputs: int) -> str | None:
-    """'platt' when the estimator has Platt parameters probA_ and probB_ (scikit-learn's SVC)."""
-    a, b = getattr(est, "probA_", None), getattr(est, "probB_", None)
-    return None if a is None or b is None else "platt"
 
 
 def _logistic(est: Any, n_outputs: int) -> str:
@@ -119,8 +116,27 @@ def _rvm(est: Any, n_outputs: int) -> str:
     return "logistic" if n_outputs == 1 else "ovr_logistic"
 
 
-def saveable_estimators() -> dict[type, _Entry]:
-    """The sparsify estimator classes a model file can hold, with their prediction rules.
+def _rule_table() -> dict[type, _Entry]:
+    """The estimators without a task (no ``model_file_rule``) a model file holds: exactly these
+    classes."""
+    import sparsify
+
+    return {
+        sparsify.SemiSupervisedSVC: _Entry("s3vm"),
+        sparsify.ReducedSVC: _Entry(),
+        sparsify.ReducedSetSVC: _Entry(),
+        sparsify.RVMClassifier: _Entry(probability=_rvm),
+        sparsify.ImportVectorMachine: _Entry(multi_rule="softmax_argmax", probability=_logistic),
+        sparsify.KernelMatchingReduction: _Entry(),
+    }
+
+
+def saveable_estimators() -> tuple[type, ...]:
+    """sparsify's estimator classes a model file can hold (and `sparsify.to_onnx` exports).
+
+    The built-ins of the fit driver's tasks, which say their rule through
+    ``model_file_rule`` (as does any estimator of a declared formulation), and
+    the baselines of a fixed table.
 
     Examples
     --------
@@ -129,24 +145,9 @@ def saveable_estimators() -> dict[type, _Entry]:
     """
     import sparsify
 
-    def name(value: str | None) -> Callable[[Any], str | None]:
-        return lambda est: value
-
-    return {
-        sparsify.SparseSVC: _Entry(lambda est: est._formulation_type().name, probability=_platt),
-        sparsify.SparseKFD: _Entry(lambda est: est._formulation_type().name, probability=_platt),
-        sparsify.SparseOneClassSVM: _Entry(name("oneclass"), outlier=True),
-        sparsify.SparseKernelLogisticRegression: _Entry(
-            name("klr"), multi_rule="softmax_argmax", probability=_logistic),
-        sparsify.SemiSupervisedSVC: _Entry(name("s3vm")),
-        sparsify.ReducedSVC: _Entry(name(None)),
-        sparsify.ReducedSetSVC: _Entry(name(None)),
-        sparsify.RVMClassifier: _Entry(name(None), probability=_rvm),
-        sparsify.ImportVectorMachine: _Entry(
-            name(None), multi_rule="softmax_argmax", probability=_logistic),
-        sparsify.KernelMatchingReduction: _Entry(name(None)),
-        sparsify.SparseKernelRidge: _Entry(name("kernel_ridge"), regressor=True),
-    }
+    return (sparsify.SparseSVC, sparsify.SparseKFD, sparsify.SparseOneClassSVM,
+            sparsify.SparseKernelLogisticRegression, sparsify.SparseKernelRidge,
+            sparsify.SparseSVR, *_rule_table())
 
 
 @dataclass
@@ -264,42 +265,70 @@ def check_saveable(est: Any, kernel: Kernel | None = None) -> None:
                 from exc
 
 
-def _check_saveable(est: Any) -> None:
-    """ValueError unless the estimator's class is in the allow-list or declares its rule."""
+def _has_rule_hook(est: Any) -> bool:
     from sparsify.core.estimator import KernelMachineMixin
 
+    return callable(getattr(est, "model_file_rule", None)) and isinstance(est, KernelMachineMixin)
+
+
+def _check_saveable(est: Any) -> None:
+    """ValueError unless the estimator declares its rule (``model_file_rule``) or is in the
+    baselines' table; a task's estimator that overrides how it predicts is refused here too."""
+    from sparsify.core.model_rule import refuse_overridden
+
     cls = type(est)
-    if cls in saveable_estimators():
+    if cls in _rule_table():
         return
-    if getattr(est, "_model_file_rule", None) is not None and isinstance(est, KernelMachineMixin):
+    if _has_rule_hook(est):
+        refuse_overridden(cls)
         return
     names = ", ".join(sorted(c.__name__ for c in saveable_estimators()))
     raise ValueError(
         f"{cls.__module__}.{cls.__qualname__} cannot be saved as a model file: a model file "
-        f"holds kernel machines whose predictions it can describe by data, and sparsify knows "
-        f"those of {names} (exactly these classes, not subclasses, which may predict "
-        "differently). Save this estimator with pickle or joblib.dump instead, and load only "
-        "pickles you trust."
+        "holds kernel machines whose predictions it can describe by data: the estimators of "
+        "sparsify's tasks (SparseKernelClassifier, SparseMultiOutputClassifier, "
+        "SparseKernelRegressor, SparseOutlierDetector and their subclasses, the estimators "
+        "of declared formulations included), which say their decision rule through "
+        f"model_file_rule(), and {names}. An estimator that predicts by one of the model "
+        "file's rules can define model_file_rule() (docs/plugins.md, \"Model files\"); "
+        "otherwise save it with pickle or joblib.dump, and load only pickles you trust."
     )
 
 
 def _rule(est: Any, n_outputs: int) -> tuple[str, str | None, str | None]:
     """(decision rule, probability method, formulation) of a saveable estimator."""
-    entry = saveable_estimators().get(type(est))
+    cls = type(est).__name__
+    entry = _rule_table().get(type(est))
     if entry is not None:
-        if entry.outlier:
-            rule = "outlier_sign"
-        elif entry.regressor:
-            rule = "identity"
-        else:
-            rule = "binary_sign" if n_outputs == 1 else entry.multi_rule
-        return rule, entry.probability(est, n_outputs), entry.formulation(est)
-    rule_info = est._model_file_rule()  # raises ValueError when this fitted model cannot be saved
-    rule = rule_info.get("decision_rule")
+        rule = "binary_sign" if n_outputs == 1 else entry.multi_rule
+        return rule, entry.probability(est, n_outputs), entry.formulation
+    info = est.model_file_rule()  # raises ValueError when this fitted model cannot be saved
+    where = f"{cls}.model_file_rule()"
+    if np.any(np.asarray(getattr(est, "diagonal_coef_", 0.0)) != 0):
+        raise ValueError(
+            f"{cls} cannot be saved as a model file: its decision function has a k(x, x) term "
+            "(diagonal_coef_, from Declaration.diagonal_coef), which a model file does not "
+            "describe. Save it with pickle or joblib.dump instead.")
+    if not isinstance(info, Mapping) or not set(info) <= set(RULE_KEYS):
+        raise ValueError(f"{where} returned {info!r}; it must return a dict with the keys "
+                         f"'decision_rule' and, optionally, 'probability' and 'formulation'.")
+    rule, probability = info.get("decision_rule"), info.get("probability")
+    formulation = info.get("formulation")
     if rule not in DECISION_RULES:
-        raise ValueError(f"{type(est).__name__}._model_file_rule() returned the decision rule "
-                         f"{rule!r}; it must be one of {sorted(DECISION_RULES)}.")
-    return rule, None, rule_info.get("formulation")
+        raise ValueError(f"{where} returned the decision rule {rule!r}; it must be one of "
+                         f"{sorted(DECISION_RULES)}.")
+    if probability not in RULE_PROBABILITIES[rule]:
+        raise ValueError(f"{where} returned the probability method {probability!r} with the "
+                         f"decision rule {rule!r}, which takes {list(RULE_PROBABILITIES[rule])}.")
+    if probability == "platt" and not all(getattr(est, a, None) is not None
+                                          for a in ("probA_", "probB_")):
+        raise ValueError(f"{where} returned the probability method 'platt', which reads the "
+                         f"fitted Platt parameters probA_ and probB_; {cls} has none. Fit it "
+                         "with probabilities, or return 'probability': None.")
+    if formulation is not None and not isinstance(formulation, str):
+        raise ValueError(f"{where} returned the formulation {formulation!r}; it must be a "
+                         "formulation's name (a str) or None.")
+    return rule, probability, formulation
 
 
 def _classes(est: Any, rule: str, n_outputs: int) -> NDArray[Any] | None:
@@ -322,8 +351,8 @@ def describe_estimator(est: Any) -> Description:
     Parameters
     ----------
     est : estimator
-        A fitted estimator of a class in `saveable_estimators`, or one that
-        declares ``_model_file_rule``.
+        A fitted estimator that declares its rule (``model_file_rule``: every
+        estimator of a task of the fit driver) or of the baselines' table.
 
     Returns
     -------
@@ -348,6 +377,11 @@ def describe_estimator(est: Any) -> Description:
                          "(n_outputs, Nz).")
     n_outputs, n_expansion = coef.shape
     rule, probability, formulation = _rule(est, n_outputs)
+    intercept = est.intercept_
+    if rule == "multioutput_argmax" and n_outputs == 2:
+        # argmax over two outputs is the sign of τ_1 − τ_0, the estimator's decision_function
+        coef, intercept = coef[1:] - coef[:1], np.diff(np.asarray(intercept, dtype=np.float64))
+        rule, n_outputs = "binary_sign", 1
     Z = _float_array(est.expansion_vectors_, f"{cls}.expansion_vectors_")
     if Z.ndim != 2 or len(Z) != n_expansion:
         raise ValueError(f"{cls}.expansion_vectors_ has shape {Z.shape}; expected ({n_expansion}, "
@@ -355,7 +389,7 @@ def describe_estimator(est: Any) -> Description:
     arrays = {
         "expansion_vectors": Z,
         "expansion_coef": _float_array(coef, f"{cls}.expansion_coef_"),
-        "intercept": _float_array(est.intercept_, f"{cls}.intercept_", (n_outputs,)),
+        "intercept": _float_array(intercept, f"{cls}.intercept_", (n_outputs,)),
     }
     if probability == "platt":
         arrays["prob_a"] = _float_array(est.probA_, f"{cls}.probA_", (n_outputs,))

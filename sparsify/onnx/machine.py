@@ -129,8 +129,7 @@ def exportable(estimator: Any) -> bool:
     cls = estimator if isinstance(estimator, type) else type(estimator)
     if cls is SavedKernelMachine or cls in saveable_estimators() or _is_plain_transformer(cls):
         return True
-    return (getattr(cls, "_model_file_rule", None) is not None
-            and issubclass(cls, KernelMachineMixin))
+    return callable(getattr(cls, "model_file_rule", None)) and issubclass(cls, KernelMachineMixin)
 
 
 def _is_plain_transformer(cls: type) -> bool:
@@ -149,8 +148,9 @@ def refusal(cls: type) -> ValueError:
     names = ", ".join(sorted(c.__name__ for c in saveable_estimators()))
     return ValueError(
         f"{cls.__module__}.{cls.__qualname__} cannot be exported to ONNX: sparsify exports the "
-        f"kernel machines a model file can hold ({names}, the regressors made from a "
-        "formulation, and plugin estimators that declare _model_file_rule), SparseKernelPCA "
+        f"kernel machines a model file can hold ({names}, and every estimator of a task that "
+        "says its decision rule through model_file_rule(), those of declared formulations "
+        "included: docs/plugins.md, \"Model files\"), SparseKernelPCA "
         "and the other SparseKernelTransformer estimators, and a SavedKernelMachine read from "
         "a model file. For a scikit-learn estimator use skl2onnx's own converters.")
 

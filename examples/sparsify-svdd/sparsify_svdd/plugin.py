@@ -57,7 +57,10 @@ class SparseSVDD(SparseOutlierDetector):
         self.radius_ = float(np.sqrt(max(r2, 0.0)))
         return self
 
-    def _model_file_rule(self):
+    def model_file_rule(self):
+        """How a model file describes it (sparsify's public hook): the outlier detector's rule,
+        for the kernels whose diagonal k(x, x) is constant everywhere, which its decisions
+        assume."""
         parts = self.kernel_.kernels if isinstance(self.kernel_, SumKernel) else (self.kernel_,)
         if not all(type(part) is RBF for part in parts):  # only these are constant everywhere
             raise ValueError(f"SparseSVDD with the kernel {self.kernel_!r} cannot be saved as a "

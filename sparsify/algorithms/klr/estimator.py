@@ -23,6 +23,7 @@ from sparsify.core.estimator import (
     KernelMachineMixin,
     SparseKernelEstimator,
 )
+from sparsify.core.model_rule import ModelFileRule
 from sparsify.core.optimize import CLASSIFIER_INIT_METHODS
 from sparsify.kernels import Kernel
 
@@ -209,6 +210,20 @@ class SparseKernelLogisticRegression(LogisticMixin, SparseKernelClassifier):
         self.n_jobs = n_jobs
         self.verbose = verbose
         self.callback = callback
+
+    def model_file_rule(self) -> ModelFileRule:
+        """How a model file describes this model: the class of the largest output and the
+        logistic ("binary_sign", "logistic") or softmax ("softmax_argmax", "softmax")
+        probabilities.
+
+        Returns
+        -------
+        dict
+        """
+        rule = super().model_file_rule()
+        if rule["decision_rule"] == "binary_sign":
+            return {**rule, "probability": "logistic"}
+        return {**rule, "decision_rule": "softmax_argmax", "probability": "softmax"}
 
     def fit(self, X: ArrayLike, y: ArrayLike) -> SparseKernelLogisticRegression:
         """Fit β, b and the XVs.

@@ -15,6 +15,7 @@ from sklearn.utils.metaestimators import available_if
 from sparsify.algorithms.svm.formulation import SVM
 from sparsify.core.classifier import SparseKernelClassifier
 from sparsify.core.estimator import N_ITER_NO_CHANGE_CONSTRAINT
+from sparsify.core.model_rule import ModelFileRule
 from sparsify.kernels import Kernel
 
 __all__ = ["SparseSVC"]
@@ -257,6 +258,19 @@ class SparseSVC(SparseKernelClassifier):
         evaluation of W(Z) is a map over their row blocks (docs/scale-out.md).
         """
         return self._fit(X, y, sample_weight)  # type: ignore[return-value]
+
+    def model_file_rule(self) -> ModelFileRule:
+        """How a model file describes this SVM: `SparseKernelClassifier.model_file_rule`'s rule,
+        with Platt's probabilities ("platt") when fitted with ``probability=True``.
+
+        Returns
+        -------
+        dict
+        """
+        rule = super().model_file_rule()
+        fitted = getattr(self, "probA_", None) is not None and getattr(self, "probB_", None) \
+            is not None
+        return {**rule, "probability": "platt" if fitted else None}
 
     def _check_proba(self) -> bool:
         if not self.probability:
