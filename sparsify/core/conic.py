@@ -295,7 +295,8 @@ def compile_linked(problem: cp.Problem, f: cp.Variable, u: cp.Variable, N: int, 
     as a `LinkedProblem`, or why cvxpy cannot compile it for that layout.
 
     ‖w‖² written inside constraints is moved into the objective where an exact change
-    of variable allows it (`sparsify.core.norm_shift`).
+    of variable allows it (`sparsify.core.norm_shift`) and the layout's solver takes a
+    quadratic objective (ECOS does not: its problem keeps the cone).
 
     Data that are not finite once compiled (constants that overflow when cvxpy
     multiplies them out) are a ValueError naming the formulation (``label``),
@@ -325,12 +326,20 @@ def compile_linked(problem: cp.Problem, f: cp.Variable, u: cp.Variable, N: int, 
     own = own.widened(n)
     own.offset = float(solver_inverse["offset"])
     layout_ = LinkLayout(n, offsets[f.id], off_u, N, Nz, K)
-    shifted = shift_norm_epigraph(own, layout_)
+    shifted = shift_norm_epigraph(own, layout_) if _takes_quadratic_objective(layout) else None
     shift = None
     if shifted is not None:
         own, shift = shifted
     return _Compiled(LinkedProblem(own, layout_), n_own, solver_inverse["var_id"], chain,
                      inverse_data, offsets, shift)
+
+
+def _takes_quadratic_objective(layout: str) -> bool:
+    """Whether cvxpy's solver ``layout`` takes an objective ½xᵀPx + cᵀx (ECOS: a linear one)."""
+    from cvxpy.reductions.solvers.defines import SOLVER_MAP_CONIC, SOLVER_MAP_QP
+
+    solver = SOLVER_MAP_CONIC.get(layout) or SOLVER_MAP_QP.get(layout)
+    return solver is None or bool(solver.supports_quad_obj())
 
 
 def check_finite_data(data: ConicData, label: str) -> None:
