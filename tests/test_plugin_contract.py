@@ -28,7 +28,7 @@ from sparsify.core.formulation import count_pairs, ranking_pairs
 from sparsify.core.gradcheck import check_gradient, example_problem
 from sparsify.core.ordinal import interval_margins
 from sparsify.core.ranking import pairwise_accuracy
-from sparsify.io import save_model
+from sparsify.io import load_model, save_model
 from sparsify.plugins.registry import get_registry
 from sparsify.testing import check_formulation, formulation_checks
 from tests import contract_plugins as plugins
@@ -93,6 +93,23 @@ def test_each_plugin_fits_predicts_and_pickles(fitted, name: str) -> None:
     again = pickle.loads(pickle.dumps(est))
     assert type(again) is type(est)
     np.testing.assert_array_equal(again.predict(X), predicted)
+
+
+@pytest.mark.parametrize("name", ["ranksvm", "huber"])
+def test_a_score_or_a_regression_is_saved_as_a_model_file(fitted, name: str, tmp_path) -> None:
+    est, X = fitted[name]
+    save_model(est, tmp_path / "m.model")
+    np.testing.assert_allclose(load_model(tmp_path / "m.model").predict(X), est.predict(X),
+                               rtol=1e-6, atol=1e-9)
+
+
+@pytest.mark.parametrize(("name", "match"), [("svor", "thresholds"), ("svdd", r"k\(x, x\)")])
+def test_a_rule_a_model_file_cannot_hold_is_refused_before_writing(fitted, name: str, match: str,
+                                                                   tmp_path) -> None:
+    est, _ = fitted[name]
+    with pytest.raises(ValueError, match=match):
+        save_model(est, tmp_path / "m.model")
+    assert not (tmp_path / "m.model").exists()
 
 
 def test_svor_keeps_its_thresholds_and_predicts_by_them(fitted) -> None:

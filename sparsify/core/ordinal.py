@@ -21,6 +21,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from sparsify.core.classifier import SparseKernelClassifier, validate_classification
 from sparsify.core.estimator import SparseKernelEstimator
+from sparsify.core.model_rule import ModelFileRule
 from sparsify.kernels import Kernel
 
 __all__ = ["SparseOrdinalRegressor", "interval_margins"]
@@ -140,6 +141,20 @@ class SparseOrdinalRegressor(SparseKernelClassifier):
         if len(self.classes_) == 2:
             return np.asarray(scores - self.thresholds_[0])
         return interval_margins(scores, self.thresholds_)
+
+    def model_file_rule(self) -> ModelFileRule:
+        """Refused: a model file holds no thresholds, by which this estimator predicts.
+
+        Raises
+        ------
+        ValueError
+            Always, saying to save the estimator with pickle or joblib.
+        """
+        raise ValueError(
+            f"{type(self).__name__} cannot be saved as a model file: it predicts the number "
+            "of its thresholds (thresholds_) below τ(x), and a model file's decision rules "
+            "(docs/model-format.md) hold no thresholds. Save it with pickle or joblib.dump "
+            "instead, and load only pickles you trust.")
 
     def predict(self, X: ArrayLike) -> NDArray[Any]:
         """The class of the level: the number of thresholds below τ(x).

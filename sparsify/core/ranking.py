@@ -12,6 +12,8 @@ pairs it orders right (`pairwise_accuracy`).
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from sklearn.utils import Tags, check_random_state, gen_batches
@@ -20,6 +22,7 @@ from sklearn.utils.validation import check_consistent_length, check_is_fitted, c
 
 from sparsify.core.estimator import SparseKernelEstimator
 from sparsify.core.formulation import count_pairs
+from sparsify.core.model_rule import ModelFileRule, refuse_overridden
 from sparsify.core.params import check_target_scale
 from sparsify.validation import validate_rows
 
@@ -160,6 +163,31 @@ class SparseKernelRanker(SparseKernelEstimator):
                            groups=None if groups is None else codes,
                            rng=check_random_state(self.random_state))
         return self
+
+    #: What `model_file_rule` stands for (`sparsify.core.model_rule`).
+    _prediction_methods: ClassVar[tuple[str, ...]] = ("predict", "_machine", "_kernel_features")
+
+    def model_file_rule(self) -> ModelFileRule:
+        """How a model file (and ONNX) describes this ranker: its score is τ(x) itself.
+
+        Returns
+        -------
+        dict
+            ``decision_rule``: "identity"; ``probability``: None;
+            ``formulation``: its name.
+
+        Raises
+        ------
+        ValueError
+            If the class overrides how it scores (define ``model_file_rule``
+            to declare its rule; docs/plugins.md, "Model files").
+        sklearn.exceptions.NotFittedError
+            If it is not fitted.
+        """
+        refuse_overridden(type(self))
+        check_is_fitted(self)
+        return {"decision_rule": "identity", "probability": None,
+                "formulation": self._formulation_name()}
 
     def predict(self, X: ArrayLike) -> Array:
         """The score τ(x) = Σ_j β_j k(z_j, x) + b: sort a group's points by it, best first.
