@@ -22,8 +22,8 @@ The conventions, for writers of the pages:
 - A ```` ```bash ```` block runs with ``bash -e -o pipefail`` in the working directory, with the
   test environment's ``python``, ``pip`` and ``sparsify`` first on the ``PATH``; ``.venv`` there
   is a link to the test environment, so ``.venv/bin/sparsify`` runs as the pages write it.
-  ``pip install`` installs into the working directory (``PIP_TARGET``, on ``PYTHONPATH``), without network or
-  dependencies, so a page may install the package it builds.
+  ``pip install`` installs into the working directory (``PIP_TARGET``, on ``PYTHONPATH``),
+  without network or dependencies, so a page may install the package it builds.
 - A ```` ```text ```` block right after a Python or shell block is what that block prints: the
   words must match exactly (runs of spaces are layout); integers exactly; other numbers within
   what another processor's round-off moves them (2 %, or 0.003); times, L-BFGS iteration
