@@ -8,8 +8,10 @@ expansion path: each size from the next smaller one plus new XVs where its loss 
 largest), then the other parameters, γ, and C innermost (a path over C as LIBLINEAR
 warm-starts it) — and starts each from its nearest fitted neighbour of no larger Nz.
 Folds run in parallel (``n_jobs``); nothing crosses from one fold to another, so no
-fold's model has seen its validation points. The refit on all data starts from the
-best setting's fold model.
+fold's model has seen its validation points. The refit on all data is the chosen
+setting fitted from scratch, as the estimator alone (and GridSearchCV) would fit it: a
+warm start from a fold's model may end in another local minimum of W, and the refit is
+the model the user keeps (measured in docs/theory.md, "The smallest good model").
 
 With ``n_expansion`` in the grid the default choice is the smallest model whose
 cross-validated score is within one standard error of the best (Hastie, Tibshirani &
@@ -239,9 +241,6 @@ def _fold_path(base: BaseEstimator, X: Any, y: Any, train: NDArray[np.intp],
         records[i] = record
         if report is not None:
             report(i, record)
-    # the fitted models of this fold, for the refit's warm start
-    for i, record in enumerate(records):
-        record["model"] = fitted.get(i)
     return records
 
 
@@ -409,7 +408,7 @@ class SparseSearchCV(VersionedPickleMixin, BaseSearchCV):
             self.best_score_ = float(self.cv_results_[f"mean_test_{refit_metric}"][
                 self.best_index_])
         if self.refit is not False:
-            self._refit(X, y, params, records, warm)
+            self._refit(X, y, params)
         return self
 
     # ------------------------------------------------------------------ the folds
@@ -551,22 +550,11 @@ class SparseSearchCV(VersionedPickleMixin, BaseSearchCV):
         smallest = min(size.values())
         return max((i for i in eligible if size[i] == smallest), key=lambda i: mean[i])
 
-    def _refit(self, X: Any, y: Any, fit_params: dict[str, Any],
-               records: list[list[dict[str, Any]]], warm: bool) -> None:
-        """The chosen setting on all data, from its best fold model where warm."""
-        i = self.best_index_
-        models = [(fold[i]["test"].get(self._refit_metric(), -np.inf), fold[i]["model"])
-                  for fold in records if fold[i].get("model") is not None]
+    def _refit(self, X: Any, y: Any, fit_params: dict[str, Any]) -> None:
+        """The chosen setting fitted on all data from scratch, with the estimator's own rule."""
         start = time.perf_counter()
-        if warm and models:
-            estimator = copy.deepcopy(max(models, key=lambda m: m[0])[1])
-            estimator.set_params(warm_start=True)
-        else:
-            estimator = clone(self.estimator)
-        estimator.set_params(**self.best_params_)
+        estimator = clone(self.estimator).set_params(**self.best_params_)
         estimator.fit(X, y, **fit_params)
-        if warm:
-            estimator.set_params(warm_start=self.estimator.get_params()["warm_start"])
         self.refit_time_ = time.perf_counter() - start
         self.best_estimator_ = estimator
 

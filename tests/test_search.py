@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from sklearn.base import clone
 from sklearn.datasets import make_moons
 from sklearn.exceptions import FitFailedWarning
 from sklearn.model_selection import GridSearchCV, StratifiedKFold
@@ -155,6 +156,11 @@ def test_a_warm_search_finds_the_cold_searchs_setting(moons: tuple) -> None:
     se = cold.cv_results_["std_test_score"][cold.best_index_] / np.sqrt(3)
     assert cold.cv_results_["mean_test_score"][warm.best_index_] >= best - se - 0.02
     assert warm.best_estimator_.get_params()["warm_start"] is False
+    # the refit is the chosen setting fitted from scratch, as the estimator alone fits it
+    alone = clone(base).set_params(**warm.best_params_).fit(X, y)
+    np.testing.assert_array_equal(warm.best_estimator_.expansion_vectors_,
+                                  alone.expansion_vectors_)
+    np.testing.assert_array_equal(warm.predict(X), alone.predict(X))
 
 
 def test_the_one_standard_error_rule_takes_the_smallest_good_nz(moons: tuple) -> None:
