@@ -333,10 +333,13 @@ def _fit_slmc(X: Array, t: NDArray[np.int64], nz: int, C: float, gamma: float, s
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             try:
+                # the paper's protocol: L-BFGS to tol or max_iter, without the plateau
+                # test that "auto" applies from 5000 points (USPS's binary problems)
                 clf = SparseSVC(n_expansion=nz, C=C, gamma=gamma, init=options["init"],
                                 n_init=options["n_init"], random_state=seed, solver=solver,
                                 max_iter=options["max_iter"], tol=options["tol"],
-                                solver_tol=options["solver_tol"]).fit(X, t)
+                                solver_tol=options["solver_tol"],
+                                n_iter_no_change=None).fit(X, t)
             except Exception as exc:  # a solver failure: retry, or report it upstream
                 if last:
                     raise
