@@ -34,7 +34,7 @@ SCALES = {"ms": (1, Decimal("0.001")), "s": (1, 1000, Decimal(1) / 60), "min": (
 NOT_MEASURED = {"10 %": "the default n_expansion ratio, a parameter"}
 #: README figures waiting for their results page, with why; a figure listed here that the README
 #: no longer quotes fails, so that the entry goes with its reason.
-PENDING = {"22 s": "a9a's fit time: the lead ties it to docs/results/fit_speed.md (issue 48)"}
+PENDING: dict[str, str] = {}
 
 
 def _units(text: str) -> list[str]:
