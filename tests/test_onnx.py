@@ -476,28 +476,3 @@ def test_export_without_onnx_says_what_to_install(model_file, tmp_path: Path, ca
     err = capsys.readouterr().err
     assert "sparsify: error: sparsify export --onnx needs onnx, which is not installed" in err
     assert not (tmp_path / "x.onnx").exists()
-
-
-# --------------------------------------------------------------------------- docs/onnx.md
-
-
-def test_the_onnx_page_runs_as_shown(tmp_path: Path, monkeypatch, capsys) -> None:
-    """Its Python blocks run, and its commands print what it shows (file sizes aside)."""
-    page = (Path(__file__).resolve().parents[1] / "docs" / "onnx.md").read_text()
-    blocks = {lang: re.findall(rf"^```{lang}\n(.*?)^```", page, flags=re.DOTALL | re.MULTILINE)
-              for lang in ("python", "bash", "text")}
-    monkeypatch.chdir(tmp_path)  # the page writes moons.onnx and banana.*
-    namespace: dict[str, Any] = {}
-    for i, block in enumerate(blocks["python"]):
-        exec(compile(block, f"docs/onnx.md, python block {i + 1}", "exec"), namespace)
-    assert "['label', 'probabilities', 'scores']" in capsys.readouterr().out
-    for line in blocks["bash"][0].splitlines():
-        assert main(line.split()[1:]) == 0, line
-    printed = capsys.readouterr().out
-
-    def sizes(text: str) -> str:
-        return re.sub(r"\(\d+ bytes\)", "(… bytes)", text)
-
-    assert sizes(blocks["text"][0]) in sizes(printed)
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["banana.onnx", "banana.spm",
-                                                          "moons.onnx"]
