@@ -309,20 +309,6 @@ def test_a_formulation_that_does_not_split_is_refused_with_the_reason(client: An
         DeclaredBlocks(EpsilonSVR(), source, RowTarget(None), RBF(0.5), 4, 1e-9)
 
 
-@pytest.mark.slow
-def test_the_scale_out_page_declared_recipe_runs() -> None:
-    """docs/scale-out.md's declared formulation on a LocalCluster of worker processes."""
-    from tests.test_docs_site import _code_blocks
-
-    block = next(b for b in _code_blocks("scale-out.md", "python") if "SparseL2SVC" in b)
-    namespace: dict[str, Any] = {"__name__": "docs_scale_out_declared"}
-    exec(compile(block, "docs/scale-out.md", "exec"), namespace)
-    clf = namespace["declared"]
-    assert clf.expansion_vectors_.shape == (20, 20)
-    # ringnorm's Bayes error is about 1.3 %
-    assert 1 - clf.score(namespace["X_test"], namespace["y_test"]) < 0.05
-
-
 def test_a_lost_worker_costs_a_restart_not_the_answer(client: Any) -> None:
     """Closing a worker between evaluations: its blocks' actors are made again on the worker
     left (rows computed again, parts sent again) and the evaluation gives the in-memory W."""

@@ -278,20 +278,6 @@ def test_refuses_mixed_collections(client: Any) -> None:
         SparseSVC(n_expansion=4).fit(da.from_array(X, chunks=20), y)
 
 
-@pytest.mark.slow
-def test_the_scale_out_page_recipe_runs() -> None:
-    """docs/scale-out.md's LocalCluster recipe, as shown (its own cluster of worker processes)."""
-    from tests.test_docs_site import _code_blocks
-
-    block = next(b for b in _code_blocks("scale-out.md", "python") if "X_blocks" in b)
-    namespace: dict[str, Any] = {"__name__": "docs_scale_out"}
-    exec(compile(block, "docs/scale-out.md", "exec"), namespace)
-    clf = namespace["clf"]
-    assert clf.expansion_vectors_.shape == (50, 20)
-    # ringnorm's Bayes error is about 1.3 %
-    assert 1 - clf.score(namespace["X_test"], namespace["y_test"]) < 0.025
-
-
 @contextmanager
 def _in_process_cluster(X: np.ndarray, y: np.ndarray, chunk: int,
                         marginal: type[DistributedSVMMarginal] = DistributedSVMMarginal
