@@ -387,8 +387,8 @@ def sampling_plateau(n_samples: int, n_iter_no_change: int | str | None
     points on, where an evaluation costs enough for the slow tail that
     L-BFGS's per-iteration ``tol`` would run on through to matter; smaller
     fits run to ``tol`` or ``max_iter``. Measured (docs/results/fit_speed.md,
-    docs/theory.md): on a9a (N = 32 561) 3 iterations fit at Nz = 100 in 19.9 s
-    against 39.3 s for 10, at the same test accuracy (85.08 % and 85.05 %).
+    docs/theory.md): on a9a (N = 32 561) 3 iterations fit at Nz = 100 in 18.2 s
+    against 37.2 s for 10, at the same test accuracy (85.08 % and 85.05 %).
 
     Examples
     --------
