@@ -27,7 +27,6 @@ from sklearn.utils.multiclass import check_classification_targets, type_of_targe
 from sklearn.utils.validation import (
     _check_sample_weight,
     check_consistent_length,
-    check_is_fitted,
     column_or_1d,
 )
 
@@ -42,7 +41,7 @@ from sparsify.core.data_source import (
 from sparsify.core.distinct import count_distinct
 from sparsify.core.estimator import SparseKernelEstimator, _fit_start, _problem_name
 from sparsify.core.labels import check_class_count, check_label_types
-from sparsify.core.model_rule import ModelFileRule, refuse_overridden
+from sparsify.core.model_rule import ModelFileRule, task_rule
 from sparsify.core.optimize import CLASSIFIER_INIT_METHODS
 from sparsify.core.params import check_positive_weight
 from sparsify.kernels import RBF, Kernel, Linear, Polynomial
@@ -320,11 +319,7 @@ class SparseKernelClassifier(ClassifierMixin, SparseKernelEstimator):
         sklearn.exceptions.NotFittedError
             If it is not fitted.
         """
-        refuse_overridden(type(self))
-        check_is_fitted(self)
-        rule = "binary_sign" if len(self.intercept_) == 1 else "ovr_argmax"
-        return {"decision_rule": rule, "probability": None,
-                "formulation": self._formulation_name()}
+        return task_rule(self, "binary_sign", "ovr_argmax")
 
     def _resolve_n_expansion(self, X: Array, target: NDArray[Any] | None, kernel: Kernel,
                              weights: Array | None) -> tuple[int, int | None]:

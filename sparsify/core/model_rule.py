@@ -35,9 +35,9 @@ Examples
 
 from __future__ import annotations
 
-from typing import TypedDict
+from typing import Any, TypedDict
 
-__all__ = ["ModelFileRule", "prediction_overrides", "refuse_overridden"]
+__all__ = ["ModelFileRule", "prediction_overrides", "refuse_overridden", "task_rule"]
 
 
 class ModelFileRule(TypedDict, total=False):
@@ -121,3 +121,33 @@ def refuse_overridden(cls: type) -> None:
         "'binary_sign', 'probability': None, 'formulation': 'name'} (docs/plugins.md, "
         "\"Model files\"); otherwise save it with pickle or joblib.dump, and load only pickles "
         "you trust.")
+
+
+def task_rule(estimator: Any, one_output: str, several_outputs: str | None = None
+              ) -> ModelFileRule:
+    """A task's ``model_file_rule``: ``estimator`` checked, then its rule and formulation.
+
+    Refuses a class that predicts otherwise (`refuse_overridden`) and an unfitted
+    estimator, then gives ``one_output`` as the decision rule, or
+    ``several_outputs`` where the fitted machine has more than one output.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn.datasets import make_moons
+    >>> from sparsify import SparseSVC
+    >>> X, y = make_moons(40, noise=0.1, random_state=0)
+    >>> clf = SparseSVC(n_expansion=3, max_iter=5, random_state=0).fit(X, y)
+    >>> task_rule(clf, "binary_sign", "ovr_argmax")["decision_rule"]
+    'binary_sign'
+    """
+    from sklearn.utils.validation import check_is_fitted
+
+    refuse_overridden(type(estimator))
+    check_is_fitted(estimator)
+    rule = one_output
+    if several_outputs is not None and len(estimator.intercept_) > 1:
+        rule = several_outputs
+    return {"decision_rule": rule, "probability": None,
+            "formulation": estimator._formulation_name()}
+

@@ -14,7 +14,6 @@ from typing import Any, ClassVar
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from sklearn.utils import check_random_state
-from sklearn.utils.validation import check_is_fitted
 
 from sparsify.core.classifier import (
     SparseKernelClassifier,
@@ -22,7 +21,7 @@ from sparsify.core.classifier import (
     validate_classification,
 )
 from sparsify.core.estimator import SparseKernelEstimator
-from sparsify.core.model_rule import ModelFileRule, refuse_overridden
+from sparsify.core.model_rule import ModelFileRule, task_rule
 from sparsify.kernels import Kernel
 
 __all__ = ["SparseMultiOutputClassifier"]
@@ -105,11 +104,7 @@ class SparseMultiOutputClassifier(SparseKernelClassifier):
         sklearn.exceptions.NotFittedError
             If it is not fitted.
         """
-        refuse_overridden(type(self))
-        check_is_fitted(self)
-        rule = "binary_sign" if len(self.intercept_) == 1 else "multioutput_argmax"
-        return {"decision_rule": rule, "probability": None,
-                "formulation": self._formulation_name()}
+        return task_rule(self, "binary_sign", "multioutput_argmax")
 
     def _resolve_n_expansion(self, X: Array, target: NDArray[Any] | None, kernel: Kernel,
                              weights: Array | None) -> tuple[int, int | None]:

@@ -12,11 +12,10 @@ from typing import Any, ClassVar
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from sklearn.base import OutlierMixin
-from sklearn.utils.validation import check_is_fitted
 
 from sparsify.core.data_source import validate_rows
 from sparsify.core.estimator import SparseKernelEstimator
-from sparsify.core.model_rule import ModelFileRule, refuse_overridden
+from sparsify.core.model_rule import ModelFileRule, task_rule
 
 __all__ = ["SparseOutlierDetector"]
 
@@ -78,10 +77,7 @@ class SparseOutlierDetector(OutlierMixin, SparseKernelEstimator):
         sklearn.exceptions.NotFittedError
             If it is not fitted.
         """
-        refuse_overridden(type(self))
-        check_is_fitted(self)
-        return {"decision_rule": "outlier_sign", "probability": None,
-                "formulation": self._formulation_name()}
+        return task_rule(self, "outlier_sign")
 
     def fit(self, X: ArrayLike, y: Any = None,
             sample_weight: ArrayLike | None = None) -> SparseOutlierDetector:

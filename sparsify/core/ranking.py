@@ -22,7 +22,7 @@ from sklearn.utils.validation import check_consistent_length, check_is_fitted, c
 
 from sparsify.core.estimator import SparseKernelEstimator
 from sparsify.core.formulation import count_pairs
-from sparsify.core.model_rule import ModelFileRule, refuse_overridden
+from sparsify.core.model_rule import ModelFileRule, task_rule
 from sparsify.core.params import check_target_scale
 from sparsify.validation import validate_rows
 
@@ -184,10 +184,7 @@ class SparseKernelRanker(SparseKernelEstimator):
         sklearn.exceptions.NotFittedError
             If it is not fitted.
         """
-        refuse_overridden(type(self))
-        check_is_fitted(self)
-        return {"decision_rule": "identity", "probability": None,
-                "formulation": self._formulation_name()}
+        return task_rule(self, "identity")
 
     def predict(self, X: ArrayLike) -> Array:
         """The score τ(x) = Σ_j β_j k(z_j, x) + b: sort a group's points by it, best first.

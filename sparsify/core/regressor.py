@@ -13,11 +13,11 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from sklearn.base import RegressorMixin
 from sklearn.utils.metaestimators import available_if
-from sklearn.utils.validation import check_consistent_length, check_is_fitted, column_or_1d
+from sklearn.utils.validation import check_consistent_length, column_or_1d
 
 from sparsify.core.data_source import RowBlocks, RowTarget, is_dask_collection, validate_rows
 from sparsify.core.estimator import SparseKernelEstimator
-from sparsify.core.model_rule import ModelFileRule, refuse_overridden
+from sparsify.core.model_rule import ModelFileRule, task_rule
 from sparsify.core.params import check_target_scale
 
 __all__ = ["SparseKernelRegressor"]
@@ -171,10 +171,7 @@ class SparseKernelRegressor(RegressorMixin, SparseKernelEstimator):
         sklearn.exceptions.NotFittedError
             If it is not fitted.
         """
-        refuse_overridden(type(self))
-        check_is_fitted(self)
-        return {"decision_rule": "identity", "probability": None,
-                "formulation": self._formulation_name()}
+        return task_rule(self, "identity")
 
     # a regressor has no decision function (scikit-learn's convention): predict is τ(x)
     decision_function = available_if(lambda self: False)(SparseKernelEstimator.decision_function)
