@@ -57,13 +57,9 @@ def fit(label: str, n: int, n_test: int, nz: int, max_iter: int, seed: int) -> d
     estimator = cls(nz, C=form.C, epsilon=form.epsilon, gamma=1.0 / X.shape[1],
                     solver="structured", solver_tol=TOL, max_iter=max_iter, random_state=seed,
                     **VARIANTS[label])
-    base = harness.reset_peak_rss()
+    seconds, peak = harness.fit_alone(estimator, X, y)
     with threadpool_limits(1), warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        start = time.perf_counter()
-        estimator.fit(X, y)
-        seconds = time.perf_counter() - start
-        peak = (harness.peak_rss() - base) / 1024
         # W on all training points at the fitted XVs, from the fit's own unweighted problem
         W = ConicMarginal(form, X, y, RBF(1.0 / X.shape[1]), nz, solver="structured",
                           tol=TOL).evaluate(estimator.expansion_vectors_, grad=False).value

@@ -77,21 +77,11 @@ def make(method: str, nz: int | float, params: dict[str, float], seed: int,
 def run(data_dir: str, name: str, method: str, nz: int | float, seed: int,
         n_jobs: int | None = None, profile: bool = False) -> dict[str, Any]:
     """One fit in this (fresh) process: time, peak memory, test accuracy, what the model holds."""
-    import warnings
-
-    from threadpoolctl import threadpool_limits
-
     X, y, X_test, y_test = load(data_dir, name)
     params = A9A if name == "a9a" else USPS
     estimator = make(method, nz, params, seed, n_jobs)
     timers = _profiled() if profile else None
-    base = harness.reset_peak_rss()
-    with threadpool_limits(1), warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        start = time.perf_counter()
-        estimator.fit(X, y)
-        seconds = time.perf_counter() - start
-    peak_mb = (harness.peak_rss() - base) / 1024
+    seconds, peak_mb = harness.fit_alone(estimator, X, y)
     row: dict[str, Any] = {
         "set": name, "method": method, "seed": seed, "n_jobs": n_jobs or 1,
         "Nz": _n_kernel(estimator), "fit_s": seconds, "peak_mb": peak_mb,

@@ -56,6 +56,20 @@ def timed(fn: Callable[[], Any]) -> tuple[Any, float]:
     return out, time.perf_counter() - start
 
 
+def fit_alone(estimator: Any, *fit_args: Any) -> tuple[float, float]:
+    """``estimator.fit(*fit_args)`` with one BLAS thread and its warnings silenced: (seconds,
+    peak MB above the memory held before it)."""
+    import warnings
+
+    from threadpoolctl import threadpool_limits
+
+    base = reset_peak_rss()
+    with threadpool_limits(1), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        _, seconds = timed(lambda: estimator.fit(*fit_args))
+    return seconds, (peak_rss() - base) / 1024
+
+
 def in_fresh_process(timeout: float, fn: Callable[..., Any], *args: Any, **kwargs: Any
                      ) -> Any:
     """``fn(*args, **kwargs)`` in a fresh spawned process, or why it gave no result.
