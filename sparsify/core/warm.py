@@ -22,6 +22,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from sparsify.core.distinct import distinct_rows
+from sparsify.core.kernel_blocks import BLOCK_ROWS, row_blocks
 from sparsify.core.marginal import Evaluation
 from sparsify.kernels import Kernel
 
@@ -74,8 +75,11 @@ def grow(X: Array, losses: Array, Z: Array, kernel: Kernel, n_new: int,
     k_xx = kernel.diag(candidates)
     nearest = np.full(len(rows), np.inf)
     if len(Z):
-        nearest = np.min(k_xx[:, None] + kernel.diag(Z)[None, :] - 2.0 * kernel(candidates, Z),
-                         axis=1)
+        k_zz = kernel.diag(Z)
+        for start in row_blocks(len(rows)):  # BLOCK_ROWS × Nz at a time, never N × Nz
+            block = slice(start, start + BLOCK_ROWS)
+            nearest[block] = np.min(k_xx[block, None] + k_zz[None, :]
+                                    - 2.0 * kernel(candidates[block], Z), axis=1)
     new = []
     for _ in range(n_new):
         d2 = np.maximum(nearest, 0.0)
@@ -113,7 +117,9 @@ def resize(X: Array, Z: Array, coef: Array, intercept: float | Array, kernel: Ke
         Z, coef = shrink(Z, coef, kernel, n_expansion)
     elif n_expansion > len(Z):
         outputs = coef.reshape(len(Z), -1)
-        decision = kernel(X, Z) @ outputs + np.asarray(intercept, dtype=float).ravel()
+        decision = np.concatenate([kernel(X[start:start + BLOCK_ROWS], Z) @ outputs
+                                   for start in row_blocks(len(X))])
+        decision += np.asarray(intercept, dtype=float).ravel()
         new = grow(X, losses(decision), Z, kernel, n_expansion - len(Z), rng)
         Z = np.vstack([Z, new])
         coef = np.concatenate([coef, np.zeros((len(new), *coef.shape[1:]))])
