@@ -100,12 +100,16 @@ def one_set(data_dir: Path, name: str, args: Any, out: Path) -> list[dict[str, A
         base = SparseSVC(nz, random_state=args.seed)
         common = {"set": name, "n_train": len(X), "n_test": len(X_test), "d": X.shape[1],
                   "split": k + 1}
+        base_kb = harness.reset_peak_rss()
         grid_search, grid_s = harness.timed(partial(GridSearchCV(base, grid, cv=cv).fit, X, y))
+        grid_mb = (harness.peak_rss() - base_kb) / 1024
+        base_kb = harness.reset_peak_rss()
         ours, ours_s = harness.timed(partial(SparseSearchCV(base, grid, cv=cv).fit, X, y))
-        for label, search, seconds in (("GridSearchCV", grid_search, grid_s),
-                                       ("SparseSearchCV", ours, ours_s)):
+        ours_mb = (harness.peak_rss() - base_kb) / 1024
+        for label, search, seconds, peak_mb in (("GridSearchCV", grid_search, grid_s, grid_mb),
+                                                ("SparseSearchCV", ours, ours_s, ours_mb)):
             rows.append({**common, "part": "C x gamma", "method": label, "Nz": nz,
-                         "seconds": seconds, "C": search.best_params_["C"],
+                         "seconds": seconds, "peak_mb": peak_mb, "C": search.best_params_["C"],
                          "gamma": search.best_params_["gamma"],
                          "cv_error": 1 - search.best_score_,
                          "test_error": 1 - search.score(X_test, y_test)})
@@ -195,10 +199,11 @@ def report(rows: list[dict[str, Any]], wall: float, command: str) -> str:
     sets = list(dict.fromkeys(r["set"] for r in rows))
     lines = ["## C × γ: SparseSearchCV against GridSearchCV", "",
              "Per set, the mean over its splits; *same choice*: the splits where both searches "
-             "chose the same (C, γ).", "",
+             "chose the same (C, γ); peak MB: the largest over the splits of the process's "
+             "resident peak during the search above what it held before it (Linux VmHWM).", "",
              "| set | N train | Nz | splits | GridSearchCV s | SparseSearchCV s | time ratio | "
              "same choice | test error grid % | test error sparse % | difference (points ± "
-             "s.e.) |", "|---|---|---|---|---|---|---|---|---|---|---|"]
+             "s.e.) | peak MB grid / sparse |", "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     met_time = met_error = 0
     for name in sets:
         g = [r for r in rows if r["set"] == name and r["method"] == "GridSearchCV"]
@@ -216,7 +221,8 @@ def report(rows: list[dict[str, Any]], wall: float, command: str) -> str:
                      f"| {ratio:.2f} | {same} of {len(g)} | "
                      f"{100 * np.mean([r['test_error'] for r in g]):.2f} | "
                      f"{100 * np.mean([r['test_error'] for r in s]):.2f} | "
-                     f"{diff.mean():+.2f} ± {se:.2f} |")
+                     f"{diff.mean():+.2f} ± {se:.2f} | {max(r['peak_mb'] for r in g):.0f} / "
+                     f"{max(r['peak_mb'] for r in s):.0f} |")
     total_g = sum(r["seconds"] for r in rows if r["method"] == "GridSearchCV")
     total_s = sum(r["seconds"] for r in rows if r["method"] == "SparseSearchCV")
     lines += ["", f"All sets: GridSearchCV {total_g:.0f} s, SparseSearchCV {total_s:.0f} s "
