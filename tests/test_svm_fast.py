@@ -113,7 +113,7 @@ def test_after_a_failed_polish_the_interior_point_answers_directly(
     assert fast.n_interior_point == SKIP_POLISH + 3 and fast.n_generic == 0
 
 
-@pytest.mark.parametrize(("n_free", "extra"), [(10, 5), (30, 0)])
+@pytest.mark.parametrize(("n_free", "extra"), [(10, 5), (30, 25), (60, 0)])
 def test_the_polish_gets_a_move_per_excess_free_row_only_where_affordable(
         monkeypatch: pytest.MonkeyPatch, n_free: int, extra: int) -> None:
     """Each free row beyond Nz + 1 needs a move to leave; the budget grants them where those
@@ -547,6 +547,41 @@ def test_compiled_active_set_solves_random_duals_exactly(seed: int) -> None:
     value = 0.5 * beta @ K @ beta + C @ np.maximum(0.0, 1.0 - B @ beta - y * b)
     assert value == pytest.approx(primal.value, rel=1e-7)
     np.testing.assert_allclose(beta, beta_ref.value, atol=1e-5 * np.abs(beta).max())
+
+
+def _balanced_interior(y: np.ndarray, C: np.ndarray, seed: int) -> np.ndarray:
+    """α strictly inside its box on every row with yᵀα = 0: every row free."""
+    alpha = C * np.random.default_rng(seed).uniform(0.2, 0.8, len(y))
+    pos, neg = y > 0, y < 0
+    big, small = (pos, neg) if alpha[pos].sum() > alpha[neg].sum() else (neg, pos)
+    alpha[big] *= alpha[small].sum() / alpha[big].sum()
+    return alpha
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_the_polish_sheds_excess_free_rows_to_the_kkt_point(seed: int) -> None:
+    """Coordinate descent can leave hundreds of rows free where the solution has Nz + 1: the
+    null-space moves of one kept tableau shed them (several eliminations where more than 64
+    pivots are needed), and the polish lands on the interior point's KKT point."""
+    if seed < 8:
+        B, y, K, K_inv, L, C = _dual_problem(seed)
+    else:  # 300 free rows, Nz = 6: past REFRESH pivots, with and without the factor
+        rng = np.random.default_rng(seed)
+        y = np.where(rng.random(300) < 0.5, -1.0, 1.0)
+        B = y[:, None] * rng.standard_normal((300, 6))
+        K = K_inv = np.eye(6)
+        L, C = (np.eye(6) if seed % 2 else np.empty((0, 0))), np.full(300, 10.0 ** (seed - 9))
+    N, Nz = B.shape
+    alpha = _balanced_interior(y, C, seed)
+    solved = warm_active_set(B, y, K, K_inv, L, C, alpha, np.zeros(N, bool), np.ones(N, bool),
+                             1e-9, N + 10 * Nz + 100)
+    assert solved is not None
+    assert _kkt_violation(B, y, K, C, *solved[:3]) <= 1e-9 * C.max()
+    assert solved[4].sum() <= Nz + 1
+    eye_polish = partial(warm_active_set, B, y, K, K_inv, L, C, tol=1e-9, max_iter=10 * N)
+    reference = interior_point(B, y, K, K_inv, C, 1e-11, eye_polish)
+    np.testing.assert_allclose(solved[1], reference[1], atol=1e-7 * max(1.0, np.abs(
+        reference[1]).max()))
 
 
 @pytest.mark.parametrize("seed", range(4))

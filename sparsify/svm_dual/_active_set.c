@@ -380,6 +380,237 @@ done:
     return status;
 }
 
+/* Pivots of `shed_free`'s tableau before it is eliminated anew from the rows. */
+#define REFRESH 64
+
+/*
+ * Null-space moves while more than Nz + 1 rows are free, from one elimination kept as
+ * the simplex method's tableau; returns the moves made (at most max_moves), or -1 where
+ * memory ran out.
+ *
+ * With m > Nz + 1 free rows the subproblem is singular: each move follows a null
+ * vector of [B_F, y_F]^T, along which the dual objective is linear, to the first bound
+ * it meets, and one row leaves the free set. Coordinate descent can leave hundreds of
+ * rows more than the Nz + 1 of the solution free; `null_vector`, an elimination per
+ * move, would cost O(Nz^2 m) for each. Here Gauss-Jordan elimination with complete
+ * pivoting brings [B_F, y_F]^T to the tableau T = A_B^-1 [B_F, y_F]^T once (B: the
+ * r <= Nz + 1 pivot columns, the basis), so each non-basic free row q has the null
+ * vector d_q = 1, d_B = -T[:, q]; a move costs a pivot of T, O(Nz m), where a basic
+ * row leaves (q takes its place) and nothing more where q does. Along null vectors
+ * B_F^T alpha_F + v does not change, nor does the dual's gradient g_F = B_F K^-1 (B_F^T
+ * alpha_F + v) - p_F, so row q's slope is its reduced cost g_q - g_B^T T[:, q]; the row
+ * with the steepest one moves. The moves need not be exact: the free rows' alpha is
+ * solved anew once at most Nz + 1 remain, and a leaving row is set to its bound
+ * exactly. T is eliminated anew after REFRESH pivots, or before a pivot below 1e-8 of
+ * its column's largest entry.
+ */
+static Py_ssize_t
+shed_free(const double *B, const double *y, const double *p, const double *K_inv,
+          const double *C, double *alpha, unsigned char *upper, unsigned char *is_free,
+          Py_ssize_t N, Py_ssize_t nz, double *v, double *cy, Py_ssize_t max_moves)
+{
+    Py_ssize_t rows = nz + 1, moves = 0, m = 0;
+    for (Py_ssize_t i = 0; i < N; i++) {
+        m += is_free[i] != 0;
+    }
+    Py_ssize_t *F = (Py_ssize_t *)malloc((size_t)(m > 0 ? m : 1) * sizeof(Py_ssize_t));
+    Py_ssize_t *basic = (Py_ssize_t *)malloc((size_t)(m > 0 ? m : 1) * sizeof(Py_ssize_t));
+    Py_ssize_t *pivot_of = (Py_ssize_t *)malloc((size_t)rows * sizeof(Py_ssize_t));
+    double *T = new_doubles(rows * m, 0), *g = new_doubles(m, 0);
+    double *u = new_doubles(nz, 0), *w = new_doubles(nz, 0);
+    if (F == NULL || basic == NULL || pivot_of == NULL || T == NULL || g == NULL
+        || u == NULL || w == NULL) {
+        moves = -1;
+        goto done;
+    }
+    while (moves < max_moves) {
+        m = 0;
+        for (Py_ssize_t i = 0; i < N; i++) {
+            if (is_free[i]) {
+                F[m] = i;
+                m += 1;
+            }
+        }
+        if (m <= rows) {
+            break;
+        }
+        /* the gradient on the free rows, constant along the moves */
+        for (Py_ssize_t a = 0; a < nz; a++) {
+            u[a] = v[a];
+        }
+        for (Py_ssize_t k = 0; k < m; k++) {
+            for (Py_ssize_t a = 0; a < nz; a++) {
+                u[a] += alpha[F[k]] * B[F[k] * nz + a];
+            }
+        }
+        for (Py_ssize_t a = 0; a < nz; a++) {
+            w[a] = 0.0;
+            for (Py_ssize_t c = 0; c < nz; c++) {
+                w[a] += K_inv[a * nz + c] * u[c];
+            }
+        }
+        double big = 0.0;
+        for (Py_ssize_t k = 0; k < m; k++) {
+            Py_ssize_t i = F[k];
+            g[k] = -TARGET(p, i);
+            for (Py_ssize_t a = 0; a < nz; a++) {
+                g[k] += B[i * nz + a] * w[a];
+                T[a * m + k] = B[i * nz + a];
+            }
+            T[nz * m + k] = y[i];
+            basic[k] = -1;
+            for (Py_ssize_t a = 0; a < rows; a++) {
+                big = PY_MAX(big, fabs(T[a * m + k]));
+            }
+        }
+        /* Gauss-Jordan elimination with complete pivoting: the rows past the rank vanish */
+        Py_ssize_t rank = 0;
+        while (rank < rows) {
+            Py_ssize_t pi = rank, pk = -1;
+            for (Py_ssize_t a = rank; a < rows; a++) {
+                for (Py_ssize_t k = 0; k < m; k++) {
+                    if (basic[k] < 0 && (pk < 0 || fabs(T[a * m + k]) > fabs(T[pi * m + pk]))) {
+                        pi = a;
+                        pk = k;
+                    }
+                }
+            }
+            if (pk < 0 || !(fabs(T[pi * m + pk]) > 1e-12 * big)) {
+                break;
+            }
+            double piv = T[pi * m + pk];
+            for (Py_ssize_t k = 0; k < m; k++) {
+                double t = T[rank * m + k];
+                T[rank * m + k] = T[pi * m + k] / piv;
+                if (pi != rank) {
+                    T[pi * m + k] = t;
+                }
+            }
+            T[rank * m + pk] = 1.0;
+            for (Py_ssize_t a = 0; a < rows; a++) {
+                double f = T[a * m + pk];
+                if (a != rank && f != 0.0) {
+                    for (Py_ssize_t k = 0; k < m; k++) {
+                        T[a * m + k] -= f * T[rank * m + k];
+                    }
+                    T[a * m + pk] = 0.0;
+                }
+            }
+            basic[pk] = rank;
+            pivot_of[rank] = pk;
+            rank += 1;
+        }
+        Py_ssize_t live = m, pivots = 0;
+        while (moves < max_moves && live > rows && pivots < REFRESH) {
+            /* the non-basic free row of steepest slope */
+            Py_ssize_t q = -1;
+            double slope = 0.0;
+            for (Py_ssize_t k = 0; k < m; k++) {
+                if (basic[k] >= 0 || !is_free[F[k]]) {
+                    continue;
+                }
+                double c = g[k];
+                for (Py_ssize_t a = 0; a < rank; a++) {
+                    c -= g[pivot_of[a]] * T[a * m + k];
+                }
+                if (q < 0 || fabs(c) > fabs(slope)) {
+                    q = k;
+                    slope = c;
+                }
+            }
+            if (q < 0) {
+                break;
+            }
+            double sign = slope > 0 ? -1.0 : 1.0, step = INFINITY;
+            Py_ssize_t j = -1;
+            for (Py_ssize_t a = -1; a < rank; a++) { /* ratio test over q and the basis */
+                Py_ssize_t k = a < 0 ? q : pivot_of[a], i = F[k];
+                double d = a < 0 ? sign : -sign * T[a * m + q], r;
+                if (d > 1e-14 * C[i]) {
+                    r = (C[i] - alpha[i]) / d;
+                }
+                else if (d < -1e-14 * C[i]) {
+                    r = -alpha[i] / d;
+                }
+                else {
+                    continue;
+                }
+                if (r < step) {
+                    j = k;
+                    step = r;
+                }
+            }
+            if (j < 0 || !isfinite(step)) {
+                goto done;
+            }
+            if (j != q) { /* a basic row leaves, q takes its place: check the pivot first */
+                double top = 0.0;
+                for (Py_ssize_t a = 0; a < rank; a++) {
+                    top = PY_MAX(top, fabs(T[a * m + q]));
+                }
+                if (!(fabs(T[basic[j] * m + q]) >= 1e-8 * top)) {
+                    break; /* eliminate anew from the rows */
+                }
+            }
+            step = PY_MAX(step, 0.0);
+            alpha[F[q]] += step * sign;
+            for (Py_ssize_t a = 0; a < rank; a++) {
+                alpha[F[pivot_of[a]]] -= step * sign * T[a * m + q];
+            }
+            Py_ssize_t i = F[j];
+            is_free[i] = 0;
+            /* the bound it met, exactly: d_j > 0 moves towards C_i */
+            double d_j = j == q ? sign : -sign * T[basic[j] * m + q];
+            if (d_j > 0) {
+                alpha[i] = C[i];
+                upper[i] = 1;
+                *cy += C[i] * y[i];
+                for (Py_ssize_t a = 0; a < nz; a++) {
+                    v[a] += C[i] * B[i * nz + a];
+                }
+            }
+            else {
+                alpha[i] = 0.0;
+            }
+            moves += 1;
+            live -= 1;
+            if (j != q) { /* Gauss-Jordan pivot on T[basic[j], q] */
+                Py_ssize_t a0 = basic[j];
+                double piv = T[a0 * m + q];
+                for (Py_ssize_t k = 0; k < m; k++) {
+                    T[a0 * m + k] /= piv;
+                }
+                T[a0 * m + q] = 1.0;
+                for (Py_ssize_t a = 0; a < rank; a++) {
+                    double f = T[a * m + q];
+                    if (a != a0 && f != 0.0) {
+                        for (Py_ssize_t k = 0; k < m; k++) {
+                            T[a * m + k] -= f * T[a0 * m + k];
+                        }
+                        T[a * m + q] = 0.0;
+                    }
+                }
+                basic[j] = -1;
+                basic[q] = a0;
+                pivot_of[a0] = q;
+                pivots += 1;
+            }
+        }
+        if (pivots == 0 && live == m) {
+            break; /* no move from a fresh elimination: the caller's null vector takes over */
+        }
+    }
+done:
+    free(F);
+    free(basic);
+    free(pivot_of);
+    free(T);
+    free(g);
+    free(u);
+    free(w);
+    return moves;
+}
+
 /*
  * The Cholesky factor R (upper triangular, G = R^T R) of the Gram matrix
  * G = Phi_F Phi_F^T of the whitened free rows, kept across moves.
@@ -689,6 +920,18 @@ active_set(const double *B, const double *y, const double *p, const double *K,
             if (is_free[i]) {
                 F[m] = i;
                 m += 1;
+            }
+        }
+        if (m > nz + 1) { /* singular: the null-space moves from one kept tableau */
+            Py_ssize_t shed = shed_free(B, y, p, K_inv, C, alpha, upper, is_free, N, nz, v,
+                                        &cy, max_iter - iteration);
+            if (shed < 0) {
+                status = NO_MEMORY;
+                goto done;
+            }
+            if (shed > 0) {
+                iteration += shed - 1;
+                continue;
             }
         }
         int solved = FAILED;

@@ -141,15 +141,16 @@ def polish_affordable(n_free: int, Nz: int, rows: int) -> bool:
     point iteration on ``rows`` rows or less.
 
     Beyond Nz + 1 free rows each of the polish's moves is a null-space step dropping one
-    row, an elimination of (Nz + 1) × n_free; those steps cost about one more iterate,
-    rows·Nz², where (n_free − Nz − 1)·n_free ≤ rows (docs/theory.md has the figures).
+    row, a pivot of its tableau, O(Nz·n_free) (`sparsify.svm_dual.compiled.active_set`);
+    those steps cost about one more iterate, rows·Nz², where
+    (n_free − Nz − 1)·n_free ≤ rows·Nz (docs/theory.md has the figures).
 
     Examples
     --------
-    >>> polish_affordable(n_free=11, Nz=10, rows=100), polish_affordable(40, 10, 100)
+    >>> polish_affordable(n_free=40, Nz=10, rows=100), polish_affordable(200, 10, 100)
     (True, False)
     """
-    return (n_free - Nz - 1) * n_free <= rows
+    return (n_free - Nz - 1) * n_free <= rows * Nz
 
 
 def interior_point(
