@@ -357,7 +357,6 @@ class SVMDualMarginal(Marginal):
         method stalls.
         """
         y, C, p, tol = self.y, self.C, self.row_targets, self.tol
-        eye, moves = self._identity, self.polish_moves * B.shape[1] + 100
         if hint is None:
             work = np.ones(len(y), dtype=bool)
         else:
@@ -369,8 +368,8 @@ class SVMDualMarginal(Marginal):
                 work[:] = True  # the bias needs rows of both signs
             B_w, y_w, C_w = B[work], y[work], C[work]
             p_w = None if self.targets is None else self.targets[work]
-            polish = partial(warm_active_set, B_w, y_w, eye, eye, eye, C_w, tol=tol,
-                             max_iter=moves, targets=p_w)
+            polish = partial(self._polish_rows, B_w, y_w, C_w, p_w)
+            eye = self._identity
             solved = interior_point(B_w, y_w, eye, eye, C_w, 1e-2 * tol, polish, targets=p_w)
             if solved is None:
                 return None
@@ -431,16 +430,10 @@ class SVMDualMarginal(Marginal):
                 work: NDArray[np.bool_]) -> Solution | None:
         """The active-set method on the rows in ``work``, the others held at their bounds."""
         held = upper & ~work
-        C_held, eye, Nz = self.C[held], self._identity, B.shape[1]
-        # a move costs O(|work|·Nz); the interior point some twenty O(N·Nz²) iterations.
-        # Each free row beyond the Nz + 1 the margin holds needs a move to leave (a smoothed
-        # hinge's partition has hundreds), granted where those moves are affordable:
-        # coordinate descent at a large C can leave half the rows free, too many to move
-        n_free, moves = int(free.sum()), self.polish_moves * Nz + 100
-        if n_free > Nz + 1 and polish_affordable(n_free, Nz, len(self.y)):
-            moves += n_free - Nz - 1
+        C_held, eye = self.C[held], self._identity
         result = warm_active_set(B[work], self.y[work], eye, eye, eye, self.C[work],
-                                 alpha[work], upper[work], free[work], self.tol, moves,
+                                 alpha[work], upper[work], free[work], self.tol,
+                                 self.move_budget(int(free.sum()), B.shape[1]),
                                  (C_held @ B[held], float(C_held @ self.y[held])),
                                  None if self.targets is None else self.targets[work])
         if result is None:
@@ -449,6 +442,27 @@ class SVMDualMarginal(Marginal):
         alpha, upper, free = alpha.copy(), upper.copy(), free.copy()
         alpha[work], upper[work], free[work] = alpha_w, upper_w, free_w
         return alpha, u, b, upper, free
+
+    def _polish_rows(self, B: Array, y: Array, C: Array, targets: Array | None, alpha: Array,
+                     upper: NDArray[np.bool_], free: NDArray[np.bool_]) -> Solution | None:
+        """The active-set method on these rows alone (the interior point's working set)."""
+        eye = self._identity
+        return warm_active_set(B, y, eye, eye, eye, C, alpha, upper, free, self.tol,
+                               self.move_budget(int(free.sum()), B.shape[1]), targets=targets)
+
+    def move_budget(self, n_free: int, Nz: int) -> int:
+        """The polish's moves from a partition with ``n_free`` free rows.
+
+        A move costs O(|work|·Nz); the interior point some twenty O(N·Nz²) iterations.
+        `polish_moves` per XV and 100 more, and each free row beyond the Nz + 1 the margin
+        holds needs a move to leave (coordinate descent's partition has hundreds, a
+        smoothed hinge's too), granted where those moves are affordable: coordinate
+        descent at a large C can leave half the rows free, too many to move.
+        """
+        moves = self.polish_moves * Nz + 100
+        if n_free > Nz + 1 and polish_affordable(n_free, Nz, len(self.y)):
+            moves += n_free - Nz - 1
+        return moves
 
     def warm_start(self, Z: Array, solution: Evaluation) -> None:
         """The next solve starts from the partition that ``solution``'s β and b give these rows.
