@@ -36,8 +36,9 @@ import numpy as np
 PARTS = ("a9a", "usps", "profile")
 A9A = {"C": 8.0, "gamma": 2.0**-5}
 USPS = {"C": 10.0, "gamma": 1.0 / 128}
-#: The targets of issue 48: accuracy at least the peer's, time at most this many times its.
-TARGETS = {("a9a", 100): 5.0, ("a9a", 20): 10.0, ("usps", None): 5.0}
+#: The targets of issue 48: the fit at most this many times Nyström's, and the test accuracy
+#: at least this % (None: at least Nyström's).
+TARGETS = {("a9a", 100): (5.0, None), ("a9a", 20): (10.0, 84.5), ("usps", None): (5.0, 95.2)}
 
 
 def load(data_dir: str, name: str) -> tuple[np.ndarray, ...]:
@@ -279,16 +280,18 @@ def report(rows: list[dict[str, Any]], wall: float, command: str) -> str:
                                "and SVC", shows, command, [*lines, *setup], [machine])
 
 
-def _verdict(name: str, s: dict[str, float], peer: dict[str, float], target: float,
-             jobs: int) -> str:
+def _verdict(name: str, s: dict[str, float], peer: dict[str, float],
+             target: tuple[float, float | None], jobs: int) -> str:
+    times, floor = target
     ratio = s["fit"] / peer["fit"]
-    acc_ok = s["acc"] >= peer["acc"]
-    time_ok = ratio <= target
-    extra = " (USPS error target ≤ 4.8 %)" if name == "usps" else ""
-    return (f"- {name}, Nz = {s['Nz']}, n_jobs = {jobs}: SLMC {s['acc']:.2f} % against "
-            f"Nyström's {peer['acc']:.2f} % ({'met' if acc_ok else 'not met'}: at least the "
-            f"peer's{extra}); fit {ratio:.1f}× Nyström's (target ≤ {target:g}×: "
-            f"{'met' if time_ok else 'not met'}).")
+    if floor is None:
+        accuracy = (f"against Nyström's {peer['acc']:.2f} % (target: at least the peer's: "
+                    f"{'met' if s['acc'] >= peer['acc'] else 'not met'})")
+    else:
+        accuracy = f"(target ≥ {floor:g} %: {'met' if s['acc'] >= floor else 'not met'})"
+    return (f"- {name}, Nz = {s['Nz']}, n_jobs = {jobs}: SLMC {s['acc']:.2f} % {accuracy}; fit "
+            f"{ratio:.1f}× Nyström's (target ≤ {times:g}×: "
+            f"{'met' if ratio <= times else 'not met'}).")
 
 
 def main(argv: list[str] | None = None) -> int:
