@@ -147,7 +147,7 @@ def polish_affordable(n_free: int, Nz: int, rows: int) -> bool:
 
     Examples
     --------
-    >>> polish_affordable(n_free=40, Nz=10, rows=100), polish_affordable(200, 10, 100)
+    >>> polish_affordable(n_free=30, Nz=10, rows=100), polish_affordable(200, 10, 100)
     (True, False)
     """
     return (n_free - Nz - 1) * n_free <= rows * Nz
