@@ -2,7 +2,8 @@
  * sparsify.svm_dual._active_set: the SVM fast path's active-set moves, in C.
  *
  * The moves of `sparsify.svm_dual.solvers.warm_active_set`. A move solves with a
- * Cholesky factor kept across moves where it can (`Gram`), an unreduced solve elsewhere.
+ * Cholesky factor kept across moves where it can (`Gram`), an unreduced solve elsewhere;
+ * past Nz + 1 free rows the null-space moves pivot one kept tableau (`shed_free`).
  * Each move is a few loops over at most N points and a solve of at most
  * 2 Nz + 2 unknowns, which numpy would spend in call overhead. Built by
  * setuptools at install (setup.py, with -ffp-contract=off so no multiply-add is

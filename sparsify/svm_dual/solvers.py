@@ -51,7 +51,8 @@ def warm_active_set(
     condition most joins the free set. At a solution the free set typically
     holds Nz + 1 margin points, so a joining point makes the subproblem
     singular; the step then follows the null space of [B_F, y_F]ᵀ, along which
-    the dual objective is linear, to the next bound. Every accepted point is
+    the dual objective is linear, to the next bound (past Nz + 1 free rows, as
+    coordinate descent leaves them, those steps pivot one kept tableau). Every accepted point is
     a full step to a subproblem solution, so yᵀα = 0 holds exactly. ``L`` is
     the Cholesky factor of K (empty where K is not numerically positive
     definite: then every move solves the unreduced system). The moves run in
