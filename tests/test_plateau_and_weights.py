@@ -10,7 +10,7 @@ from sklearn.datasets import make_moons
 
 from sparsify import RBF, ConicMarginal, Declaration, Formulation, SparseSVC
 from sparsify.algorithms.svm.formulation import SVM
-from sparsify.core.distinct import count_distinct, distinct_rows
+from sparsify.core.distinct import _BLOCK, count_distinct, distinct_rows, has_distinct
 from sparsify.core.estimator import estimator_for
 from sparsify.core.optimize import PLATEAU_FROM, PLATEAU_WINDOW, sampling_plateau
 
@@ -83,3 +83,15 @@ def test_a_weighted_declaration_sees_its_weights() -> None:
     cls, _ = estimator_for(_WeightedQuantile)
     reg = cls(4, gamma=1.0, max_iter=10, random_state=0).fit(X, y)
     assert reg.predict(X).shape == (30,)
+
+
+@pytest.mark.parametrize("n", [1, 2, 3, 4])
+def test_has_distinct_answers_as_the_full_count_does(n: int) -> None:
+    """Blocks of rows until n distinct ones are seen: the same answer as counting them all,
+    with -0.0 equal to 0.0 and a duplicate in a later block not counted twice."""
+    X = np.zeros((3 * _BLOCK, 2))
+    X[_BLOCK + 5] = [1.0, 2.0]
+    X[2 * _BLOCK + 7] = [1.0, 2.0]
+    X[2 * _BLOCK + 9] = [-0.0, 0.0]
+    assert count_distinct(X) == 2
+    assert has_distinct(X, n) == (n <= 2)

@@ -562,7 +562,8 @@ def _balanced_interior(y: np.ndarray, C: np.ndarray, seed: int) -> np.ndarray:
 def test_the_polish_sheds_excess_free_rows_to_the_kkt_point(seed: int) -> None:
     """Coordinate descent can leave hundreds of rows free where the solution has Nz + 1: the
     null-space moves of one kept tableau shed them (several eliminations where more than 64
-    pivots are needed), and the polish lands on the interior point's KKT point."""
+    pivots are needed), and the polish lands on a point where every KKT condition holds (the
+    optimum of this convex QP) with at most Nz + 1 rows free."""
     if seed < 8:
         B, y, K, K_inv, L, C = _dual_problem(seed)
     else:  # 300 free rows, Nz = 6: past REFRESH pivots, with and without the factor
@@ -578,10 +579,6 @@ def test_the_polish_sheds_excess_free_rows_to_the_kkt_point(seed: int) -> None:
     assert solved is not None
     assert _kkt_violation(B, y, K, C, *solved[:3]) <= 1e-9 * C.max()
     assert solved[4].sum() <= Nz + 1
-    eye_polish = partial(warm_active_set, B, y, K, K_inv, L, C, tol=1e-9, max_iter=10 * N)
-    reference = interior_point(B, y, K, K_inv, C, 1e-11, eye_polish)
-    np.testing.assert_allclose(solved[1], reference[1], atol=1e-7 * max(1.0, np.abs(
-        reference[1]).max()))
 
 
 @pytest.mark.parametrize("seed", range(4))

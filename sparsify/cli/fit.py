@@ -29,7 +29,7 @@ from sparsify.cli.report import (
     _kernel_gamma,
     _print_fit_report,
 )
-from sparsify.core.distinct import count_distinct
+from sparsify.core.distinct import count_distinct, has_distinct
 
 #: Estimator parameters that have an option of their own: a --param may not set them behind the
 #: option's back (the report and the model file read the options).
@@ -165,10 +165,9 @@ def _cmd_fit(args: argparse.Namespace) -> int:
                           f"{[_label(c) for c in classes]}): the test error counts them as "
                           "wrong. Code the labels of both files alike (-1/+1 or 0/1).",
                           UserWarning, stacklevel=1)
-    n_distinct = count_distinct(X)
-    if isinstance(n_expansion, int) and n_expansion > n_distinct:
+    if isinstance(n_expansion, int) and not has_distinct(X, n_expansion):
         raise ValueError(f"--n-expansion {n_expansion} asks for more expansion vectors than the "
-                         f"{n_distinct} distinct training points; lower it or use "
+                         f"{count_distinct(X)} distinct training points; lower it or use "
                          "--expansion-ratio.")
     # Resolves the kernel names (unknown ones fail here) exactly as the estimator will.
     kernel = make_kernel(p.get("kernel", args.kernel), X, p.get("gamma", args.gamma),

@@ -38,7 +38,7 @@ from sparsify.core.data_source import (
     is_dask_collection,
     validate_rows,
 )
-from sparsify.core.distinct import count_distinct
+from sparsify.core.distinct import count_distinct, has_distinct
 from sparsify.core.estimator import SparseKernelEstimator, _fit_start, _problem_name
 from sparsify.core.labels import check_class_count, check_label_types
 from sparsify.core.model_rule import ModelFileRule, task_rule
@@ -154,15 +154,16 @@ def resolve_n_expansion(
     The full SVM is fitted with ``sample_weight`` (its costs C · sample_weight),
     so a weighted sparse machine is compared with the weighted full one.
     """
-    n_distinct = count_distinct(X)
     if isinstance(n_expansion, float):
         full = full_svm(kernel, full_C).fit(X, y, sample_weight=sample_weight)
         full_nsv = int(full.n_support_.sum())
-        return min(max(1, round(n_expansion * full_nsv)), n_distinct), full_nsv
-    if n_expansion > n_distinct:
+        nz = max(1, round(n_expansion * full_nsv))
+        return (nz if has_distinct(X, nz) else count_distinct(X)), full_nsv
+    if not has_distinct(X, n_expansion):
         raise ValueError(
-            f"n_expansion={n_expansion} asks for more expansion vectors than the {n_distinct} "
-            "distinct training points; lower n_expansion or pass a ratio in (0, 1]."
+            f"n_expansion={n_expansion} asks for more expansion vectors than the "
+            f"{count_distinct(X)} distinct training points; lower n_expansion or pass a ratio "
+            "in (0, 1]."
         )
     return n_expansion, None
 

@@ -37,7 +37,7 @@ from sparsify.core.data_source import (
     RowTarget,
 )
 from sparsify.core.declared_blocks import DeclaredBlocks
-from sparsify.core.distinct import count_distinct
+from sparsify.core.distinct import count_distinct, has_distinct
 from sparsify.core.formulation import Formulation
 from sparsify.core.kernel_blocks import check_gamma
 from sparsify.core.marginal import Evaluation, Marginal
@@ -504,14 +504,14 @@ class SparseKernelEstimator(KernelMachineMixin, BaseEstimator):
         Here a ratio is of the distinct training points; a task or an algorithm
         with a full model overrides this (the classifiers: the full SVM's NSV).
         """
-        n_distinct = count_distinct(X)
         if isinstance(self.n_expansion, Integral):
-            if int(self.n_expansion) > n_distinct:
+            if not has_distinct(X, int(self.n_expansion)):
                 raise ValueError(
                     f"n_expansion={self.n_expansion} asks for more expansion vectors than the "
-                    f"{n_distinct} distinct training points (n_samples={len(X)}); lower "
+                    f"{count_distinct(X)} distinct training points (n_samples={len(X)}); lower "
                     "n_expansion or pass a ratio in (0, 1].")
             return int(self.n_expansion), None
+        n_distinct = count_distinct(X)
         return min(max(1, round(float(self.n_expansion) * n_distinct)), n_distinct), None
 
     def _gamma(self, source: DataSource, weights: Array | None = None) -> float | str:

@@ -234,8 +234,8 @@ def interior_point(
                 return alpha, beta, b
             D_inv = 1.0 / (lam / alpha + mu / s)
             S = np.array(K, dtype=float)
-            for start in range(0, len(B), BLOCK_ROWS):  # K + Bᵀ D⁻¹ B in row blocks
-                block = slice(start, start + BLOCK_ROWS)
+            for row in range(0, len(B), BLOCK_ROWS):  # K + Bᵀ D⁻¹ B in row blocks
+                block = slice(row, row + BLOCK_ROWS)
                 S += B[block].T @ (B[block] * D_inv[block, None])
             S_inv = np.linalg.inv(S)
             newton = _NewtonSystem(y, alpha, s, lam, mu, r_d, r_p, D_inv, S_inv,
