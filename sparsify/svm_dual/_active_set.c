@@ -381,6 +381,58 @@ done:
     return status;
 }
 
+/*
+ * The dual's gradient on the free rows F[:m] into g: B_F K^-1 (B_F^T alpha_F + v) - p_F
+ * (u and w: Nz scratch doubles). It does not change along a null-space move.
+ */
+static void
+free_gradient(const double *B, const double *p, const double *K_inv, const double *alpha,
+              const Py_ssize_t *F, Py_ssize_t m, Py_ssize_t nz, const double *v, double *u,
+              double *w, double *g)
+{
+    for (Py_ssize_t a = 0; a < nz; a++) {
+        u[a] = v[a];
+        for (Py_ssize_t k = 0; k < m; k++) {
+            u[a] += alpha[F[k]] * B[F[k] * nz + a];
+        }
+    }
+    for (Py_ssize_t a = 0; a < nz; a++) {
+        w[a] = 0.0;
+        for (Py_ssize_t c = 0; c < nz; c++) {
+            w[a] += K_inv[a * nz + c] * u[c];
+        }
+    }
+    for (Py_ssize_t k = 0; k < m; k++) {
+        g[k] = -TARGET(p, F[k]);
+        for (Py_ssize_t a = 0; a < nz; a++) {
+            g[k] += B[F[k] * nz + a] * w[a];
+        }
+    }
+}
+
+/*
+ * A Gauss-Jordan pivot of the tableau T (rows x m, row-major) on T[r, q]: row r divided by
+ * it, column q eliminated from the other rows.
+ */
+static void
+tableau_pivot(double *T, Py_ssize_t m, Py_ssize_t rows, Py_ssize_t r, Py_ssize_t q)
+{
+    double piv = T[r * m + q];
+    for (Py_ssize_t k = 0; k < m; k++) {
+        T[r * m + k] /= piv;
+    }
+    T[r * m + q] = 1.0;
+    for (Py_ssize_t a = 0; a < rows; a++) {
+        double f = T[a * m + q];
+        if (a != r && f != 0.0) {
+            for (Py_ssize_t k = 0; k < m; k++) {
+                T[a * m + k] -= f * T[r * m + k];
+            }
+            T[a * m + q] = 0.0;
+        }
+    }
+}
+
 /* Pivots of `shed_free`'s tableau before it is eliminated anew from the rows. */
 #define REFRESH 64
 
@@ -436,26 +488,11 @@ shed_free(const double *B, const double *y, const double *p, const double *K_inv
             break;
         }
         /* the gradient on the free rows, constant along the moves */
-        for (Py_ssize_t a = 0; a < nz; a++) {
-            u[a] = v[a];
-        }
-        for (Py_ssize_t k = 0; k < m; k++) {
-            for (Py_ssize_t a = 0; a < nz; a++) {
-                u[a] += alpha[F[k]] * B[F[k] * nz + a];
-            }
-        }
-        for (Py_ssize_t a = 0; a < nz; a++) {
-            w[a] = 0.0;
-            for (Py_ssize_t c = 0; c < nz; c++) {
-                w[a] += K_inv[a * nz + c] * u[c];
-            }
-        }
+        free_gradient(B, p, K_inv, alpha, F, m, nz, v, u, w, g);
         double big = 0.0;
         for (Py_ssize_t k = 0; k < m; k++) {
             Py_ssize_t i = F[k];
-            g[k] = -TARGET(p, i);
             for (Py_ssize_t a = 0; a < nz; a++) {
-                g[k] += B[i * nz + a] * w[a];
                 T[a * m + k] = B[i * nz + a];
             }
             T[nz * m + k] = y[i];
@@ -479,24 +516,12 @@ shed_free(const double *B, const double *y, const double *p, const double *K_inv
             if (pk < 0 || !(fabs(T[pi * m + pk]) > 1e-12 * big)) {
                 break;
             }
-            double piv = T[pi * m + pk];
-            for (Py_ssize_t k = 0; k < m; k++) {
+            for (Py_ssize_t k = 0; pi != rank && k < m; k++) {
                 double t = T[rank * m + k];
-                T[rank * m + k] = T[pi * m + k] / piv;
-                if (pi != rank) {
-                    T[pi * m + k] = t;
-                }
+                T[rank * m + k] = T[pi * m + k];
+                T[pi * m + k] = t;
             }
-            T[rank * m + pk] = 1.0;
-            for (Py_ssize_t a = 0; a < rows; a++) {
-                double f = T[a * m + pk];
-                if (a != rank && f != 0.0) {
-                    for (Py_ssize_t k = 0; k < m; k++) {
-                        T[a * m + k] -= f * T[rank * m + k];
-                    }
-                    T[a * m + pk] = 0.0;
-                }
-            }
+            tableau_pivot(T, m, rows, rank, pk);
             basic[pk] = rank;
             pivot_of[rank] = pk;
             rank += 1;
@@ -575,22 +600,9 @@ shed_free(const double *B, const double *y, const double *p, const double *K_inv
             }
             moves += 1;
             live -= 1;
-            if (j != q) { /* Gauss-Jordan pivot on T[basic[j], q] */
+            if (j != q) { /* q takes the leaving row's place in the basis */
                 Py_ssize_t a0 = basic[j];
-                double piv = T[a0 * m + q];
-                for (Py_ssize_t k = 0; k < m; k++) {
-                    T[a0 * m + k] /= piv;
-                }
-                T[a0 * m + q] = 1.0;
-                for (Py_ssize_t a = 0; a < rank; a++) {
-                    double f = T[a * m + q];
-                    if (a != a0 && f != 0.0) {
-                        for (Py_ssize_t k = 0; k < m; k++) {
-                            T[a * m + k] -= f * T[a0 * m + k];
-                        }
-                        T[a * m + q] = 0.0;
-                    }
-                }
+                tableau_pivot(T, m, rank, a0, q);
                 basic[j] = -1;
                 basic[q] = a0;
                 pivot_of[a0] = q;
@@ -976,26 +988,11 @@ active_set(const double *B, const double *y, const double *p, const double *K,
                 status = ok;
                 goto done;
             }
-            /* the dual objective's slope along it: (B_F K^-1 (B_F^T alpha_F + v) - p_F)^T null */
-            for (Py_ssize_t a = 0; a < nz; a++) {
-                u[a] = v[a];
-                for (Py_ssize_t k = 0; k < m; k++) {
-                    u[a] += alpha[F[k]] * B[F[k] * nz + a];
-                }
-            }
-            for (Py_ssize_t a = 0; a < nz; a++) {
-                w[a] = 0.0;
-                for (Py_ssize_t c = 0; c < nz; c++) {
-                    w[a] += K_inv[a * nz + c] * u[c];
-                }
-            }
+            /* the dual objective's slope along it (d holds the gradient first) */
+            free_gradient(B, p, K_inv, alpha, F, m, nz, v, u, w, d);
             double slope = 0.0;
             for (Py_ssize_t k = 0; k < m; k++) {
-                double s = -TARGET(p, F[k]);
-                for (Py_ssize_t a = 0; a < nz; a++) {
-                    s += B[F[k] * nz + a] * w[a];
-                }
-                slope += s * null[k];
+                slope += d[k] * null[k];
             }
             for (Py_ssize_t k = 0; k < m; k++) {
                 d[k] = slope > 0 ? -null[k] : null[k];
