@@ -10,6 +10,8 @@ order, so the initial XVs drawn from them are the same.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
@@ -40,15 +42,11 @@ def distinct_rows(X: ArrayLike) -> NDArray[np.intp]:
     >>> np.unique(X, axis=0, return_index=True)[1]
     array([3, 1, 0])
     """
-    # + 0.0 turns -0.0 into 0.0, so that equal values have equal bytes
-    rows = np.ascontiguousarray(np.asarray(X, dtype=float) + 0.0)
-    if rows.ndim != 2:
-        raise ValueError(f"X must be 2-D (n_samples, n_features); got shape {rows.shape}.")
+    rows = _rows(X)
     if rows.shape[1] == 0:  # every row is the empty row
         return np.arange(min(len(rows), 1), dtype=np.intp)
-    keys = rows.view(np.dtype((np.void, rows.itemsize * rows.shape[1]))).ravel()
     first: dict[object, int] = {}
-    for i, key in enumerate(keys.tolist()):
+    for i, key in enumerate(_keys(rows)):
         first.setdefault(key, i)
     index = np.fromiter(first.values(), dtype=np.intp, count=len(first))
     # lexsort's last key is the primary one: columns reversed sort by the first column first
@@ -87,17 +85,26 @@ def has_distinct(X: ArrayLike, n: int) -> bool:
     >>> has_distinct([[0.0, 1.0], [-0.0, 1.0]], 2)
     False
     """
-    rows = np.asarray(X, dtype=float)
-    if rows.ndim != 2:
-        raise ValueError(f"X must be 2-D (n_samples, n_features); got shape {rows.shape}.")
+    rows = _rows(X)
     if n <= 1 or rows.shape[1] == 0:
         return n <= min(len(rows), 1)
     seen: set[object] = set()
     for start in range(0, len(rows), _BLOCK):
-        # + 0.0 turns -0.0 into 0.0, as in `distinct_rows`
-        block = np.ascontiguousarray(rows[start:start + _BLOCK] + 0.0)
-        seen.update(block.view(np.dtype((np.void, block.itemsize * block.shape[1])))
-                    .ravel().tolist())
+        seen.update(_keys(rows[start:start + _BLOCK]))
         if len(seen) >= n:
             return True
     return False
+
+
+def _rows(X: ArrayLike) -> NDArray[np.float64]:
+    """X as a C-contiguous 2-D float array whose equal values have equal bytes."""
+    # + 0.0 turns -0.0 into 0.0
+    rows = np.ascontiguousarray(np.asarray(X, dtype=float) + 0.0)
+    if rows.ndim != 2:
+        raise ValueError(f"X must be 2-D (n_samples, n_features); got shape {rows.shape}.")
+    return rows
+
+
+def _keys(rows: NDArray[np.float64]) -> list[Any]:
+    """Each row's bytes (of `_rows` or a slice of its rows): a key equal for equal rows."""
+    return rows.view(np.dtype((np.void, rows.itemsize * rows.shape[1]))).ravel().tolist()
