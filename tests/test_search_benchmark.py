@@ -71,3 +71,12 @@ def test_declared_fit_compares_the_three_fits(tmp_path: Path,
     assert iterations[bench.REFERENCE] == 12  # run to max_iter
     assert all(float(r["test_rmse"]) < 1.0 for r in rows)
     assert "## Targets" in (out / "declared_fit.md").read_text()
+    # an earlier run as the reference: its rows shown, the targets judged against its W
+    before = tmp_path / "before.csv"
+    before.write_text((out / "declared_fit.csv").read_text().replace(
+        rows[-1]["W"], str(2 * float(rows[-1]["W"]))))
+    assert bench.main(["--out", str(out), "--n", "4200", "--n-test", "500", "--nz", "5",
+                       "--max-iter", "12", "--in-process", "--before", str(before)]) == 0
+    text = (out / "declared_fit.md").read_text()
+    assert f"| before: {bench.REFERENCE} |" in text and "200-iteration fit before" in text
+    assert text.count("% above: met)") == len(bench.VARIANTS)  # half the W before: all met

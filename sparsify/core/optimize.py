@@ -1,11 +1,17 @@
 """Minimise W(Z) over the XVs with L-BFGS, from a random, class-balanced or k-means start.
 
 Duplicate training points are removed before the initial XVs are chosen (paper
-§5.6): two equal XVs make K_ZZ singular. L-BFGS-B's tests are absolute (its
-projected-gradient tolerance, its first step), so XVs far from unit scale (inputs
-of 1e150 give gradients of 1e-150, which look converged at the start) are
-optimised in coordinates Z / s, s a power of two (`coordinate_scale`): exact, and
-1 for ordinary data, which runs exactly as before.
+§5.6): two equal XVs make K_ZZ singular. L-BFGS runs in stages of `RESCALE_EVERY`
+iterations on U = Z / d, one scale d_j per XV, powers of two so that Z = U·d is
+exact (`row_scales`). The first stage takes d_j = s for every XV: L-BFGS-B's tests
+are absolute (its projected-gradient tolerance, its first step), so XVs far from
+unit scale (inputs of 1e150 give gradients of 1e-150, which look converged at the
+start) are optimised in coordinates Z / s, s a power of two (`coordinate_scale`;
+1 for ordinary data). Each later stage takes d_j ∝ 1/√‖β_j‖ at its start, a
+diagonal preconditioner: ∂W/∂z_j carries β_j, so W is stiff along the XVs of
+large |β_j| and flat along the others. Measured (docs/theory.md, "Scaling the
+XVs"): the ε-SVR's W after 60-70 iterations is where 200 left it without it.
+A fit that stops within its first stage runs as it did before the stages.
 """
 
 from __future__ import annotations
@@ -13,7 +19,7 @@ from __future__ import annotations
 import time
 import warnings
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -30,12 +36,14 @@ from sparsify.core.solvers import SolverError
 __all__ = [
     "PLATEAU_FROM",
     "PLATEAU_WINDOW",
+    "RESCALE_EVERY",
     "IterationInfo",
     "OptimizeResult",
     "coordinate_scale",
     "initial_expansion_vectors",
     "minimize_marginal",
     "problem_line",
+    "row_scales",
     "sampling_plateau",
     "warn_if_no_step",
     "warn_if_not_converged",
@@ -46,6 +54,8 @@ INIT_METHODS = ("random", "kmeans")
 #: ``n_iter_no_change="auto"``: the iterations over which W must fall by its sampling error
 #: (`sampling_plateau`), and the number of points from which the test applies.
 PLATEAU_WINDOW, PLATEAU_FROM = 3, 5000
+#: L-BFGS's iterations between two settings of the XVs' scales (`row_scales`).
+RESCALE_EVERY = 20
 # "balanced" needs class labels, so only classifiers offer it
 CLASSIFIER_INIT_METHODS = ("random", "balanced", "kmeans")
 
@@ -235,6 +245,7 @@ def minimize_marginal(
     verbose: int = 0,
     problem: str = "",
     plateau: tuple[int, float] | None = None,
+    rescale_every: int | None = None,
 ) -> OptimizeResult:
     """Minimise W(Z) with L-BFGS (scipy) from ``Z0``.
 
@@ -263,6 +274,11 @@ def minimize_marginal(
         ``(n, rtol)``: also stop, as converged, when the last n iterations
         together lowered W by at most ``rtol · |W|``: W has levelled off. See
         `sampling_plateau` for the estimators' choice.
+    rescale_every : int, optional
+        The stages' length (module docstring): after this many iterations, and
+        after each further this many, L-BFGS starts afresh from where it is on
+        U = Z / d with the XVs' scales d set from β there (`row_scales`); 0 runs
+        one stage at `coordinate_scale`. By default `RESCALE_EVERY`.
 
     Returns
     -------
@@ -285,85 +301,38 @@ def minimize_marginal(
                          f"{Z0.shape}.")
     if not np.isfinite(Z0).all():
         raise ValueError("Z0 contains NaN or infinity; pass finite initial XVs.")
-    s = coordinate_scale(Z0)
-    if s != 1.0:  # inputs far from unit scale: L-BFGS runs on Z / s (module docstring)
-        return _rescaled(marginal, Z0, s, max_iter=max_iter, tol=tol, callback=callback,
-                         verbose=verbose, problem=problem, plateau=plateau)
-    shape = Z0.shape
-    start = time.perf_counter()
-    best: list[tuple[Array, Evaluation]] = []
-    last: dict[str, Any] = {}
-    history: list[float] = []
-    n_eval = 0
+    every = RESCALE_EVERY if rescale_every is None else int(rescale_every)
+    run = _Run(marginal, max_iter, callback, verbose, problem, plateau)
+    run.history.append(run.evaluate(Z0).value)
     # L-BFGS-B's ftol test divides the decrease by max(|W|, 1): absolute where |W| < 1.
     # Handing it W / scale with scale = min(1, |W(Z0)|) keeps the test relative, as
     # documented, for objectives that start below 1 (a kernel ridge fitting its data
     # well); at |W(Z0)| ≥ 1 nothing changes (scale 1 divides exactly).
-    scale = 1.0
-
-    def fun(z: Array) -> tuple[float, Array]:
-        nonlocal n_eval
-        if "z" in last and np.array_equal(z, last["z"]):  # scipy re-asks for x0
-            ev = last["ev"]
-        else:
-            ev = marginal.evaluate(z.reshape(shape))
-            n_eval += 1
-            _check_finite(marginal, ev)
-            last.update(z=z.copy(), ev=ev)
-            if not best or ev.value < best[0][1].value:
-                best[:] = [(z.reshape(shape).copy(), ev)]
-        if scale == 1.0:
-            return ev.value, ev.grad.ravel()
-        return ev.value / scale, ev.grad.ravel() / scale
-
-    def on_iteration(intermediate_result: ScipyOptimizeResult) -> None:
-        z = intermediate_result.x
-        value = float(intermediate_result.fun) * scale
-        history.append(value)
-        grad = last["ev"].grad
-        info = IterationInfo(len(history) - 1, value, float(np.linalg.norm(grad)),
-                             z.reshape(shape), time.perf_counter() - start, problem)
-        if verbose:
-            where = f"{problem}: " if problem else ""
-            print(f"[sparsify] {where}iter {info.iteration:4d}/{max_iter}  W = {value:.8g}  "
-                  f"|grad| = {info.grad_norm:.3g}  {info.seconds:.2f}s", flush=True)
-        if callback is not None and callback(info):
-            stopped_by[:] = ["callback"]
-            raise StopIteration
-        if plateau is not None and len(history) > plateau[0]:
-            n, rtol = plateau
-            if history[-1 - n] - value <= rtol * abs(value):
-                levelled[:] = [f"W(Z) decreased by at most {rtol:.2g} (relative) over the last "
-                               f"{n} iterations"]
-                stopped_by[:] = ["plateau"]
-                raise StopIteration
-
-    levelled: list[str] = []
-    stopped_by: list[str] = []
-    z0 = np.asarray(Z0, dtype=float).ravel()
-    history.append(fun(z0)[0])
-    if 0.0 < abs(history[0]) < 1.0:
-        scale = abs(history[0])
+    if 0.0 < abs(run.history[0]) < 1.0:
+        run.scale = abs(run.history[0])
     message, n_iter, converged = "max_iter=0: the initial XVs are kept", 0, True
     stop = "max_iter=0"
+    Z = Z0
     try:
-        if max_iter > 0:
-            res = minimize(
-                fun,
-                z0,
-                jac=True,
-                method="L-BFGS-B",
-                callback=on_iteration,
-                options={"maxiter": max_iter, "maxfun": 4 * max_iter + 20, "ftol": tol,
-                         "gtol": 1e-10},
-            )
-            n_iter, message = int(res.nit), levelled[0] if levelled else str(res.message)
-            # scipy's status 1: the iteration or evaluation budget ran out before ftol
-            # held (99, the callback's StopIteration, is the caller's choice)
+        while n_iter < max_iter and run.n_eval < run.max_fun:
+            # a stage: L-BFGS on U = Z / d; the first in Z's own coordinates (β at the initial
+            # XVs says little of their roles), each later one with the scales of β where it starts
+            d = row_scales(run.evaluate(Z).coef if every > 0 and n_iter > 0 else None, Z0)
+            length = max_iter - n_iter if every <= 0 else min(every, max_iter - n_iter)
+            res = run.stage(Z / d, d, length, tol)
+            n_iter += int(res.nit)
+            Z = res.x.reshape(Z0.shape) * d
+            message = run.levelled[0] if run.levelled else str(res.message)
+            # scipy's status 1: the stage's iteration or evaluation budget ran out before
+            # ftol held, and the next stage goes on while the whole budget lasts (99, the
+            # callback's StopIteration, is the caller's choice)
             converged = int(res.status) != 1
-            stop = stopped_by[0] if stopped_by else "converged" if converged else "max_iter"
+            stop = (run.stopped_by[0] if run.stopped_by else "converged" if converged
+                    else "max_iter")
+            if converged:
+                break
     except SolverError as exc:
-        n_iter, converged, stop = len(history) - 1, False, "failed solve"
+        n_iter, converged, stop = len(run.history) - 1, False, "failed solve"
         message = f"stopped early: {exc}"
         warnings.warn(
             f"L-BFGS stopped after {n_iter} iterations because the solver failed; keeping the "
@@ -371,9 +340,115 @@ def minimize_marginal(
             ConvergenceWarning,
             stacklevel=2,
         )
-    Z_best, ev_best = best[0]
-    return OptimizeResult(Z_best, ev_best, np.asarray(history), n_iter, n_eval, message,
-                          time.perf_counter() - start, converged, stop)
+    Z_best, ev_best = run.best[0]
+    return OptimizeResult(Z_best, ev_best, np.asarray(run.history), n_iter, run.n_eval, message,
+                          time.perf_counter() - run.start, converged, stop)
+
+
+def row_scales(coef: Array | None, Z0: Array) -> Array:
+    """The XVs' coordinate scales d, shape (Nz, 1): L-BFGS runs on U = Z / d.
+
+    ∂W/∂z_j carries the factor β_j (Lemma 1), so W's curvature along z_j grows
+    with |β_j|: XVs of large |β_j| are stiff and those of small |β_j| hardly move
+    under one step length. d_j ∝ 1/√‖β_j‖ evens the curvature out (a diagonal
+    preconditioner); ‖β_j‖ is floored at 10⁻³ of the largest, and d_j is a power
+    of two, so that Z = U·d is exact. The scales' geometric mean is
+    `coordinate_scale` (1 for ordinary data). Without ``coef`` (or with β = 0)
+    every d_j is that scale.
+
+    Examples
+    --------
+    >>> Z0 = np.zeros((3, 2)) + 0.5
+    >>> row_scales(np.array([4.0, 1.0, 0.25]), Z0).ravel().tolist()
+    [0.5, 1.0, 2.0]
+    >>> row_scales(None, Z0).ravel().tolist()
+    [1.0, 1.0, 1.0]
+    """
+    s = coordinate_scale(Z0)
+    d = np.full((len(Z0), 1), s)
+    if coef is None:
+        return d
+    size = np.linalg.norm(np.asarray(coef, dtype=float).reshape(len(Z0), -1), axis=1)
+    if not np.isfinite(size).all() or size.max() <= 0.0:
+        return d
+    size = np.maximum(size, 1e-3 * size.max())
+    exponent = np.round(-0.5 * np.log2(size / np.exp(np.mean(np.log(size)))))
+    scales: Array = d * np.exp2(exponent)[:, None]
+    return scales
+
+
+class _Run:
+    """The state of one `minimize_marginal` run across its stages: the evaluations
+    (cached: scipy re-asks for x0), the best point, W's history and the stopping
+    tests of the callback and the plateau."""
+
+    def __init__(self, marginal: Marginal, max_iter: int,
+                 callback: Callable[[IterationInfo], bool | None] | None, verbose: int,
+                 problem: str, plateau: tuple[int, float] | None) -> None:
+        self.marginal, self.max_iter, self.callback = marginal, max_iter, callback
+        self.verbose, self.problem, self.plateau = verbose, problem, plateau
+        self.max_fun = 4 * max_iter + 20
+        self.start = time.perf_counter()
+        self.best: list[tuple[Array, Evaluation]] = []
+        self.last: dict[str, Any] = {}
+        self.history: list[float] = []
+        self.levelled: list[str] = []
+        self.stopped_by: list[str] = []
+        self.n_eval = 0
+        self.scale = 1.0
+
+    def evaluate(self, Z: Array) -> Evaluation:
+        """W, ∇W at ``Z``, the last one again where ``Z`` has not moved."""
+        if "Z" in self.last and np.array_equal(Z, self.last["Z"]):
+            ev: Evaluation = self.last["ev"]
+            return ev
+        ev = self.marginal.evaluate(Z)
+        self.n_eval += 1
+        _check_finite(self.marginal, ev)
+        self.last.update(Z=Z.copy(), ev=ev)
+        if not self.best or ev.value < self.best[0][1].value:
+            self.best[:] = [(Z.copy(), ev)]
+        return ev
+
+    def stage(self, u0: Array, d: Array, length: int, tol: float) -> ScipyOptimizeResult:
+        """Up to ``length`` L-BFGS iterations on U = Z / d from ``u0``."""
+        shape = u0.shape
+
+        def fun(u: Array) -> tuple[float, Array]:
+            ev = self.evaluate(u.reshape(shape) * d)
+            assert ev.grad is not None
+            return ev.value / self.scale, (ev.grad * d).ravel() / self.scale
+
+        def callback(intermediate_result: ScipyOptimizeResult) -> None:
+            # scipy passes the result (not only x) to a parameter of this name
+            self.on_iteration(intermediate_result.x.reshape(shape) * d,
+                              float(intermediate_result.fun) * self.scale)
+
+        return minimize(fun, u0.ravel(), jac=True, method="L-BFGS-B", callback=callback,
+                        # its first call, at u0, is answered from the cache
+                        options={"maxiter": length, "maxfun": self.max_fun - self.n_eval + 1,
+                                 "ftol": tol, "gtol": 1e-10})
+
+    def on_iteration(self, Z: Array, value: float) -> None:
+        """After each iteration: the history, the verbose line and the two stopping tests."""
+        history, plateau = self.history, self.plateau
+        history.append(value)
+        info = IterationInfo(len(history) - 1, value, float(np.linalg.norm(self.last["ev"].grad)),
+                             Z, time.perf_counter() - self.start, self.problem)
+        if self.verbose:
+            where = f"{self.problem}: " if self.problem else ""
+            print(f"[sparsify] {where}iter {info.iteration:4d}/{self.max_iter}  W = {value:.8g}  "
+                  f"|grad| = {info.grad_norm:.3g}  {info.seconds:.2f}s", flush=True)
+        if self.callback is not None and self.callback(info):
+            self.stopped_by[:] = ["callback"]
+            raise StopIteration
+        if plateau is not None and len(history) > plateau[0]:
+            n, rtol = plateau
+            if history[-1 - n] - value <= rtol * abs(value):
+                self.levelled[:] = [f"W(Z) decreased by at most {rtol:.2g} (relative) over the "
+                                    f"last {n} iterations"]
+                self.stopped_by[:] = ["plateau"]
+                raise StopIteration
 
 
 def sampling_plateau(n_samples: int, n_iter_no_change: int | str | None
@@ -493,34 +568,6 @@ def coordinate_scale(Z0: Array) -> float:
     if largest == 0.0 or 2.0**-20 <= largest <= 2.0**20:
         return 1.0
     return float(2.0 ** round(np.log2(largest)))
-
-
-class _Scaled(Marginal):
-    """W as a function of U = Z / s: W(sU), with the gradient s·∇W(sU)."""
-
-    def __init__(self, inner: Marginal, s: float) -> None:
-        self.inner, self.s = inner, s
-        self.formulation_name = inner.formulation_name
-
-    def evaluate(self, Z: Array, grad: bool = True) -> Evaluation:
-        ev = self.inner.evaluate(Z * self.s, grad)
-        return ev if ev.grad is None else replace(ev, grad=ev.grad * self.s)
-
-
-def _rescaled(marginal: Marginal, Z0: Array, s: float, *,
-              callback: Callable[[IterationInfo], bool | None] | None,
-              **options: Any) -> OptimizeResult:
-    """`minimize_marginal` in the coordinates Z / s, its result and callbacks in Z's."""
-
-    def scaled_callback(info: IterationInfo) -> bool | None:
-        assert callback is not None
-        return callback(replace(info, Z=info.Z * s, grad_norm=info.grad_norm / s))
-
-    res = minimize_marginal(_Scaled(marginal, s), Z0 / s,
-                            callback=None if callback is None else scaled_callback, **options)
-    ev = res.evaluation
-    grad = None if ev.grad is None else ev.grad / s
-    return replace(res, Z=res.Z * s, evaluation=replace(ev, grad=grad))
 
 
 def warn_if_no_step(estimator: str, results: list[tuple[str, OptimizeResult]]) -> None:
