@@ -74,9 +74,13 @@ def test_declared_fit_compares_the_three_fits(tmp_path: Path,
     # an earlier run as the reference: its rows shown, the targets judged against its W
     before = tmp_path / "before.csv"
     before.write_text((out / "declared_fit.csv").read_text().replace(
-        rows[-1]["W"], str(2 * float(rows[-1]["W"]))))
+        rows[-1]["W"], str(10 * float(rows[-1]["W"]))))
     assert bench.main(["--out", str(out), "--n", "4200", "--n-test", "500", "--nz", "5",
                        "--max-iter", "12", "--in-process", "--before", str(before)]) == 0
     text = (out / "declared_fit.md").read_text()
     assert f"| before: {bench.REFERENCE} |" in text and "200-iteration fit before" in text
-    assert text.count("% above: met)") == len(bench.VARIANTS)  # half the W before: all met
+    assert text.count("% above: met)") == len(bench.VARIANTS)  # a tenth of the W before: all met
+    # the time to the reference's W: reached (W fell below ten times the final W before)
+    rows = list(csv.DictReader((out / "declared_fit.csv").open()))
+    assert all(1 <= int(r["target_iteration"]) <= int(r["iterations"]) and float(r["target_s"]) > 0
+               for r in rows)
