@@ -1,17 +1,20 @@
 """Minimise W(Z) over the XVs with L-BFGS, from a random, class-balanced or k-means start.
 
 Duplicate training points are removed before the initial XVs are chosen (paper
-§5.6): two equal XVs make K_ZZ singular. L-BFGS runs in stages of `RESCALE_EVERY`
-iterations on U = Z / d, one scale d_j per XV, powers of two so that Z = U·d is
-exact (`row_scales`). The first stage takes d_j = s for every XV: L-BFGS-B's tests
-are absolute (its projected-gradient tolerance, its first step), so XVs far from
-unit scale (inputs of 1e150 give gradients of 1e-150, which look converged at the
-start) are optimised in coordinates Z / s, s a power of two (`coordinate_scale`;
-1 for ordinary data). Each later stage takes d_j ∝ 1/√‖β_j‖ at its start, a
-diagonal preconditioner: ∂W/∂z_j carries β_j, so W is stiff along the XVs of
-large |β_j| and flat along the others. Measured (docs/theory.md, "Scaling the
-XVs"): the ε-SVR's W after 60-70 iterations is where 200 left it without it.
-A fit that stops within its first stage runs as it did before the stages.
+§5.6): two equal XVs make K_ZZ singular. L-BFGS runs on U = Z / d, one scale d_j
+per XV, powers of two so that Z = U·d is exact (`row_scales`). It starts with
+d_j = s for every XV: L-BFGS-B's tests are absolute (its projected-gradient
+tolerance, its first step), so XVs far from unit scale (inputs of 1e150 give
+gradients of 1e-150, which look converged at the start) are optimised in
+coordinates Z / s, s a power of two (`coordinate_scale`; 1 for ordinary data).
+Every `RESCALE_EVERY` iterations the scales are read from β, d_j ∝ 1/√‖β_j‖, a
+diagonal preconditioner (∂W/∂z_j carries β_j, so W is stiff along the XVs of
+large |β_j| and flat along the others); where one of them has moved by a factor
+of 2^`RESCALE_STEP` from the current ones, L-BFGS starts a new stage on the new
+coordinates, afresh from where it is (its memory of pairs does not carry over,
+which is why it does not restart for less). Measured in docs/theory.md,
+"Scaling the XVs". A fit that stops within 20 iterations, or whose scales never
+move that far, runs as it did before the stages.
 """
 
 from __future__ import annotations
@@ -37,6 +40,7 @@ __all__ = [
     "PLATEAU_FROM",
     "PLATEAU_WINDOW",
     "RESCALE_EVERY",
+    "RESCALE_STEP",
     "IterationInfo",
     "OptimizeResult",
     "coordinate_scale",
@@ -54,8 +58,9 @@ INIT_METHODS = ("random", "kmeans")
 #: ``n_iter_no_change="auto"``: the iterations over which W must fall by its sampling error
 #: (`sampling_plateau`), and the number of points from which the test applies.
 PLATEAU_WINDOW, PLATEAU_FROM = 3, 5000
-#: L-BFGS's iterations between two settings of the XVs' scales (`row_scales`).
-RESCALE_EVERY = 20
+#: L-BFGS's iterations between two readings of the XVs' scales (`row_scales`), and the
+#: powers of two one of them must have moved by for L-BFGS to start afresh on them.
+RESCALE_EVERY, RESCALE_STEP = 20, 2
 # "balanced" needs class labels, so only classifiers offer it
 CLASSIFIER_INIT_METHODS = ("random", "balanced", "kmeans")
 
@@ -275,10 +280,10 @@ def minimize_marginal(
         together lowered W by at most ``rtol · |W|``: W has levelled off. See
         `sampling_plateau` for the estimators' choice.
     rescale_every : int, optional
-        The stages' length (module docstring): after this many iterations, and
-        after each further this many, L-BFGS starts afresh from where it is on
-        U = Z / d with the XVs' scales d set from β there (`row_scales`); 0 runs
-        one stage at `coordinate_scale`. By default `RESCALE_EVERY`.
+        Read the XVs' scales from β (`row_scales`) every this many iterations,
+        and start L-BFGS afresh on the new coordinates where they have moved by
+        `RESCALE_STEP` powers of two (module docstring); 0 keeps
+        `coordinate_scale` for the whole run. By default `RESCALE_EVERY`.
 
     Returns
     -------
@@ -312,25 +317,24 @@ def minimize_marginal(
         run.scale = abs(run.history[0])
     message, n_iter, converged = "max_iter=0: the initial XVs are kept", 0, True
     stop = "max_iter=0"
-    Z = Z0
+    Z, d = Z0, row_scales(None, Z0)
     try:
         while n_iter < max_iter and run.n_eval < run.max_fun:
-            # a stage: L-BFGS on U = Z / d; the first in Z's own coordinates (β at the initial
-            # XVs says little of their roles), each later one with the scales of β where it starts
-            d = row_scales(run.evaluate(Z).coef if every > 0 and n_iter > 0 else None, Z0)
-            length = max_iter - n_iter if every <= 0 else min(every, max_iter - n_iter)
-            res = run.stage(Z / d, d, length, tol)
+            # a stage: L-BFGS on U = Z / d until the end, or until the XVs' scales have moved
+            # (checked every `every` iterations; `_Run.on_iteration`)
+            res = run.stage(Z / d, d, max_iter - n_iter, tol, every, Z0)
             n_iter += int(res.nit)
             Z = res.x.reshape(Z0.shape) * d
+            if run.rescaled is not None:
+                d, run.rescaled = run.rescaled, None
+                continue
             message = run.levelled[0] if run.levelled else str(res.message)
-            # scipy's status 1: the stage's iteration or evaluation budget ran out before
-            # ftol held, and the next stage goes on while the whole budget lasts (99, the
-            # callback's StopIteration, is the caller's choice)
+            # scipy's status 1: the iteration or evaluation budget ran out before ftol held
+            # (99, the callback's StopIteration, is the caller's choice)
             converged = int(res.status) != 1
             stop = (run.stopped_by[0] if run.stopped_by else "converged" if converged
                     else "max_iter")
-            if converged:
-                break
+            break
     except SolverError as exc:
         n_iter, converged, stop = len(run.history) - 1, False, "failed solve"
         message = f"stopped early: {exc}"
@@ -396,6 +400,8 @@ class _Run:
         self.stopped_by: list[str] = []
         self.n_eval = 0
         self.scale = 1.0
+        #: the scales the next stage takes, where a stage ended for them (`stage`)
+        self.rescaled: Array | None = None
 
     def evaluate(self, Z: Array) -> Evaluation:
         """W, ∇W at ``Z``, the last one again where ``Z`` has not moved."""
@@ -410,8 +416,11 @@ class _Run:
             self.best[:] = [(Z.copy(), ev)]
         return ev
 
-    def stage(self, u0: Array, d: Array, length: int, tol: float) -> ScipyOptimizeResult:
-        """Up to ``length`` L-BFGS iterations on U = Z / d from ``u0``."""
+    def stage(self, u0: Array, d: Array, length: int, tol: float, every: int, Z0: Array
+              ) -> ScipyOptimizeResult:
+        """Up to ``length`` L-BFGS iterations on U = Z / d from ``u0``; every ``every``
+        iterations of the run (0: never) it ends early, with `rescaled` set, where the
+        XVs' scales (`row_scales`) have moved from ``d`` by `RESCALE_STEP` powers of two."""
         shape = u0.shape
 
         def fun(u: Array) -> tuple[float, Array]:
@@ -423,6 +432,11 @@ class _Run:
             # scipy passes the result (not only x) to a parameter of this name
             self.on_iteration(intermediate_result.x.reshape(shape) * d,
                               float(intermediate_result.fun) * self.scale)
+            if every > 0 and (len(self.history) - 1) % every == 0:
+                new = row_scales(self.last["ev"].coef, Z0)
+                if np.max(np.abs(np.log2(new / d))) >= RESCALE_STEP:
+                    self.rescaled = new
+                    raise StopIteration
 
         return minimize(fun, u0.ravel(), jac=True, method="L-BFGS-B", callback=callback,
                         # its first call, at u0, is answered from the cache
