@@ -321,7 +321,7 @@ def minimize_marginal(
     try:
         while n_iter < max_iter and run.n_eval < run.max_fun:
             # a stage: L-BFGS on U = Z / d until the end, or until the XVs' scales have moved
-            # (checked every `every` iterations; `_Run.on_iteration`)
+            # (read every `every` iterations; `_Run.stage`), then a new one on the new scales
             res = run.stage(Z / d, d, max_iter - n_iter, tol, every, Z0)
             n_iter += int(res.nit)
             Z = res.x.reshape(Z0.shape) * d
