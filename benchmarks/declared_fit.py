@@ -62,7 +62,6 @@ def fit(label: str, n: int, n_test: int, nz: int, max_iter: int, seed: int,
                                                        "name": "eps_svr_regressor"})
     cls, _ = estimator_for(task)
     reached: list[tuple[int, float]] = []
-    started = time.perf_counter()
 
     def until_target(info: Any) -> None:
         if not reached and info.value <= target_W:

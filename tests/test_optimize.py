@@ -255,6 +255,7 @@ def test_a_fit_within_its_first_stage_runs_as_one_lbfgs_run() -> None:
     assert one.n_iter == staged.n_iter == 15
     np.testing.assert_array_equal(one.history, staged.history)
     np.testing.assert_array_equal(one.Z, staged.Z)
+    assert one.n_stages == staged.n_stages == 1
 
 
 def test_stages_share_the_budget_the_history_and_the_stopping_tests() -> None:
@@ -263,6 +264,7 @@ def test_stages_share_the_budget_the_history_and_the_stopping_tests() -> None:
     res = minimize_marginal(marginal, Z0, max_iter=50, tol=1e-14, rescale_every=7,
                             callback=lambda info: seen.append(info.iteration))
     # one iteration count across the stages, W never rising at a stage's restart
+    assert res.n_stages > 1
     assert res.n_iter == 50 and seen == list(range(1, 51))
     assert len(res.history) == 51 and np.all(np.diff(res.history) <= 0)
     assert res.n_evaluations <= 4 * 50 + 20
@@ -298,4 +300,5 @@ def test_scaling_the_xvs_by_beta_evens_out_their_curvature() -> None:
     plain = minimize_marginal(marginal, Z0, max_iter=40, tol=1e-15, rescale_every=0)
     staged = minimize_marginal(marginal, Z0, max_iter=40, tol=1e-15, rescale_every=20)
     np.testing.assert_array_equal(plain.history[:21], staged.history[:21])  # the same first stage
+    assert (plain.n_stages, staged.n_stages) == (1, 2)
     assert staged.evaluation.value < 1e-6 * plain.evaluation.value

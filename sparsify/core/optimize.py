@@ -216,6 +216,9 @@ class OptimizeResult:
         What stopped it: "converged" (L-BFGS's ``tol`` test), "plateau" (the
         plateau test), "callback" (the callback returned True), "max_iter" (the
         iteration or evaluation budget), "failed solve", or "max_iter=0".
+    n_stages : int
+        L-BFGS runs it took: one, and one more each time the XVs' scales moved
+        (`row_scales`, module docstring).
     """
 
     Z: Array
@@ -227,6 +230,7 @@ class OptimizeResult:
     seconds: float = field(default=0.0)
     converged: bool = True
     stop: str = "converged"
+    n_stages: int = 1
 
 
 def _check_finite(marginal: Marginal, ev: Evaluation) -> None:
@@ -317,7 +321,7 @@ def minimize_marginal(
         run.scale = abs(run.history[0])
     message, n_iter, converged = "max_iter=0: the initial XVs are kept", 0, True
     stop = "max_iter=0"
-    Z, d = Z0, row_scales(None, Z0)
+    Z, d, n_stages = Z0, row_scales(None, Z0), 1
     try:
         while n_iter < max_iter and run.n_eval < run.max_fun:
             # a stage: L-BFGS on U = Z / d until the end, or until the XVs' scales have moved
@@ -327,6 +331,7 @@ def minimize_marginal(
             Z = res.x.reshape(Z0.shape) * d
             if run.rescaled is not None:
                 d, run.rescaled = run.rescaled, None
+                n_stages += 1
                 continue
             message = run.levelled[0] if run.levelled else str(res.message)
             # scipy's status 1: the iteration or evaluation budget ran out before ftol held
@@ -346,7 +351,7 @@ def minimize_marginal(
         )
     Z_best, ev_best = run.best[0]
     return OptimizeResult(Z_best, ev_best, np.asarray(run.history), n_iter, run.n_eval, message,
-                          time.perf_counter() - run.start, converged, stop)
+                          time.perf_counter() - run.start, converged, stop, n_stages)
 
 
 def row_scales(coef: Array | None, Z0: Array) -> Array:
