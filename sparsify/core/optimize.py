@@ -23,7 +23,6 @@ import time
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
@@ -333,12 +332,11 @@ def minimize_marginal(
                 d, run.rescaled = run.rescaled, None
                 n_stages += 1
                 continue
-            message = run.levelled[0] if run.levelled else str(res.message)
+            message = run.levelled or str(res.message)
             # scipy's status 1: the iteration or evaluation budget ran out before ftol held
             # (99, the callback's StopIteration, is the caller's choice)
             converged = int(res.status) != 1
-            stop = (run.stopped_by[0] if run.stopped_by else "converged" if converged
-                    else "max_iter")
+            stop = run.stopped_by or ("converged" if converged else "max_iter")
             break
     except SolverError as exc:
         n_iter, converged, stop = len(run.history) - 1, False, "failed solve"
@@ -349,7 +347,7 @@ def minimize_marginal(
             ConvergenceWarning,
             stacklevel=2,
         )
-    Z_best, ev_best = run.best[0]
+    Z_best, ev_best = run.best
     return OptimizeResult(Z_best, ev_best, np.asarray(run.history), n_iter, run.n_eval, message,
                           time.perf_counter() - run.start, converged, stop, n_stages)
 
@@ -398,11 +396,12 @@ class _Run:
         self.verbose, self.problem, self.plateau = verbose, problem, plateau
         self.max_fun = 4 * max_iter + 20
         self.start = time.perf_counter()
-        self.best: list[tuple[Array, Evaluation]] = []
-        self.last: dict[str, Any] = {}
+        self.best: tuple[Array, Evaluation]  # the lowest W so far, set by the first evaluation
+        self.last: tuple[Array, Evaluation] | None = None  # the last evaluation
         self.history: list[float] = []
-        self.levelled: list[str] = []
-        self.stopped_by: list[str] = []
+        #: why the callback or the plateau test stopped the run ("callback", "plateau"), and
+        #: the plateau's message
+        self.stopped_by, self.levelled = "", ""
         self.n_eval = 0
         self.scale = 1.0
         #: the scales the next stage takes, where a stage ended for them (`stage`)
@@ -410,15 +409,14 @@ class _Run:
 
     def evaluate(self, Z: Array) -> Evaluation:
         """W, ∇W at ``Z``, the last one again where ``Z`` has not moved."""
-        if "Z" in self.last and np.array_equal(Z, self.last["Z"]):
-            ev: Evaluation = self.last["ev"]
-            return ev
+        if self.last is not None and np.array_equal(Z, self.last[0]):
+            return self.last[1]
         ev = self.marginal.evaluate(Z)
         self.n_eval += 1
         _check_finite(self.marginal, ev)
-        self.last.update(Z=Z.copy(), ev=ev)
-        if not self.best or ev.value < self.best[0][1].value:
-            self.best[:] = [(Z.copy(), ev)]
+        self.last = (Z.copy(), ev)
+        if self.n_eval == 1 or ev.value < self.best[1].value:
+            self.best = self.last
         return ev
 
     def stage(self, u0: Array, d: Array, length: int, tol: float, every: int, Z0: Array
@@ -438,7 +436,8 @@ class _Run:
             self.on_iteration(intermediate_result.x.reshape(shape) * d,
                               float(intermediate_result.fun) * self.scale)
             if every > 0 and (len(self.history) - 1) % every == 0:
-                new = row_scales(self.last["ev"].coef, Z0)
+                assert self.last is not None
+                new = row_scales(self.last[1].coef, Z0)
                 if np.max(np.abs(np.log2(new / d))) >= RESCALE_STEP:
                     self.rescaled = new
                     raise StopIteration
@@ -452,21 +451,22 @@ class _Run:
         """After each iteration: the history, the verbose line and the two stopping tests."""
         history, plateau = self.history, self.plateau
         history.append(value)
-        info = IterationInfo(len(history) - 1, value, float(np.linalg.norm(self.last["ev"].grad)),
+        assert self.last is not None and self.last[1].grad is not None
+        info = IterationInfo(len(history) - 1, value, float(np.linalg.norm(self.last[1].grad)),
                              Z, time.perf_counter() - self.start, self.problem)
         if self.verbose:
             where = f"{self.problem}: " if self.problem else ""
             print(f"[sparsify] {where}iter {info.iteration:4d}/{self.max_iter}  W = {value:.8g}  "
                   f"|grad| = {info.grad_norm:.3g}  {info.seconds:.2f}s", flush=True)
         if self.callback is not None and self.callback(info):
-            self.stopped_by[:] = ["callback"]
+            self.stopped_by = "callback"
             raise StopIteration
         if plateau is not None and len(history) > plateau[0]:
             n, rtol = plateau
             if history[-1 - n] - value <= rtol * abs(value):
-                self.levelled[:] = [f"W(Z) decreased by at most {rtol:.2g} (relative) over the "
-                                    f"last {n} iterations"]
-                self.stopped_by[:] = ["plateau"]
+                self.levelled = (f"W(Z) decreased by at most {rtol:.2g} (relative) over the "
+                                 f"last {n} iterations")
+                self.stopped_by = "plateau"
                 raise StopIteration
 
 
