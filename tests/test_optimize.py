@@ -302,3 +302,64 @@ def test_scaling_the_xvs_by_beta_evens_out_their_curvature() -> None:
     np.testing.assert_array_equal(plain.history[:21], staged.history[:21])  # the same first stage
     assert (plain.n_stages, staged.n_stages) == (1, 2)
     assert staged.evaluation.value < 1e-6 * plain.evaluation.value
+
+
+class _Coupled(Marginal):
+    """W(Z) = ½ (z − c)ᵀ A (z − c), A dense of condition 100, with β over four decades
+    reversing its order every ten evaluations: the scales move at nearly every reading, and
+    the quadratic's curvature is only learnt from L-BFGS's pairs."""
+
+    formulation_name = "svm"
+
+    def __init__(self, nz: int = 5) -> None:
+        rng = np.random.default_rng(1)
+        q, _ = np.linalg.qr(rng.normal(size=(2 * nz, 2 * nz)))
+        self.A = (q * np.logspace(0, 2, 2 * nz)) @ q.T
+        self.c = rng.normal(size=2 * nz)
+        self.patterns = np.logspace(-2, 2, nz), np.logspace(2, -2, nz)
+        self.calls = 0
+
+    def evaluate(self, Z, grad=True) -> Evaluation:
+        self.calls += 1
+        r = Z.ravel() - self.c
+        coef = self.patterns[(self.calls // 10) % 2]
+        return Evaluation(0.5 * float(r @ self.A @ r), (self.A @ r).reshape(Z.shape), coef,
+                          0.0, "toy")
+
+
+def test_the_pairs_carry_over_to_new_scales(monkeypatch) -> None:
+    """With its pairs carried to the new coordinates L-BFGS goes on to W's minimum (0, to
+    rounding); forgetting them at each change (as a restart does) leaves it far above."""
+    from sparsify.core.lbfgs import Pairs
+
+    Z0 = np.zeros((5, 2))
+    carried = minimize_marginal(_Coupled(), Z0, max_iter=60, tol=1e-15, rescale_every=5)
+    monkeypatch.setattr(Pairs, "rescale", lambda self, ratio: self.clear())
+    forgotten = minimize_marginal(_Coupled(), Z0, max_iter=60, tol=1e-15, rescale_every=5)
+    assert carried.n_stages > 5 and forgotten.n_stages > 5
+    np.testing.assert_array_equal(carried.history[:6], forgotten.history[:6])
+    assert carried.evaluation.value < 1e-6 * forgotten.evaluation.value
+
+
+class _WrongGradient(_Stiff):
+    """_Stiff whose gradient points uphill once ``flipped``: no step lowers W along it."""
+
+    flipped = False
+
+    def evaluate(self, Z, grad=True) -> Evaluation:
+        ev = super().evaluate(Z, grad)
+        return Evaluation(ev.value, -ev.grad, ev.coef, 0.0, "toy") if self.flipped else ev
+
+
+def test_a_line_search_that_finds_no_lower_w_ends_the_run_at_the_best_xvs() -> None:
+    marginal = _WrongGradient()
+
+    def flip(info) -> None:
+        marginal.flipped = info.iteration >= 20
+
+    res = minimize_marginal(marginal, np.zeros((30, 2)), max_iter=60, tol=1e-15, callback=flip)
+    # the scales move at iteration 20 (β spans four decades): our L-BFGS goes on from there,
+    # finds no lower W along the flipped gradient, forgets its pairs, finds none along -g
+    assert res.n_stages == 2 and 20 <= res.n_iter < 60
+    assert res.message.startswith("ABNORMAL") and res.stop == "converged"
+    assert res.evaluation.value == res.history[-1] == res.history.min()

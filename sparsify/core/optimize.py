@@ -10,11 +10,13 @@ coordinates Z / s, s a power of two (`coordinate_scale`; 1 for ordinary data).
 Every `RESCALE_EVERY` iterations the scales are read from β, d_j ∝ 1/√‖β_j‖, a
 diagonal preconditioner (∂W/∂z_j carries β_j, so W is stiff along the XVs of
 large |β_j| and flat along the others); where one of them has moved by a factor
-of 2^`RESCALE_STEP` from the current ones, L-BFGS starts a new stage on the new
-coordinates, afresh from where it is (its memory of pairs does not carry over,
-which is why it does not restart for less). Measured in docs/theory.md,
-"Scaling the XVs". A fit that stops within 20 iterations, or whose scales never
-move that far, runs as it did before the stages.
+of 2^`RESCALE_STEP` from the current ones, L-BFGS goes on in the new coordinates
+with its memory of pairs carried over to them (`sparsify.core.lbfgs.Pairs`).
+The run starts as scipy's L-BFGS-B and goes on at the first change of scales
+with our own L-BFGS (scipy's takes no memory to start from): L-BFGS-B's steps
+without bounds, scipy's strong Wolfe line search. Measured in docs/theory.md, "Scaling the XVs". A
+fit that stops within 20 iterations, or whose scales never move that far, is
+one run of scipy's L-BFGS-B.
 """
 
 from __future__ import annotations
@@ -27,11 +29,12 @@ from dataclasses import dataclass, field
 import numpy as np
 from numpy.typing import NDArray
 from scipy.optimize import OptimizeResult as ScipyOptimizeResult
-from scipy.optimize import minimize
+from scipy.optimize import line_search, minimize
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import check_random_state
 
 from sparsify.core.distinct import distinct_rows
+from sparsify.core.lbfgs import Pairs
 from sparsify.core.marginal import Evaluation, Marginal
 from sparsify.core.solvers import SolverError
 
@@ -58,7 +61,7 @@ INIT_METHODS = ("random", "kmeans")
 #: (`sampling_plateau`), and the number of points from which the test applies.
 PLATEAU_WINDOW, PLATEAU_FROM = 3, 5000
 #: L-BFGS's iterations between two readings of the XVs' scales (`row_scales`), and the
-#: powers of two one of them must have moved by for L-BFGS to start afresh on them.
+#: powers of two one of them must have moved by for L-BFGS to go on in new coordinates.
 RESCALE_EVERY, RESCALE_STEP = 20, 2
 # "balanced" needs class labels, so only classifiers offer it
 CLASSIFIER_INIT_METHODS = ("random", "balanced", "kmeans")
@@ -216,8 +219,8 @@ class OptimizeResult:
         plateau test), "callback" (the callback returned True), "max_iter" (the
         iteration or evaluation budget), "failed solve", or "max_iter=0".
     n_stages : int
-        L-BFGS runs it took: one, and one more each time the XVs' scales moved
-        (`row_scales`, module docstring).
+        The coordinates L-BFGS ran in: one, and one more each time the XVs'
+        scales moved (`row_scales`, module docstring).
     """
 
     Z: Array
@@ -284,7 +287,7 @@ def minimize_marginal(
         `sampling_plateau` for the estimators' choice.
     rescale_every : int, optional
         Read the XVs' scales from β (`row_scales`) every this many iterations,
-        and start L-BFGS afresh on the new coordinates where they have moved by
+        and go on in the new coordinates where they have moved by
         `RESCALE_STEP` powers of two (module docstring); 0 keeps
         `coordinate_scale` for the whole run. By default `RESCALE_EVERY`.
 
@@ -320,24 +323,23 @@ def minimize_marginal(
         run.scale = abs(run.history[0])
     message, n_iter, converged = "max_iter=0: the initial XVs are kept", 0, True
     stop = "max_iter=0"
-    Z, d, n_stages = Z0, row_scales(None, Z0), 1
+    d = row_scales(None, Z0)
     try:
-        while n_iter < max_iter and run.n_eval < run.max_fun:
-            # a stage: L-BFGS on U = Z / d until the end, or until the XVs' scales have moved
-            # (read every `every` iterations; `_Run.stage`), then a new one on the new scales
-            res = run.stage(Z / d, d, max_iter - n_iter, tol, every, Z0)
-            n_iter += int(res.nit)
-            Z = res.x.reshape(Z0.shape) * d
+        if max_iter > 0:
+            # scipy's L-BFGS-B until the end, or until the XVs' scales have moved (read every
+            # `every` iterations); then `_Run.carry_on` from there with its pairs on the new scales
+            res = run.first_stage(Z0 / d, d, max_iter, tol, every, Z0)
+            n_iter = int(res.nit)
             if run.rescaled is not None:
-                d, run.rescaled = run.rescaled, None
-                n_stages += 1
-                continue
-            message = run.levelled or str(res.message)
-            # scipy's status 1: the iteration or evaluation budget ran out before ftol held
-            # (99, the callback's StopIteration, is the caller's choice)
-            converged = int(res.status) != 1
+                d, u = run.rescaled, res.x.reshape(Z0.shape) * (d / run.rescaled)
+                n_iter, status, message = run.carry_on(u, d, n_iter, tol, every, Z0)
+            else:
+                status, message = int(res.status), str(res.message)
+            message = run.levelled or message
+            # status 1: the iteration or evaluation budget ran out before ftol held (99, the
+            # callback's StopIteration, is the caller's choice)
+            converged = status != 1
             stop = run.stopped_by or ("converged" if converged else "max_iter")
-            break
     except SolverError as exc:
         n_iter, converged, stop = len(run.history) - 1, False, "failed solve"
         message = f"stopped early: {exc}"
@@ -349,7 +351,7 @@ def minimize_marginal(
         )
     Z_best, ev_best = run.best
     return OptimizeResult(Z_best, ev_best, np.asarray(run.history), n_iter, run.n_eval, message,
-                          time.perf_counter() - run.start, converged, stop, n_stages)
+                          time.perf_counter() - run.start, converged, stop, run.n_stages)
 
 
 def row_scales(coef: Array | None, Z0: Array) -> Array:
@@ -404,8 +406,11 @@ class _Run:
         self.stopped_by, self.levelled = "", ""
         self.n_eval = 0
         self.scale = 1.0
-        #: the scales the next stage takes, where a stage ended for them (`stage`)
+        #: the scales `carry_on` takes, where the first stage ended for them (`first_stage`)
         self.rescaled: Array | None = None
+        #: L-BFGS's memory, and the coordinate systems it has run in (`carry_on`)
+        self.pairs = Pairs()  # as many pairs as L-BFGS-B keeps by default
+        self.n_stages = 1
 
     def evaluate(self, Z: Array) -> Evaluation:
         """W, ∇W at ``Z``, the last one again where ``Z`` has not moved."""
@@ -419,33 +424,112 @@ class _Run:
             self.best = self.last
         return ev
 
-    def stage(self, u0: Array, d: Array, length: int, tol: float, every: int, Z0: Array
-              ) -> ScipyOptimizeResult:
-        """Up to ``length`` L-BFGS iterations on U = Z / d from ``u0``; every ``every``
-        iterations of the run (0: never) it ends early, with `rescaled` set, where the
-        XVs' scales (`row_scales`) have moved from ``d`` by `RESCALE_STEP` powers of two."""
-        shape = u0.shape
+    def fun(self, u: Array, d: Array) -> tuple[float, Array]:
+        """W and its gradient in L-BFGS's coordinates U = Z / d, both divided by `scale`."""
+        ev = self.evaluate(u.reshape(d.shape[0], -1) * d)
+        assert ev.grad is not None
+        return ev.value / self.scale, (ev.grad * d).ravel() / self.scale
 
-        def fun(u: Array) -> tuple[float, Array]:
-            ev = self.evaluate(u.reshape(shape) * d)
-            assert ev.grad is not None
-            return ev.value / self.scale, (ev.grad * d).ravel() / self.scale
+    def value(self, u: Array, d: Array) -> float:
+        """`fun`'s W alone, for scipy's line search."""
+        return self.fun(u, d)[0]
+
+    def grad(self, u: Array, d: Array) -> Array:
+        """`fun`'s gradient alone, for scipy's line search."""
+        return self.fun(u, d)[1]
+
+    def moved(self, d: Array, Z0: Array) -> Array | None:
+        """The XVs' scales (`row_scales`) at the last evaluation where one of them has moved
+        from ``d`` by `RESCALE_STEP` powers of two, else None."""
+        assert self.last is not None
+        new = row_scales(self.last[1].coef, Z0)
+        return new if np.max(np.abs(np.log2(new / d))) >= RESCALE_STEP else None
+
+    def first_stage(self, u0: Array, d: Array, length: int, tol: float, every: int, Z0: Array
+                    ) -> ScipyOptimizeResult:
+        """Up to ``length`` iterations of scipy's L-BFGS-B on U = Z / d from ``u0``, its pairs
+        kept in `pairs`; every ``every`` iterations (0: never) it ends early, with `rescaled`
+        set, where the XVs' scales have moved (`moved`)."""
+        shape = u0.shape
+        previous: tuple[Array, Array] | None = (u0.ravel(), self.grad(u0.ravel(), d))
 
         def callback(intermediate_result: ScipyOptimizeResult) -> None:
             # scipy passes the result (not only x) to a parameter of this name
-            self.on_iteration(intermediate_result.x.reshape(shape) * d,
-                              float(intermediate_result.fun) * self.scale)
+            nonlocal previous
+            u = intermediate_result.x.copy()
+            assert self.last is not None
+            # L-BFGS-B's line search ends at its new point, so the last evaluation is there
+            # (a pair is skipped, never evaluated again, where it is not)
+            here = np.array_equal(self.last[0], u.reshape(shape) * d)
+            if here and previous is not None:
+                g = self.grad(u, d)
+                self.pairs.push(u - previous[0], g - previous[1])
+            previous = (u, self.grad(u, d)) if here else None
+            self.on_iteration(u.reshape(shape) * d, float(intermediate_result.fun) * self.scale)
             if every > 0 and (len(self.history) - 1) % every == 0:
-                assert self.last is not None
-                new = row_scales(self.last[1].coef, Z0)
-                if np.max(np.abs(np.log2(new / d))) >= RESCALE_STEP:
-                    self.rescaled = new
+                self.rescaled = self.moved(d, Z0)
+                if self.rescaled is not None:
                     raise StopIteration
 
-        return minimize(fun, u0.ravel(), jac=True, method="L-BFGS-B", callback=callback,
+        return minimize(self.fun, u0.ravel(), args=(d,), jac=True, method="L-BFGS-B",
+                        callback=callback,
                         # its first call, at u0, is answered from the cache
                         options={"maxiter": length, "maxfun": self.max_fun - self.n_eval + 1,
                                  "ftol": tol, "gtol": 1e-10})
+
+    def carry_on(self, u: Array, d: Array, n_iter: int, tol: float, every: int, Z0: Array
+                 ) -> tuple[int, int, str]:
+        """L-BFGS on U = Z / d from iteration ``n_iter`` to the end, with `pairs` (in these
+        coordinates) as its memory, going on in new coordinates every ``every`` iterations
+        where the scales have moved (`moved`), the pairs with them (`Pairs.rescale`). The
+        steps are L-BFGS-B's without bounds; the line search is scipy's strong Wolfe search
+        with L-BFGS-B's constants. Returns the iterations done in all, scipy's status (0
+        converged, 1 the budget ran out, 2 no step found, 99 stopped by a test) and a
+        message."""
+        self.n_stages += 1
+        u = u.ravel()
+        f, g = self.fun(u, d)
+        while n_iter < self.max_iter:
+            if self.n_eval >= self.max_fun:
+                return n_iter, 1, "STOP: the evaluation budget ran out"
+            if np.max(np.abs(g)) <= 1e-10:
+                return n_iter, 0, "CONVERGENCE: the gradient is below 1e-10"
+            p = self.pairs.direction(g)
+            if not float(g @ p) < 0.0:
+                self.pairs.clear()
+                p = -g
+            if not len(self.pairs):
+                # L-BFGS-B's first step without pairs: unit length
+                p = p / float(np.linalg.norm(p))
+            with warnings.catch_warnings():
+                # a failed search is handled below, as L-BFGS-B handles it
+                warnings.filterwarnings("ignore", "The line search algorithm")
+                alpha = line_search(self.value, self.grad, u, p, g, f, args=(d,), c1=1e-3,
+                                    c2=0.9, maxiter=20)[0]
+            if alpha is None:
+                if len(self.pairs):
+                    self.pairs.clear()
+                    continue
+                return n_iter, 2, "ABNORMAL: the line search found no lower W"
+            u_new = u + alpha * p
+            f_new, g_new = self.fun(u_new, d)
+            self.pairs.push(u_new - u, g_new - g)
+            n_iter += 1
+            try:
+                self.on_iteration(u_new.reshape(d.shape[0], -1) * d, f_new * self.scale)
+            except StopIteration:
+                return n_iter, 99, "STOP: the callback or the plateau test"
+            if f - f_new <= tol * max(abs(f), abs(f_new), 1.0):
+                return n_iter, 0, "CONVERGENCE: the relative reduction of W is below tol"
+            u, f, g = u_new, f_new, g_new
+            new = self.moved(d, Z0) if every > 0 and (len(self.history) - 1) % every == 0 \
+                else None
+            if new is not None:
+                ratio = np.broadcast_to(d / new, (len(d), len(u) // len(d))).ravel()
+                self.pairs.rescale(ratio)
+                u, g, d = u * ratio, g / ratio, new
+                self.n_stages += 1
+        return n_iter, 1, "STOP: max_iter reached"
 
     def on_iteration(self, Z: Array, value: float) -> None:
         """After each iteration: the history, the verbose line and the two stopping tests."""
