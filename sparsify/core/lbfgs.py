@@ -6,8 +6,9 @@ scales used to cost L-BFGS its pairs. Under U' = U·d/d' they carry over exactly
 step becomes s' = s·d/d', a change of gradient y' = y·d'/d, and sᵀy (the curvature
 the pair measured) is unchanged. `Pairs` holds them and gives the search direction
 by the two-loop recursion, as L-BFGS-B does without bounds: the last ``m`` pairs,
-an update skipped where sᵀy ≤ ε·yᵀy, the initial inverse Hessian sᵀy/yᵀy of the
-newest pair.
+the initial inverse Hessian sᵀy/yᵀy of the newest pair, and a pair skipped where
+it measures no positive curvature (sᵀy ≤ ε·yᵀy; L-BFGS-B compares sᵀy with
+ε·|gᵀs| instead, the same test of sign to rounding).
 """
 
 from __future__ import annotations
