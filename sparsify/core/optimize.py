@@ -460,11 +460,10 @@ class _Run:
             assert self.last is not None
             # L-BFGS-B's line search ends at its new point, so the last evaluation is there
             # (a pair is skipped, never evaluated again, where it is not)
-            here = np.array_equal(self.last[0], u.reshape(shape) * d)
-            if here and previous is not None:
-                g = self.grad(u, d)
+            g = self.grad(u, d) if np.array_equal(self.last[0], u.reshape(shape) * d) else None
+            if g is not None and previous is not None:
                 self.pairs.push(u - previous[0], g - previous[1])
-            previous = (u, self.grad(u, d)) if here else None
+            previous = None if g is None else (u, g)
             self.on_iteration(u.reshape(shape) * d, float(intermediate_result.fun) * self.scale)
             if every > 0 and (len(self.history) - 1) % every == 0:
                 self.rescaled = self.moved(d, Z0)
