@@ -8,7 +8,9 @@ the pair measured) is unchanged. `Pairs` holds them and gives the search directi
 by the two-loop recursion, as L-BFGS-B does without bounds: the last ``m`` pairs,
 the initial inverse Hessian sᵀy/yᵀy of the newest pair, and a pair skipped where
 it measures no positive curvature (sᵀy ≤ ε·yᵀy; L-BFGS-B compares sᵀy with
-ε·|gᵀs| instead, the same test of sign to rounding).
+ε·|gᵀs| instead, the same test of sign to rounding). scipy's
+``LbfgsInvHessProduct`` runs the same recursion but from the identity, not from
+sᵀy/yᵀy, so its steps would not be L-BFGS-B's.
 """
 
 from __future__ import annotations

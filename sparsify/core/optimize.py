@@ -14,9 +14,9 @@ of 2^`RESCALE_STEP` from the current ones, L-BFGS goes on in the new coordinates
 with its memory of pairs carried over to them (`sparsify.core.lbfgs.Pairs`).
 The run starts as scipy's L-BFGS-B and goes on at the first change of scales
 with our own L-BFGS (scipy's takes no memory to start from): L-BFGS-B's steps
-without bounds, scipy's strong Wolfe line search. Measured in docs/theory.md, "Scaling the XVs". A
-fit that stops within 20 iterations, or whose scales never move that far, is
-one run of scipy's L-BFGS-B.
+without bounds, scipy's strong Wolfe line search. Measured in docs/theory.md,
+"Scaling the XVs". A fit that stops within 20 iterations, or whose scales never
+move that far, is one run of scipy's L-BFGS-B.
 """
 
 from __future__ import annotations
@@ -438,9 +438,12 @@ class _Run:
         """`fun`'s gradient alone, for scipy's line search."""
         return self.fun(u, d)[1]
 
-    def moved(self, d: Array, Z0: Array) -> Array | None:
-        """The XVs' scales (`row_scales`) at the last evaluation where one of them has moved
-        from ``d`` by `RESCALE_STEP` powers of two, else None."""
+    def moved(self, d: Array, Z0: Array, every: int) -> Array | None:
+        """At a reading of the scales (every ``every`` iterations of the run; 0: never), the
+        XVs' scales (`row_scales`) at the last evaluation where one of them has moved from
+        ``d`` by `RESCALE_STEP` powers of two; else None."""
+        if every <= 0 or (len(self.history) - 1) % every:
+            return None
         assert self.last is not None
         new = row_scales(self.last[1].coef, Z0)
         return new if np.max(np.abs(np.log2(new / d))) >= RESCALE_STEP else None
@@ -448,8 +451,8 @@ class _Run:
     def first_stage(self, u0: Array, d: Array, length: int, tol: float, every: int, Z0: Array
                     ) -> ScipyOptimizeResult:
         """Up to ``length`` iterations of scipy's L-BFGS-B on U = Z / d from ``u0``, its pairs
-        kept in `pairs`; every ``every`` iterations (0: never) it ends early, with `rescaled`
-        set, where the XVs' scales have moved (`moved`)."""
+        kept in `pairs`; it ends early, with `rescaled` set, where the XVs' scales have moved
+        at a reading (`moved`)."""
         shape = u0.shape
         previous: tuple[Array, Array] | None = (u0.ravel(), self.grad(u0.ravel(), d))
 
@@ -465,10 +468,9 @@ class _Run:
                 self.pairs.push(u - previous[0], g - previous[1])
             previous = None if g is None else (u, g)
             self.on_iteration(u.reshape(shape) * d, float(intermediate_result.fun) * self.scale)
-            if every > 0 and (len(self.history) - 1) % every == 0:
-                self.rescaled = self.moved(d, Z0)
-                if self.rescaled is not None:
-                    raise StopIteration
+            self.rescaled = self.moved(d, Z0, every)
+            if self.rescaled is not None:
+                raise StopIteration
 
         return minimize(self.fun, u0.ravel(), args=(d,), jac=True, method="L-BFGS-B",
                         callback=callback,
@@ -479,8 +481,8 @@ class _Run:
     def carry_on(self, u: Array, d: Array, n_iter: int, tol: float, every: int, Z0: Array
                  ) -> tuple[int, int, str]:
         """L-BFGS on U = Z / d from iteration ``n_iter`` to the end, with `pairs` (in these
-        coordinates) as its memory, going on in new coordinates every ``every`` iterations
-        where the scales have moved (`moved`), the pairs with them (`Pairs.rescale`). The
+        coordinates) as its memory, going on in new coordinates where the scales have moved
+        at a reading (`moved`), the pairs with them (`Pairs.rescale`). The
         steps are L-BFGS-B's without bounds; the line search is scipy's strong Wolfe search
         with L-BFGS-B's constants. Returns the iterations done in all, scipy's status (0
         converged, 1 the budget ran out, 2 no step found, 99 stopped by a test) and a
@@ -521,8 +523,7 @@ class _Run:
             if f - f_new <= tol * max(abs(f), abs(f_new), 1.0):
                 return n_iter, 0, "CONVERGENCE: the relative reduction of W is below tol"
             u, f, g = u_new, f_new, g_new
-            new = self.moved(d, Z0) if every > 0 and (len(self.history) - 1) % every == 0 \
-                else None
+            new = self.moved(d, Z0, every)
             if new is not None:
                 ratio = np.broadcast_to(d / new, (len(d), len(u) // len(d))).ravel()
                 self.pairs.rescale(ratio)
