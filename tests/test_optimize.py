@@ -363,3 +363,42 @@ def test_a_line_search_that_finds_no_lower_w_ends_the_run_at_the_best_xvs() -> N
     assert res.n_stages == 2 and 20 <= res.n_iter < 60
     assert res.message.startswith("ABNORMAL") and res.stop == "converged"
     assert res.evaluation.value == res.history[-1] == res.history.min()
+
+
+class _Plateau(Marginal):
+    """W(z) = 1 − ½ exp(−‖z − c‖² / 8), one XV, c at distance 14 from the start: W is flat
+    there to 10⁻¹¹ (the gradient of a hinge's corner, β of rounding's size), and its basin
+    (W = ½) lies 3-4 unit steps away."""
+
+    formulation_name = "svm"
+    c = np.array([[14.0, 0.0]])
+
+    def evaluate(self, Z, grad=True) -> Evaluation:
+        bump = 0.5 * np.exp(-float(np.sum((Z - self.c) ** 2)) / 8.0)
+        return Evaluation(1.0 - bump, bump * (Z - self.c) / 4.0, np.array([bump]), 0.0, "toy")
+
+
+def test_a_flat_start_takes_a_step_long_enough_to_leave_the_flat() -> None:
+    """L-BFGS-B's unit first step stays on the flat and its line search ends the run there;
+    steps of 1, 2, 4, … along the gradient reach the basin, and L-BFGS goes on to its
+    minimum. The step is the run's first iteration, its evaluations in the count."""
+    res = minimize_marginal(_Plateau(), np.zeros((1, 2)), max_iter=50, tol=1e-9)
+    assert res.history[0] > 1 - 1e-10
+    assert res.evaluation.value == pytest.approx(0.5, abs=1e-9)
+    np.testing.assert_allclose(res.Z, _Plateau.c, atol=1e-3)
+    # steps 1, 2 (flat), 4, 8, 16 (falling), 32 (up again): the first iteration ends at 16
+    assert res.history[1] == pytest.approx(1 - 0.5 * np.exp(-4 / 8), rel=1e-12)
+    assert np.all(np.diff(res.history) <= 0) and res.n_evaluations >= 7
+
+
+def test_a_start_that_is_not_flat_is_left_to_lbfgs() -> None:
+    """Away from a flat (the gradient above √ε of W), no step is tried: the run is
+    scipy's L-BFGS-B from the start, bit for bit."""
+    from scipy.optimize import minimize
+
+    marginal, Z0 = _ridge_problem()
+    res = minimize_marginal(marginal, Z0, max_iter=10, tol=1e-12, rescale_every=0)
+    ref = minimize(lambda z: (lambda ev: (ev.value, ev.grad.ravel()))(
+        marginal.evaluate(z.reshape(Z0.shape))), Z0.ravel(), jac=True, method="L-BFGS-B",
+        options={"maxiter": 10, "ftol": 1e-12, "gtol": 1e-10})
+    np.testing.assert_array_equal(res.Z.ravel(), ref.x)

@@ -63,6 +63,10 @@ PLATEAU_WINDOW, PLATEAU_FROM = 3, 5000
 #: L-BFGS's iterations between two readings of the XVs' scales (`row_scales`), and the
 #: powers of two one of them must have moved by for L-BFGS to go on in new coordinates.
 RESCALE_EVERY, RESCALE_STEP = 20, 2
+#: W is flat at the initial XVs where a unit step changes it by at most this of itself to
+#: first order (√ε); then steps of up to 2^FLAT_DOUBLINGS units are tried
+#: (`_Run.leave_flat_start`).
+FLAT, FLAT_DOUBLINGS = float(np.sqrt(np.finfo(float).eps)), 6
 # "balanced" needs class labels, so only classifiers offer it
 CLASSIFIER_INIT_METHODS = ("random", "balanced", "kmeans")
 
@@ -326,15 +330,26 @@ def minimize_marginal(
     d = row_scales(None, Z0)
     try:
         if max_iter > 0:
-            # scipy's L-BFGS-B until the end, or until the XVs' scales have moved (read every
-            # `every` iterations); then `_Run.carry_on` from there with its pairs on the new scales
-            res = run.first_stage(Z0 / d, d, max_iter, tol, every, Z0)
-            n_iter = int(res.nit)
-            if run.rescaled is not None:
-                d, u = run.rescaled, res.x.reshape(Z0.shape) * (d / run.rescaled)
-                n_iter, status, message = run.carry_on(u, d, n_iter, tol, every, Z0)
+            try:
+                start: Array | None = run.leave_flat_start(Z0, d, tol)
+            except StopIteration:  # the callback or the plateau test, after the step
+                start = None
+            walked = len(run.history) - 1
+            if start is None:
+                status, message, n_iter = 99, "STOP: the callback or the plateau test", walked
+            elif walked == max_iter:
+                status, message, n_iter = 1, "STOP: max_iter reached", walked
             else:
-                status, message = int(res.status), str(res.message)
+                # scipy's L-BFGS-B until the end, or until the XVs' scales have moved (read
+                # every `every` iterations); then `_Run.carry_on` from there with its pairs on
+                # the new scales
+                res = run.first_stage(start / d, d, max_iter - walked, tol, every, Z0)
+                n_iter = int(res.nit) + walked
+                if run.rescaled is not None:
+                    d, u = run.rescaled, res.x.reshape(Z0.shape) * (d / run.rescaled)
+                    n_iter, status, message = run.carry_on(u, d, n_iter, tol, every, Z0)
+                else:
+                    status, message = int(res.status), str(res.message)
             message = run.levelled or message
             # status 1: the iteration or evaluation budget ran out before ftol held (99, the
             # callback's StopIteration, is the caller's choice)
@@ -413,9 +428,10 @@ class _Run:
         self.n_stages = 1
 
     def evaluate(self, Z: Array) -> Evaluation:
-        """W, ∇W at ``Z``, the last one again where ``Z`` has not moved."""
-        if self.last is not None and np.array_equal(Z, self.last[0]):
-            return self.last[1]
+        """W, ∇W at ``Z``, the last one (or the best) again where ``Z`` is that one's."""
+        for known in (self.last, self.best if self.n_eval else None):
+            if known is not None and np.array_equal(Z, known[0]):
+                return known[1]
         ev = self.marginal.evaluate(Z)
         self.n_eval += 1
         _check_finite(self.marginal, ev)
@@ -447,6 +463,42 @@ class _Run:
         assert self.last is not None
         new = row_scales(self.last[1].coef, Z0)
         return new if np.max(np.abs(np.log2(new / d))) >= RESCALE_STEP else None
+
+    def leave_flat_start(self, Z0: Array, d: Array, tol: float) -> Array:
+        """Where W is flat at ``Z0``, one steepest-descent step long enough to leave the
+        flat; the XVs L-BFGS starts from (``Z0`` where there is no such step).
+
+        Flat: a unit step (L-BFGS-B's first) changes W by at most `FLAT` of itself to first
+        order. It is where every β_j is 0, so ∂W/∂z_j = 0 (Lemma 1): a hinge-type loss is
+        then at a corner whose multipliers accommodate every nearby Z, and W is constant
+        around ``Z0``. The gradient an interior point returns there (β_j of its gap's size)
+        still points where an XV would earn a coefficient, but a unit step stays on the
+        flat, and L-BFGS-B's line search backtracks on rounding. Steps of 1, 2, 4, …,
+        2^`FLAT_DOUBLINGS` along it are tried until W has fallen by more than ``tol`` of
+        itself and then stops falling (the lowest is taken, one iteration), or W rises at
+        once (no flat: a minimum).
+        """
+        ev = self.best[1]
+        W0, grad = ev.value, ev.grad
+        assert grad is not None
+        norm = float(np.linalg.norm(grad * d))
+        if norm == 0.0 or norm > FLAT * abs(W0):
+            return Z0
+        direction = -(grad * d) / norm * d  # unit length in L-BFGS's coordinates U = Z / d
+        margin = tol * max(abs(W0), 1e-300)
+        lowest, lowest_W = Z0, W0
+        for k in range(FLAT_DOUBLINGS + 1):
+            Z = Z0 + 2.0**k * direction
+            W = self.evaluate(Z).value
+            if W < lowest_W - margin:
+                lowest, lowest_W = Z, W
+            elif lowest is not Z0 or W > W0 + margin:
+                break
+        if lowest is Z0:
+            return Z0
+        self.evaluate(lowest)  # (cached) so that the iteration's gradient is the lowest's
+        self.on_iteration(lowest, lowest_W)
+        return lowest
 
     def first_stage(self, u0: Array, d: Array, length: int, tol: float, every: int, Z0: Array
                     ) -> ScipyOptimizeResult:
