@@ -14,10 +14,12 @@ threads do not nest. ``SPARSIFY_BLAS_THREADS=N`` sets the number instead.
 from __future__ import annotations
 
 import contextlib
+import functools
 import math
 import os
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 __all__ = ["ENV_VARIABLE", "FLOPS_PER_THREAD", "blas_threads", "cpu_count",
            "limit_blas_threads"]
@@ -93,6 +95,15 @@ def blas_threads(n_samples: int, n_expansion: int, n_features: int,
     return int(max(1, min(cpus, flops // FLOPS_PER_THREAD)))
 
 
+@functools.cache
+def _controller() -> Any:
+    """The process's thread pools, found once: finding them walks every loaded library
+    (4 ms, a tenth of a small fit), and numpy's BLAS is loaded before the first fit."""
+    from threadpoolctl import ThreadpoolController
+
+    return ThreadpoolController()
+
+
 @contextlib.contextmanager
 def limit_blas_threads(n_samples: int, n_expansion: int, n_features: int) -> Iterator[int]:
     """Run the block with BLAS threads sized to a fit's work (`blas_threads`); yield the count.
@@ -107,9 +118,7 @@ def limit_blas_threads(n_samples: int, n_expansion: int, n_features: int) -> Ite
     ...     n
     1
     """
-    from threadpoolctl import ThreadpoolController
-
-    controller = ThreadpoolController()
+    controller = _controller()
     pools = [p for p in controller.info() if p.get("user_api") == "blas"]
     wanted = _env_threads()
     if wanted is None:
