@@ -203,11 +203,11 @@ def check_memory(need: int, what: str, advice: str, limit: int | None = None) ->
     """
     from sparsify.core.errors import MemoryEstimateError
 
-    where = ""
-    if limit is None:
-        limit = available_memory()
-        where = _limit_name(limit)
+    given = limit is not None
+    limit = available_memory() if limit is None else limit
     if need > limit:
+        # (which limit it is reads the limits again: only for the message)
+        where = "" if given else _limit_name(limit)
         raise MemoryEstimateError(f"{what} would need about {format_bytes(need)}; "
                                   f"{format_bytes(limit)} are available{where}. {advice}")
 
