@@ -397,8 +397,34 @@ def test_a_start_that_is_not_flat_is_left_to_lbfgs() -> None:
     from scipy.optimize import minimize
 
     marginal, Z0 = _ridge_problem()
+
+    def fun(z: np.ndarray) -> tuple[float, np.ndarray]:
+        ev = marginal.evaluate(z.reshape(Z0.shape))
+        return ev.value, ev.grad.ravel()
+
+    assert marginal.evaluate(Z0).value > 1  # W itself is L-BFGS-B's objective then
     res = minimize_marginal(marginal, Z0, max_iter=10, tol=1e-12, rescale_every=0)
-    ref = minimize(lambda z: (lambda ev: (ev.value, ev.grad.ravel()))(
-        marginal.evaluate(z.reshape(Z0.shape))), Z0.ravel(), jac=True, method="L-BFGS-B",
-        options={"maxiter": 10, "ftol": 1e-12, "gtol": 1e-10})
+    ref = minimize(fun, Z0.ravel(), jac=True, method="L-BFGS-B",
+                   options={"maxiter": 10, "ftol": 1e-12, "gtol": 1e-10})
     np.testing.assert_array_equal(res.Z.ravel(), ref.x)
+
+
+@pytest.mark.parametrize("seed", [0, 1, 3])
+def test_an_svm_whose_initial_xv_is_dead_leaves_the_majority_model(seed: int) -> None:
+    """A quarter of positives along a direction, one XV at a training point, a nearly
+    linear kernel: β = 0 is optimal there (W = 2 · C · the positives, the majority model)
+    and W is flat around it. The fit leaves it to a model that separates; with L-BFGS-B's
+    unit first step alone these seeds ended at the majority model."""
+    from sparsify import SparseSVC
+
+    rng = np.random.RandomState(0)
+    X = rng.randn(600, 5)
+    score = X @ np.array([1.0, 0.5, 0.0, 0.0, 0.0])
+    y = np.where(score > np.quantile(score, 0.75), 1, -1)
+    flip = rng.rand(600) < 0.1
+    y[flip] = -y[flip]
+    model = SparseSVC(1, C=10, gamma=0.01, random_state=seed).fit(X, y)
+    history = model.objective_history_[0]
+    assert history[0] == pytest.approx(2 * 10 * np.sum(y == 1), rel=1e-9)  # flat: β = 0
+    assert history[-1] < 0.9 * history[0]
+    assert model.score(X, y) > np.mean(y == -1) + 0.05

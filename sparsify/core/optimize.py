@@ -493,7 +493,7 @@ class _Run:
         if norm == 0.0 or norm > FLAT * abs(W0):
             return Z0
         direction = -(grad * d) / norm * d  # unit length in L-BFGS's coordinates U = Z / d
-        margin = tol * max(abs(W0), 1e-300)
+        margin = tol * abs(W0)  # (W0 ≠ 0 here: a flat W0 = 0 has a zero gradient)
         lowest, lowest_W = Z0, W0
         for k in range(FLAT_DOUBLINGS + 1):
             Z = Z0 + 2.0**k * direction
