@@ -428,3 +428,23 @@ def test_an_svm_whose_initial_xv_is_dead_leaves_the_majority_model(seed: int) ->
     assert history[0] == pytest.approx(2 * 10 * np.sum(y == 1), rel=1e-9)  # flat: β = 0
     assert history[-1] < 0.9 * history[0]
     assert model.score(X, y) > np.mean(y == -1) + 0.05
+
+
+class _PlateauThatFailsFarOut(_Plateau):
+    """_Plateau whose solver fails beyond distance 6 from the start."""
+
+    def evaluate(self, Z, grad=True) -> Evaluation:
+        if np.linalg.norm(Z) > 6:
+            raise SolverError("the toy solver fails far out")
+        return super().evaluate(Z, grad)
+
+
+def test_a_solver_that_fails_during_the_flat_step_ends_the_step_not_the_fit() -> None:
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)
+        res = minimize_marginal(_PlateauThatFailsFarOut(), np.zeros((1, 2)), max_iter=5,
+                                tol=1e-5)
+    # steps 1, 2, 4 stay on the flat to 10⁻⁵ (tol), 8 fails: L-BFGS-B goes on from the start,
+    # no warning; the lowest W evaluated (the 4-unit step's, 2·10⁻⁶ lower) is kept as ever
+    assert res.stop == "converged" and res.n_evaluations >= 4
+    assert res.history[0] - 1e-5 < res.evaluation.value <= res.history[0]

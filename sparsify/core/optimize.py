@@ -497,7 +497,10 @@ class _Run:
         lowest, lowest_W = Z0, W0
         for k in range(FLAT_DOUBLINGS + 1):
             Z = Z0 + 2.0**k * direction
-            W = self.evaluate(Z).value
+            try:
+                W = self.evaluate(Z).value
+            except SolverError:  # (far out, say, where the kernel underflows): as a rise
+                break
             if W < lowest_W - margin:
                 lowest, lowest_W = Z, W
             elif lowest is not Z0 or W > W0 + margin:
