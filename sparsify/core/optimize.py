@@ -484,7 +484,7 @@ class _Run:
         flat, and L-BFGS-B's line search backtracks on rounding. Steps of 1, 2, 4, …,
         2^`FLAT_DOUBLINGS` along it are tried until W has fallen by more than ``tol`` of
         itself and then stops falling (the lowest is taken, one iteration), or W rises at
-        once (no flat: a minimum).
+        once (no flat: a minimum), or the solver fails at a step (taken as a rise).
         """
         ev = self.best[1]
         W0, grad = ev.value, ev.grad
