@@ -42,6 +42,8 @@ from sparsify.core.marginal import Evaluation, Marginal
 from sparsify.core.solvers import SolverError
 
 __all__ = [
+    "FLAT",
+    "FLAT_DOUBLINGS",
     "PLATEAU_FROM",
     "PLATEAU_WINDOW",
     "RESCALE_EVERY",
