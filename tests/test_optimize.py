@@ -448,3 +448,11 @@ def test_a_solver_that_fails_during_the_flat_step_ends_the_step_not_the_fit() ->
     # no warning; the lowest W evaluated (the 4-unit step's, 2·10⁻⁶ lower) is kept as ever
     assert res.stop == "converged" and res.n_evaluations >= 4
     assert res.history[0] - 1e-5 < res.evaluation.value <= res.history[0]
+
+
+def test_the_flat_step_reports_the_gradient_of_the_point_it_took() -> None:
+    seen = []
+    minimize_marginal(_Plateau(), np.zeros((1, 2)), max_iter=3, tol=1e-9,
+                      callback=lambda info: seen.append((info.Z.copy(), info.grad_norm)))
+    Z, norm = seen[0]  # the first iteration: the 16-unit step, not the last one tried (32)
+    assert norm == pytest.approx(np.linalg.norm(_Plateau().evaluate(Z).grad), rel=1e-12)

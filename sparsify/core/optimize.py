@@ -438,10 +438,13 @@ class _Run:
         self.n_stages = 1
 
     def evaluate(self, Z: Array) -> Evaluation:
-        """W, ∇W at ``Z``, the last one (or the best) again where ``Z`` is that one's."""
-        for known in (self.last, self.best if self.n_eval else None):
-            if known is not None and np.array_equal(Z, known[0]):
-                return known[1]
+        """W, ∇W at ``Z``, the last one (or the best, then the last again) where ``Z`` is
+        that one's."""
+        if self.last is not None and np.array_equal(Z, self.last[0]):
+            return self.last[1]
+        if self.n_eval and np.array_equal(Z, self.best[0]):
+            self.last = self.best  # as an evaluation there would have made it
+            return self.best[1]
         ev = self.marginal.evaluate(Z)
         self.n_eval += 1
         _check_finite(self.marginal, ev)
@@ -509,7 +512,7 @@ class _Run:
                 break
         if lowest is Z0:
             return Z0
-        self.evaluate(lowest)  # (cached) so that the iteration's gradient is the lowest's
+        self.evaluate(lowest)  # (from the cache) the last evaluation is the lowest's
         self.on_iteration(lowest, lowest_W)
         return lowest
 
