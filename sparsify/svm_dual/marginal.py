@@ -370,7 +370,8 @@ class SVMDualMarginal(Marginal):
             p_w = None if self.targets is None else self.targets[work]
             polish = partial(self._polish_rows, B_w, y_w, C_w, p_w)
             eye = self._identity
-            solved = interior_point(B_w, y_w, eye, eye, C_w, 1e-2 * tol, polish, targets=p_w)
+            solved = interior_point(B_w, y_w, eye, eye, C_w, 1e-2 * tol, polish, targets=p_w,
+                                    accept=tol)
             if solved is None:
                 return None
             alpha = np.zeros(len(y))
