@@ -50,6 +50,30 @@ def test_distinct_rows_are_numpys_unique_rows() -> None:
         distinct_rows(np.zeros(3))
 
 
+@pytest.mark.parametrize("n_init", [1, 2])
+def test_the_problems_of_a_multiclass_fit_hash_their_rows_once(monkeypatch, n_init) -> None:
+    """Ten one-vs-rest problems (or their starts) draw their initial XVs from the same rows:
+    those are found once per fit, and every problem's XVs are the ones it drew before."""
+    import sparsify.core.estimator as estimator
+    import sparsify.core.optimize as optimize
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(300, 3))
+    y = np.digitize(X[:, 0], [-0.8, 0.0, 0.8])  # four classes
+    calls = []
+
+    def counted(rows):
+        calls.append(len(rows))
+        return distinct_rows(rows)
+
+    before = SparseSVC(4, max_iter=0, n_init=n_init, random_state=0).fit(X, y)
+    monkeypatch.setattr(estimator, "distinct_rows", counted)
+    monkeypatch.setattr(optimize, "distinct_rows", counted)
+    after = SparseSVC(4, max_iter=0, n_init=n_init, random_state=0).fit(X, y)
+    assert calls == [300]
+    np.testing.assert_array_equal(after.expansion_vectors_, before.expansion_vectors_)
+
+
 class _WeightedQuantile(Formulation):
     """The pinball loss, each point's term weighted by out.weights."""
 

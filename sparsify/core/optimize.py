@@ -82,6 +82,7 @@ def initial_expansion_vectors(
     init: str = "random",
     random_state: int | None = None,
     y: NDArray[np.generic] | None = None,
+    distinct: NDArray[np.intp] | None = None,
 ) -> Array:
     """Choose Nz distinct initial XVs from the training inputs.
 
@@ -98,6 +99,9 @@ def initial_expansion_vectors(
         Seed of the choice.
     y : ndarray of shape (N,) or None
         Class labels; needed by "balanced" only.
+    distinct : ndarray of shape (n_distinct,) or None
+        ``sparsify.core.distinct.distinct_rows(X)`` where the caller has it (the
+        problems of a one-vs-rest fit share X); found here otherwise.
 
     Returns
     -------
@@ -124,16 +128,16 @@ def initial_expansion_vectors(
     2
     """
     X = np.asarray(X, dtype=float)
-    first = distinct_rows(X)
-    distinct = X[first]
-    if not 1 <= n_expansion <= len(distinct):
+    first = distinct_rows(X) if distinct is None else distinct
+    rows = X[first]
+    if not 1 <= n_expansion <= len(rows):
         raise ValueError(
             f"The number of expansion vectors must be between 1 and the number of distinct "
-            f"training points ({len(distinct)}); got {n_expansion}."
+            f"training points ({len(rows)}); got {n_expansion}."
         )
     rng = check_random_state(random_state)
     if init == "random":
-        drawn: Array = distinct[np.sort(rng.choice(len(distinct), n_expansion, replace=False))]
+        drawn: Array = rows[np.sort(rng.choice(len(rows), n_expansion, replace=False))]
         return drawn.copy()
     if init == "balanced":
         if y is None:
@@ -146,12 +150,12 @@ def initial_expansion_vectors(
             raise ValueError(f"y has {len(labels)} labels but X has {len(X)} rows.")
         # a row with two labels counts in the class of its first occurrence only,
         # so no row is drawn twice
-        return _balanced_rows(distinct, labels[first], n_expansion, rng)
+        return _balanced_rows(rows, labels[first], n_expansion, rng)
     if init == "kmeans":
         from sklearn.cluster import KMeans
 
         km = KMeans(n_clusters=n_expansion, n_init=3, random_state=rng.randint(2**31 - 1))
-        centres: Array = km.fit(distinct).cluster_centers_.astype(float)
+        centres: Array = km.fit(rows).cluster_centers_.astype(float)
         return centres
     raise ValueError(f"init must be one of {CLASSIFIER_INIT_METHODS}; got {init!r}.")
 
