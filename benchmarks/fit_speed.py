@@ -284,7 +284,8 @@ def report(rows: list[dict[str, Any]], wall: float, command: str) -> str:
              "SLMC one-vs-rest with `n_expansion=0.1` (its 10 full SVMs are part of its fit "
              "time), the peers with `n_components` = SLMC's total Nz (one-vs-rest LinearSVC). "
              "LinearSVC: scikit-learn's defaults (squared hinge, tol 1e-4). Peak memory: "
-             "Linux VmHWM of the fit's process above what it held with the data loaded."]
+             "Linux VmHWM of the fit's process above what it held with the data loaded (with "
+             "two jobs the main process's: joblib's workers are processes of their own)."]
     return harness.result_page("Fit time at equal Nz: SLMC against Nyström, random features "
                                "and SVC", shows, command, [*lines, *setup], [machine])
 
