@@ -63,11 +63,9 @@ def make(method: str, nz: int | float, params: dict[str, float], seed: int,
     from sparsify import SparseSVC
 
     C, gamma = params["C"], params["gamma"]
-    if method == "SLMC":
-        return SparseSVC(nz, C=C, gamma=gamma, random_state=seed, n_jobs=n_jobs)
-    if method == SQUARED:
+    if method in ("SLMC", SQUARED):
         return SparseSVC(nz, C=C, gamma=gamma, random_state=seed, n_jobs=n_jobs,
-                         loss="squared_hinge")
+                         loss="squared_hinge" if method == SQUARED else "hinge")
     if method.startswith("SLMC, n_iter_no_change="):
         window = method.split("=", 1)[1]
         return SparseSVC(nz, C=C, gamma=gamma, random_state=seed, n_jobs=n_jobs,

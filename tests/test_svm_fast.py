@@ -20,7 +20,7 @@ from sparsify.core.errors import MemoryEstimateError
 from sparsify.core.gradcheck import check_gradient, random_problem
 from sparsify.core.kernel_blocks import triangular_whitening, whitening
 from sparsify.core.optimize import initial_expansion_vectors
-from sparsify.datasets import load_banana, make_checkerboard, make_ringnorm
+from sparsify.datasets import load_banana, load_file, make_checkerboard, make_ringnorm
 from sparsify.kernels import make_kernel
 from sparsify.svm_dual import SVMDualMarginal, _active_set, _dual_cd
 from sparsify.svm_dual import marginal as svm_fast
@@ -586,9 +586,7 @@ def test_a_majority_model_on_a9a_is_answered_by_the_fast_path(data_dir) -> None:
     generic path answered, 0.3 s of cvxpy's compilation in a 0.3 s fit)."""
     from sklearn.model_selection import StratifiedKFold, train_test_split
 
-    with np.load(data_dir / "a9a" / "a9a.npz", allow_pickle=False) as z:
-        X, y = z["X"].astype(float), z["y"]
-        X, y = X[z["train_idx"][0]], y[z["train_idx"][0]]
+    X, y, _, _ = load_file(data_dir / "a9a" / "a9a.npz", split=1)
     X, _, y, _ = train_test_split(X, y, train_size=10_000, stratify=y, random_state=0)
     fold = next(iter(StratifiedKFold(3, shuffle=True, random_state=0).split(X, y)))[0]
     generic = []

@@ -195,6 +195,7 @@ def interior_point(
     best_iterate: Solution | None = None  # (gap, α, β, b): the lowest gap within ``accept``
     stalled = 0  # iterates since the gap last reached a new low
     lowest = np.inf  # the lowest largest dual residual |g − λ + μ| so far
+    scale = max(1.0, float(C.max()))  # of yᵀα's tolerance
     try:
         for _ in range(max_iter):
             s = C - alpha
@@ -207,8 +208,9 @@ def interior_point(
             gap = (primal - (linear - 0.5 * wnorm2)) / max(1.0, abs(primal))
             r_d = g - lam + mu
             r_p = float(y @ alpha)
-            if (gap <= accept and abs(r_p) <= accept * max(1.0, float(C.max()))
-                    and (best_iterate is None or gap < best_iterate[0])):
+            # the tolerance this iterate meets, in its gap and in yᵀα (NaN: none)
+            off = max(gap, abs(r_p) / scale) if np.isfinite(r_p) else np.inf
+            if off <= accept and (best_iterate is None or gap < best_iterate[0]):
                 best_iterate = (gap, alpha, beta, b)
             residual = float(np.abs(r_d).max())
             if best is not None and (gap > 100 * best[0] or residual > 100 * lowest):
@@ -238,7 +240,7 @@ def interior_point(
                     polished = polish(start, upper, free)
                     if polished is not None:
                         return polished
-            if gap <= tol and abs(r_p) <= tol * max(1.0, float(C.max())):
+            if off <= tol:
                 return alpha, beta, b
             D_inv = 1.0 / (lam / alpha + mu / s)
             S = np.array(K, dtype=float)
