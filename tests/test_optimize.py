@@ -391,6 +391,34 @@ def test_a_flat_start_takes_a_step_long_enough_to_leave_the_flat() -> None:
     assert np.all(np.diff(res.history) <= 0) and res.n_evaluations >= 7
 
 
+class _TwoBasins(Marginal):
+    """W(z) = 1 − 0.2 exp(−‖z − a‖² / 8) − 0.5 exp(−‖z − b‖² / 8), a at distance 14 and b at
+    18 on the other side: flat at the start, its gradient pointing to the shallow basin a."""
+
+    formulation_name = "svm"
+    a, b = np.array([[14.0, 0.0]]), np.array([[-18.0, 0.0]])
+
+    def evaluate(self, Z, grad=True) -> Evaluation:
+        bumps = [(h * np.exp(-float(np.sum((Z - c) ** 2)) / 8.0), c)
+                 for h, c in ((0.2, self.a), (0.5, self.b))]
+        gradient = sum(bump * (Z - c) / 4.0 for bump, c in bumps)
+        return Evaluation(1.0 - sum(bump for bump, _ in bumps), gradient,
+                          np.array([bumps[0][0] + bumps[1][0]]), 0.0, "toy")
+
+
+def test_a_flat_start_walks_both_ways_and_takes_the_lower() -> None:
+    """The gradient's sign at a flat is the stopped iterate's: walked along it alone, the
+    step ends at the shallow basin (W = 0.8); both ways, the deeper one (W = 0.5)."""
+    marginal = _TwoBasins()
+    W0, g = marginal.evaluate(np.zeros((1, 2))).value, marginal.evaluate(np.zeros((1, 2))).grad
+    assert g[0, 0] < 0 and np.linalg.norm(g) < 1e-10 * W0  # flat, pointing towards a
+    res = minimize_marginal(marginal, np.zeros((1, 2)), max_iter=50, tol=1e-9)
+    assert res.evaluation.value == pytest.approx(0.5, abs=1e-6)
+    np.testing.assert_allclose(res.Z, _TwoBasins.b, atol=1e-2)
+    # the first iteration: the 16-unit step towards b (distance 2 from it)
+    assert res.history[1] == pytest.approx(1 - 0.5 * np.exp(-4 / 8), rel=1e-9)
+
+
 def test_a_start_that_is_not_flat_is_left_to_lbfgs() -> None:
     """Away from a flat (the gradient above √ε of W), no step is tried: the run is
     scipy's L-BFGS-B from the start, bit for bit."""

@@ -489,11 +489,13 @@ class _Run:
         order. It is where every β_j is 0, so ∂W/∂z_j = 0 (Lemma 1): a hinge-type loss is
         then at a corner whose multipliers accommodate every nearby Z, and W is constant
         around ``Z0``. The gradient an interior point returns there (β_j of its gap's size)
-        still points where an XV would earn a coefficient, but a unit step stays on the
-        flat, and L-BFGS-B's line search backtracks on rounding. Steps of 1, 2, 4, …,
-        2^`FLAT_DOUBLINGS` along it are tried until W has fallen by more than ``tol`` of
-        itself and then stops falling (the lowest is taken, one iteration), or W rises at
-        once (no flat: a minimum), or the solver fails at a step (taken as a rise).
+        still points along a line where an XV would earn a coefficient, but a unit step
+        stays on the flat, and L-BFGS-B's line search backtracks on rounding. Steps of 1,
+        2, 4, …, 2^`FLAT_DOUBLINGS` along it are tried until W has fallen by more than
+        ``tol`` of itself and then stops falling, or W rises at once (no flat: a minimum),
+        or the solver fails at a step (taken as a rise); then the same the other way, for
+        the gradient's sign is the stopped iterate's. The lowest point of both walks is
+        taken, one iteration.
         """
         ev = self.best[1]
         W0, grad = ev.value, ev.grad
@@ -504,16 +506,20 @@ class _Run:
         direction = -(grad * d) / norm * d  # unit length in L-BFGS's coordinates U = Z / d
         margin = tol * abs(W0)  # (W0 ≠ 0 here: a flat W0 = 0 has a zero gradient)
         lowest, lowest_W = Z0, W0
-        for k in range(FLAT_DOUBLINGS + 1):
-            Z = Z0 + 2.0**k * direction
-            try:
-                W = self.evaluate(Z).value
-            except SolverError:  # (far out, say, where the kernel underflows): as a rise
-                break
-            if W < lowest_W - margin:
-                lowest, lowest_W = Z, W
-            elif lowest is not Z0 or W > W0 + margin:
-                break
+        # (which basin each side leads to: image's one-XV fit left the flat both ways, to
+        # W 1.9 times apart)
+        for side in (direction, -direction):
+            falling = False
+            for k in range(FLAT_DOUBLINGS + 1):
+                Z = Z0 + 2.0**k * side
+                try:
+                    W = self.evaluate(Z).value
+                except SolverError:  # (far out, say, where the kernel underflows): as a rise
+                    break
+                if W < lowest_W - margin:
+                    lowest, lowest_W, falling = Z, W, True
+                elif falling or W > W0 + margin:
+                    break
         if lowest is Z0:
             return Z0
         self.evaluate(lowest)  # (from the cache) the last evaluation is the lowest's
