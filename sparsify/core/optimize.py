@@ -18,7 +18,7 @@ without bounds, scipy's strong Wolfe line search. Measured in docs/theory.md,
 "Scaling the XVs". A fit that stops within 20 iterations, or whose scales never
 move that far, is one run of scipy's L-BFGS-B. Where W is flat at the start (every
 β_j = 0 at a hinge's corner, so ∂W/∂z_j = 0), the first iteration is a step along the
-gradient long enough to leave the flat (`_Run.leave_flat_start`; docs/theory.md,
+gradient, or against it, long enough to leave the flat (`_Run.leave_flat_start`; docs/theory.md,
 "A flat start").
 """
 
@@ -315,8 +315,8 @@ def minimize_marginal(
     -----
     Where a unit step from ``Z0`` changes W by at most √ε of itself (W flat around
     the initial XVs, as where every β_j = 0), the first iteration tries steps of
-    1, 2, 4, … units along the gradient and takes the lowest W once it has fallen;
-    elsewhere the run is L-BFGS-B's from ``Z0``.
+    1, 2, 4, … units along the gradient and against it, and takes the lowest W once
+    it has fallen; elsewhere the run is L-BFGS-B's from ``Z0``.
 
     If the solver fails after the first evaluation (for example an inaccurate
     solve where two XVs collide), or returns a non-finite W or gradient, the
