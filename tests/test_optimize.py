@@ -13,7 +13,7 @@ from sparsify import RBF, CvxpyMarginal, SolverError
 from sparsify.core.formulation import make_formulation
 from sparsify.core.gradcheck import random_problem
 from sparsify.core.marginal import Evaluation, Marginal
-from sparsify.core.optimize import initial_expansion_vectors, minimize_marginal
+from sparsify.core.optimize import FLAT, initial_expansion_vectors, minimize_marginal
 
 
 def test_initial_xvs_are_distinct_training_points() -> None:
@@ -417,6 +417,39 @@ def test_a_flat_start_walks_both_ways_and_takes_the_lower() -> None:
     np.testing.assert_allclose(res.Z, _TwoBasins.b, atol=1e-2)
     # the first iteration: the 16-unit step towards b (distance 2 from it)
     assert res.history[1] == pytest.approx(1 - 0.5 * np.exp(-4 / 8), rel=1e-9)
+
+
+class _ShallowThenDeep(_TwoBasins):
+    """Flat at the start, the gradient pointing to a basin at x = −12 (depth 0.2); the other
+    way a shallow dip at x = 12 (depth 0.01) before a deep basin at x = 32 (depth 0.5)."""
+
+    bumps = ((0.2, np.array([[-12.0, 0.0]])), (0.01, np.array([[12.0, 0.0]])),
+             (0.5, np.array([[32.0, 0.0]])))
+
+    def __init__(self) -> None:
+        self.seen: list[float] = []
+
+    def evaluate(self, Z, grad=True) -> Evaluation:
+        self.seen.append(float(Z[0, 0]))
+        bumps = [(h * np.exp(-float(np.sum((Z - c) ** 2)) / 8.0), c) for h, c in self.bumps]
+        gradient = sum(bump * (Z - c) / 4.0 for bump, c in bumps)
+        return Evaluation(1.0 - sum(bump for bump, _ in bumps), gradient,
+                          np.array([sum(bump for bump, _ in bumps)]), 0.0, "toy")
+
+
+def test_each_walk_off_a_flat_stops_where_it_stops_falling() -> None:
+    """The walk against the gradient follows the same rule as the walk along it: once W has
+    fallen and then stops falling, it ends (at 16 units, past the dip at 12), so a flat start
+    costs the two walks' evaluations and no more, and the fit goes on from the lower end."""
+    marginal = _ShallowThenDeep()
+    g = marginal.evaluate(np.zeros((1, 2))).grad
+    assert g[0, 0] > 0 and np.linalg.norm(g) < FLAT * 1.0  # flat, pointing to x = −12
+    marginal.seen.clear()
+    res = minimize_marginal(marginal, np.zeros((1, 2)), max_iter=50, tol=1e-9)
+    walks = [0.0, -1.0, -2.0, -4.0, -8.0, -16.0, 1.0, 2.0, 4.0, 8.0, 16.0]
+    np.testing.assert_allclose(marginal.seen[:len(walks)], walks, atol=1e-12)
+    assert max(marginal.seen) < 17.0  # never as far as the deep basin at 32
+    assert res.evaluation.value == pytest.approx(0.8, abs=1e-6)  # the basin at −12
 
 
 def test_a_start_that_is_not_flat_is_left_to_lbfgs() -> None:

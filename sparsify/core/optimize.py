@@ -509,16 +509,18 @@ class _Run:
         # (which basin each side leads to: image's one-XV fit left the flat both ways, to
         # W 1.9 times apart)
         for side in (direction, -direction):
-            falling = False
+            side_W = W0  # the lowest of this walk: each walk stops where it stops falling
             for k in range(FLAT_DOUBLINGS + 1):
                 Z = Z0 + 2.0**k * side
                 try:
                     W = self.evaluate(Z).value
                 except SolverError:  # (far out, say, where the kernel underflows): as a rise
                     break
-                if W < lowest_W - margin:
-                    lowest, lowest_W, falling = Z, W, True
-                elif falling or W > W0 + margin:
+                if W < side_W - margin:
+                    side_W = W
+                    if W < lowest_W - margin:
+                        lowest, lowest_W = Z, W
+                elif side_W < W0 or W > W0 + margin:
                     break
         if lowest is Z0:
             return Z0
