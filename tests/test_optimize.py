@@ -397,13 +397,14 @@ class _TwoBasins(Marginal):
 
     formulation_name = "svm"
     a, b = np.array([[14.0, 0.0]]), np.array([[-18.0, 0.0]])
+    #: (depth, centre) of each basin
+    bumps: tuple[tuple[float, np.ndarray], ...] = ((0.2, a), (0.5, b))
 
     def evaluate(self, Z, grad=True) -> Evaluation:
-        bumps = [(h * np.exp(-float(np.sum((Z - c) ** 2)) / 8.0), c)
-                 for h, c in ((0.2, self.a), (0.5, self.b))]
+        bumps = [(h * np.exp(-float(np.sum((Z - c) ** 2)) / 8.0), c) for h, c in self.bumps]
         gradient = sum(bump * (Z - c) / 4.0 for bump, c in bumps)
-        return Evaluation(1.0 - sum(bump for bump, _ in bumps), gradient,
-                          np.array([bumps[0][0] + bumps[1][0]]), 0.0, "toy")
+        depth = sum(bump for bump, _ in bumps)
+        return Evaluation(1.0 - depth, gradient, np.array([depth]), 0.0, "toy")
 
 
 def test_a_flat_start_walks_both_ways_and_takes_the_lower() -> None:
@@ -431,10 +432,7 @@ class _ShallowThenDeep(_TwoBasins):
 
     def evaluate(self, Z, grad=True) -> Evaluation:
         self.seen.append(float(Z[0, 0]))
-        bumps = [(h * np.exp(-float(np.sum((Z - c) ** 2)) / 8.0), c) for h, c in self.bumps]
-        gradient = sum(bump * (Z - c) / 4.0 for bump, c in bumps)
-        return Evaluation(1.0 - sum(bump for bump, _ in bumps), gradient,
-                          np.array([sum(bump for bump, _ in bumps)]), 0.0, "toy")
+        return super().evaluate(Z, grad)
 
 
 def test_each_walk_off_a_flat_stops_where_it_stops_falling() -> None:

@@ -18,8 +18,8 @@ without bounds, scipy's strong Wolfe line search. Measured in docs/theory.md,
 "Scaling the XVs". A fit that stops within 20 iterations, or whose scales never
 move that far, is one run of scipy's L-BFGS-B. Where W is flat at the start (every
 β_j = 0 at a hinge's corner, so ∂W/∂z_j = 0), the first iteration is a step along the
-gradient, or against it, long enough to leave the flat (`_Run.leave_flat_start`; docs/theory.md,
-"A flat start").
+gradient, or against it, long enough to leave the flat (`_Run.leave_flat_start`;
+docs/theory.md, "A flat start").
 """
 
 from __future__ import annotations
@@ -524,7 +524,7 @@ class _Run:
                     break
         if lowest is Z0:
             return Z0
-        self.evaluate(lowest)  # (from the cache) the last evaluation is the lowest's
+        self.evaluate(lowest)  # (cached as the best so far) the last evaluation is the lowest's
         self.on_iteration(lowest, lowest_W)
         return lowest
 
