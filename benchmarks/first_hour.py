@@ -165,12 +165,14 @@ def startup_runs(repeats: int, cwd: Path, load: str) -> list[dict[str, Any]]:
 def suite_run(cwd: Path) -> dict[str, Any]:
     before = harness.load_average()
     start = time.perf_counter()
-    proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"],
+    proc = subprocess.run([sys.executable, "-m", "pytest", "-n", "auto", "-q", "-p",
+                           "no:cacheprovider"],
                           cwd=REPO, capture_output=True, text=True, env=_env({}), timeout=3600)
     wall = time.perf_counter() - start
     after = harness.load_average()
     summary = proc.stdout.strip().splitlines()[-1] if proc.stdout.strip() else "?"
-    return {"part": "suite", "job": "python -m pytest (the README's command)", "wall": wall,
+    return {"part": "suite", "job": "python -m pytest -n auto (the README's command)",
+            "wall": wall,
             "load_before": before, "load_after": after, "summary": summary,
             "returncode": proc.returncode}
 

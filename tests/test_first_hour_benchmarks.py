@@ -26,7 +26,8 @@ def test_first_hour_tables_state_each_ratio_against_one_thread() -> None:
               "wall": 0.3},
              {"part": "imports", "load": "idle", "job": "sparsify predict, 50 rows",
               "heavy_imports": "none"},
-             {"part": "suite", "job": "python -m pytest (the README's command)", "wall": 240.0,
+             {"part": "suite", "job": "python -m pytest -n auto (the README's command)",
+              "wall": 240.0,
               "load_before": "0.10", "load_after": "2.00", "summary": "3100 passed"}]
     args = argparse.Namespace(repeats=3, command="python benchmarks/first_hour.py")
     text = bench.report(rows, args, 2, "0.1 / 0.1 / 0.1", 60.0)

@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from sparsify.datasets import labeled_split, make_g241c, make_g241d, make_two_moons
+from tests.benchmark_helpers import load_benchmark
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -147,12 +148,9 @@ def test_labeled_split_rejects_bad_ratio(ratio) -> None:  # type: ignore[no-unty
 
 
 def _benchmark_module():  # type: ignore[no-untyped-def]
-    spec = importlib.util.spec_from_file_location("bench_s3vm", REPO / "benchmarks" / "s3vm.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["bench_s3vm"] = module  # dataclasses look their module up
-    spec.loader.exec_module(module)
-    return module
+    # (with benchmarks/ on the path for its import of harness: run alone, no other test
+    # module has put it there)
+    return load_benchmark("s3vm")
 
 
 def test_benchmark_test_set_shares_the_training_distribution() -> None:
