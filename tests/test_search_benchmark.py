@@ -69,6 +69,8 @@ def test_declared_fit_compares_the_three_fits(tmp_path: Path,
     assert [r["variant"] for r in rows] == list(bench.VARIANTS)
     iterations = {r["variant"]: int(r["iterations"]) for r in rows}
     assert iterations[bench.REFERENCE] == 12  # run to max_iter
+    sampled = next(r for r in rows if r["variant"] == bench.SAMPLED)
+    assert 1 <= int(sampled["sample_iterations"]) < iterations[bench.SAMPLED]
     assert all(float(r["test_rmse"]) < 1.0 for r in rows)
     assert "## Targets" in (out / "declared_fit.md").read_text()
     # an earlier run as the reference: its rows shown, the targets judged against its W
