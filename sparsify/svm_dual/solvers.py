@@ -12,7 +12,7 @@ not settle, and offers it to the polish as it goes.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -105,7 +105,11 @@ class _NewtonSystem:
     S_inv: Array  # (K + Bᵀ D⁻¹ B)⁻¹
     B: Array
     K_inv: Array
-    My: Array | None = None  # (D + B K⁻¹ Bᵀ)⁻¹ y, once solved
+    # (D + B K⁻¹ Bᵀ)⁻¹ y: the predictor's and the corrector's share it (one matrix)
+    My: Array = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.My = self.solve(self.y)
 
     def solve(self, v: Array) -> Array:
         """(D + B K⁻¹ Bᵀ)⁻¹ v, with one step of iterative refinement.
@@ -125,8 +129,6 @@ class _NewtonSystem:
     def direction(self, rc_lam: Array | float, rc_mu: Array | float) -> tuple[Any, ...]:
         """Newton step (Δα, Δb, Δλ, Δμ) towards complementarity targets, and its longest step."""
         alpha, s, lam, mu, y = self.alpha, self.s, self.lam, self.mu, self.y
-        if self.My is None:  # the predictor's and the corrector's: one matrix, one solve
-            self.My = self.solve(y)
         My = self.My
         Mr = self.solve(-self.r_d + rc_lam / alpha - lam - rc_mu / s + mu)
         db = (float(y @ Mr) + self.r_p) / float(y @ My)
