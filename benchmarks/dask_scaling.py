@@ -142,7 +142,7 @@ def _on_cluster(n: int, n_blocks: int, nz: int, workers: int, max_iter: int, see
 
     kernel = RBF(GAMMA)
     with LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
-                      dashboard_address=None, silence_logs=logging.ERROR) as cluster, \
+                      dashboard_address=":0", silence_logs=logging.ERROR) as cluster, \
             Client(cluster) as client:
         chunks = [delayed(_chunk)(m, seed + k) for k, m in enumerate(_sizes(n, n_blocks))]
         sizes = _sizes(n, n_blocks)

@@ -208,7 +208,7 @@ def main(argv: list[str] | None = None) -> int:
         for name, n in runs:
             # fresh workers for each measurement, so that their peak memory is this one's
             with LocalCluster(n_workers=args.workers, threads_per_worker=1, processes=True,
-                              dashboard_address=None, silence_logs=logging.ERROR,
+                              dashboard_address=":0", silence_logs=logging.ERROR,
                               env={"OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1"}
                               ) as cluster, Client(cluster) as client:
                 rows.append(fit_row(client, n, nz, args.blocks, args.fit, args.seed)

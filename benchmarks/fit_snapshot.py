@@ -143,7 +143,7 @@ def main(argv: list[str] | None = None) -> int:
     X, y, Xt, _ = load_banana()
     X, y = X[:1200], y[:1200]
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
-                                  dashboard_address=None, silence_logs=logging.ERROR) as cl, \
+                                  dashboard_address=":0", silence_logs=logging.ERROR) as cl, \
             distributed.Client(cl):
         for name, est in [("dask_svc", SparseSVC(8, C=10, random_state=0)),
                           ("dask_sqhinge", SparseSVC(8, C=10, loss="squared_hinge",

@@ -860,7 +860,7 @@ def _cluster(processes: bool = False, **kwargs: Any) -> Iterator[Any]:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         with LocalCluster(n_workers=kwargs.pop("n_workers", 1), processes=processes,
-                          threads_per_worker=1, dashboard_address=None, **kwargs) as cluster, \
+                          threads_per_worker=1, dashboard_address=":0", **kwargs) as cluster, \
                 Client(cluster) as client:
             yield client
 

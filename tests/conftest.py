@@ -44,13 +44,15 @@ def client() -> Iterator[Any]:
 
     The workers are threads of this process (``processes=False``): every task still goes
     through the scheduler over TCP as a pickle, but no interpreter has to start and import
-    sparsify, which keeps the test to a few seconds.
+    sparsify, which keeps the test to a few seconds. The scheduler's HTTP server takes any
+    free port (``dashboard_address=":0"``; None would still ask for 8787, which another
+    pytest-xdist worker's cluster may hold).
     """
     distributed = pytest.importorskip("distributed", reason="needs dask[distributed]")
     try:
         cluster = distributed.LocalCluster(
             n_workers=2, threads_per_worker=1, processes=False, protocol="tcp",
-            host="127.0.0.1", dashboard_address=None, silence_logs=logging.ERROR,
+            host="127.0.0.1", dashboard_address=":0", silence_logs=logging.ERROR,
         )
     except Exception as exc:  # only a network failure is a reason to skip; the rest fails
         cause = _network_cause(exc)

@@ -576,7 +576,7 @@ def test_the_worker_memory_check_fires_for_the_reported_case() -> None:
     X = rng.normal(size=(600_000, 2))
     y = (X[:, 0] > 0).astype(int)
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, memory_limit="1GB",
-                                  dashboard_address=None) as cluster, \
+                                  dashboard_address=":0") as cluster, \
             distributed.Client(cluster):
         with pytest.raises(ValueError, match=r"blocks on worker .* \(Nz=200\) would need about "
                                              r".* MiB are available\. \(Dask pauses a worker"):
@@ -594,7 +594,7 @@ def test_bad_dask_input_is_named() -> None:
     y_nan = Y_MOONS.astype(float)
     y_nan[3] = np.nan
     frame = pd.DataFrame({"a": X_MOONS[:, 0], "b": X_MOONS[:, 1], "name": ["x"] * 60})
-    with distributed.LocalCluster(n_workers=1, processes=False, dashboard_address=None) as \
+    with distributed.LocalCluster(n_workers=1, processes=False, dashboard_address=":0") as \
             cluster, distributed.Client(cluster):
         with pytest.raises(ValueError, match=r"y passed to SparseSVC\.fit contains NaN or "
                                              r"infinity in its dask blocks"):

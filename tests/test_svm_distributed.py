@@ -288,7 +288,7 @@ def _in_process_cluster(X: np.ndarray, y: np.ndarray, chunk: int,
 
     kernel = RBF(GAMMA)
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
-                                  dashboard_address=None, silence_logs=logging.ERROR) as cluster, \
+                                  dashboard_address=":0", silence_logs=logging.ERROR) as cluster, \
             distributed.Client(cluster) as client:
         blocks = make_blocks(client, da.from_array(X, chunks=chunk),
                              da.from_array(y, chunks=chunk), 1, C)

@@ -266,7 +266,7 @@ class DistributedSVMMarginal(Marginal):
     >>> import numpy as np, dask.array as da
     >>> from distributed import Client, LocalCluster
     >>> from sparsify import RBF
-    >>> cluster = LocalCluster(n_workers=1, processes=False, dashboard_address=None)
+    >>> cluster = LocalCluster(n_workers=1, processes=False, dashboard_address=":0")
     >>> client = Client(cluster)
     >>> X = np.array([[0.0, 0.0], [0.2, 0.1], [1.0, 1.0], [0.9, 1.2]])
     >>> labels = np.array([-1, -1, 1, 1])

@@ -127,7 +127,7 @@ class DistributedSquaredHingeMarginal(DistributedSVMMarginal):
     >>> from distributed import Client, LocalCluster
     >>> from sparsify import RBF
     >>> from sparsify.algorithms.svm.distributed import make_blocks
-    >>> cluster = LocalCluster(n_workers=1, processes=False, dashboard_address=None)
+    >>> cluster = LocalCluster(n_workers=1, processes=False, dashboard_address=":0")
     >>> client = Client(cluster)
     >>> X = np.array([[0.0, 0.0], [0.2, 0.1], [1.0, 1.0], [0.9, 1.2]])
     >>> labels = np.array([-1, -1, 1, 1])
