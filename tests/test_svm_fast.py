@@ -25,7 +25,7 @@ from sparsify.kernels import make_kernel
 from sparsify.svm_dual import SVMDualMarginal, _active_set, _dual_cd
 from sparsify.svm_dual import marginal as svm_fast
 from sparsify.svm_dual.marginal import SKIP_POLISH
-from sparsify.svm_dual.solvers import interior_point, warm_active_set
+from sparsify.svm_dual.solvers import interior_point, longest_step, warm_active_set
 
 KERNELS = ["rbf", "poly", "linear", "rbf+linear"]
 
@@ -547,6 +547,24 @@ def test_compiled_active_set_solves_random_duals_exactly(seed: int) -> None:
     value = 0.5 * beta @ K @ beta + C @ np.maximum(0.0, 1.0 - B @ beta - y * b)
     assert value == pytest.approx(primal.value, rel=1e-7)
     np.testing.assert_allclose(beta, beta_ref.value, atol=1e-5 * np.abs(beta).max())
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_the_longest_step_is_the_masked_minimum(seed: int) -> None:
+    """The step to the boundary read at the row of lowest dv/v equals the minimum of −v/dv
+    over the rows with dv < 0 (infinite where there is none), a vanished v (0/0 under the
+    ε-SVR's ignored floating-point errors) included: argmin picks a NaN wherever there is one,
+    which would hide the blocking row."""
+    rng = np.random.default_rng(seed)
+    v, dv = rng.uniform(0.1, 2.0, 500), rng.normal(size=500)
+    if seed == 4:
+        dv = np.abs(dv)  # no row blocks
+    if seed >= 2:
+        v[7], dv[7] = 0.0, 0.0
+    blocking = dv < 0
+    expected = float(np.min(-v[blocking] / dv[blocking])) if blocking.any() else np.inf
+    with np.errstate(all="ignore"):
+        assert longest_step(v, dv) == expected
 
 
 @pytest.mark.parametrize("seed", range(6))

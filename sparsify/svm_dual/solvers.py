@@ -21,8 +21,8 @@ from numpy.typing import NDArray
 from sparsify.core.kernel_blocks import BLOCK_ROWS
 from sparsify.svm_dual.compiled import active_set
 
-__all__ = ["IP_STALL", "Solution", "Stalled", "interior_point", "polish_affordable",
-           "warm_active_set"]
+__all__ = ["IP_STALL", "Solution", "Stalled", "interior_point", "longest_step",
+           "polish_affordable", "warm_active_set"]
 
 Array = NDArray[np.float64]
 #: α, β, b and, from the active-set solve, its partition (bound, free masks)
@@ -135,18 +135,35 @@ class _NewtonSystem:
         da = Mr - My * db
         dlam = (rc_lam - lam * alpha - lam * da) / alpha
         dmu = (rc_mu - mu * s + mu * da) / s
-        t = min(1.0, _longest(alpha, da), _longest(s, -da), _longest(lam, dlam),
-                _longest(mu, dmu))
+        t = min(1.0, longest_step(alpha, da), longest_step(s, -da), longest_step(lam, dlam),
+                longest_step(mu, dmu))
         return da, db, dlam, dmu, t
 
 
-def _longest(v: Array, dv: Array) -> float:
-    """The longest step t with v + t·dv ≥ 0 (v > 0), infinite where dv ≥ 0."""
+def longest_step(v: Array, dv: Array) -> float:
+    """The longest step t with v + t·dv ≥ 0 (v ≥ 0), infinite where dv ≥ 0 everywhere.
+
+    An interior point's fraction to the boundary, for each of its non-negative
+    vectors (the SVM's and the ε-SVR's).
+
+    Examples
+    --------
+    >>> longest_step(np.array([1.0, 2.0, 3.0]), np.array([-0.5, -4.0, 1.0]))
+    0.5
+    >>> longest_step(np.array([1.0, 2.0]), np.array([1.0, 0.0]))
+    inf
+    """
     # The blocking row is where dv/v is lowest: one division over the rows, where a minimum
     # of −v/dv over the rows with dv < 0 takes a mask and a copy (five times the time at
     # thousands of rows). Its step −v/dv is then the same number, but where two rows tie
     # within a rounding.
-    i = int(np.argmin(dv / v))
+    # (the caller's floating-point error state applies: the SVM's evaluation raises at a
+    # vanished v, the ε-SVR's interior point goes on to its best iterate)
+    ratio = dv / v
+    i = int(np.argmin(ratio))
+    if np.isnan(ratio[i]):  # argmin's pick wherever there is a 0/0: a vanished v, dv = 0
+        blocking = dv < 0
+        return float(np.min(-v[blocking] / dv[blocking])) if blocking.any() else np.inf
     return float(-v[i] / dv[i]) if dv[i] < 0 else np.inf
 
 

@@ -33,6 +33,7 @@ from numpy.typing import NDArray
 from scipy.linalg.blas import dsyrk as syrk
 
 from sparsify.core.kernel_blocks import BLOCK_ROWS
+from sparsify.svm_dual.solvers import longest_step
 
 Array = NDArray[np.float64]
 #: Steps of iterative refinement per Newton solve: without one, Σν drifted off zero on naval
@@ -100,7 +101,6 @@ def interior_point(Phi: Array, y: Array, epsilon: float, C: Array, tol: float,
     A[:, :nz], A[:, nz] = Phi, 1.0
     E = np.ones(nz + 1)  # the Hessian of ½‖u‖² in x = (u, b)
     E[nz] = 0.0
-    sign = np.repeat([1.0, -1.0], N)  # the rows i⁺ (f_i − p_i⁺ ≥ 0) and i⁻ (−f_i − p_i⁻ ≥ 0)
     p = np.concatenate([y - epsilon, -y - epsilon])  # the rows' margin targets
     costs = np.concatenate([C, C])
     # α⁺ = α⁻ = C/2: u = 0 and Σν = 0 hold exactly
@@ -133,8 +133,8 @@ def interior_point(Phi: Array, y: Array, epsilon: float, C: Array, tol: float,
                 if stalled >= STALL or gap > 1e3 * best.gap:
                     break  # no progress, or the gap wanders back up: round-off has taken over
             try:
-                step = _Step(A, E, sign, alpha, costs - alpha, lam, mu,
-                             sign * np.tile(f, 2) - p - lam + mu, r_p)
+                step = _Step(A, E, alpha, costs - alpha, lam, mu,
+                             _signed(f) - p - lam + mu, r_p)
                 # predictor (affine scaling), then Mehrotra's centring σ = (m_aff / m)³ and
                 # the second-order correction of the complementarity products
                 da, dlam, dmu, _ = step.direction(0.0, 0.0)
@@ -156,10 +156,10 @@ def interior_point(Phi: Array, y: Array, epsilon: float, C: Array, tol: float,
 class _Step:
     """One iterate's Newton system, factorised: E + Σ_i w_i a_i a_iᵀ in x = (u, b)."""
 
-    def __init__(self, A: Array, E: Array, sign: Array, alpha: Array, s: Array, lam: Array,
-                 mu: Array, r_d: Array, r_p: float) -> None:
+    def __init__(self, A: Array, E: Array, alpha: Array, s: Array, lam: Array, mu: Array,
+                 r_d: Array, r_p: float) -> None:
         N = len(A)
-        self.A, self.E, self.sign, self.alpha, self.s = A, E, sign, alpha, s
+        self.A, self.E, self.alpha, self.s = A, E, alpha, s
         self.lam, self.mu, self.r_d, self.r_p = lam, mu, r_d, r_p
         self.D = lam / alpha + mu / s  # each row's barrier weight
         w = (1.0 / self.D).reshape(2, N).sum(axis=0)
@@ -172,35 +172,40 @@ class _Step:
             M = syrk(1.0, block, beta=1.0, c=M, trans=1, lower=0, overwrite_c=1)
         self.factor = scipy.linalg.cho_factor(M, lower=False)
 
-    def _rows(self, v: Array) -> Array:
-        """Σ over each point's two rows of sign · v."""
-        return (self.sign * v).reshape(2, -1).sum(axis=0)
 
     def direction(self, t_lam: Array | float, t_mu: Array | float
                   ) -> tuple[Array, Array, Array, float]:
         """Δα, Δλ, Δμ and Δb towards the complementarity targets λα = t_lam, μ(C − α) = t_mu."""
-        A, D, sign = self.A, self.D, self.sign
+        A, D = self.A, self.D
         q = -self.r_d + t_lam / self.alpha - self.lam - t_mu / self.s + self.mu
-        rhs = A.T @ self._rows(q / D)
+        rhs = A.T @ _rows(q / D)
         rhs[-1] += self.r_p
         dx = scipy.linalg.cho_solve(self.factor, rhs)
         for _ in range(REFINE):
             # iterative refinement against the unassembled equations Δu = Σ Δν_i Φ_i and
             # Σ Δν_i = −r_p: the Cholesky solve alone loses the digits the weights' spread
             # costs, and its error would accumulate in Σν
-            res = self.E * dx - A.T @ self._rows((q - sign * np.tile(A @ dx, 2)) / D)
+            res = self.E * dx - A.T @ _rows((q - _signed(A @ dx)) / D)
             res[-1] -= self.r_p
             dx -= scipy.linalg.cho_solve(self.factor, res)
-        da = (q - sign * np.tile(A @ dx, 2)) / D
+        da = (q - _signed(A @ dx)) / D
         dlam = (t_lam - self.lam * self.alpha - self.lam * da) / self.alpha
         dmu = (t_mu - self.mu * self.s + self.mu * da) / self.s
         return da, dlam, dmu, float(dx[-1])
 
     def longest(self, da: Array, dlam: Array, dmu: Array) -> float:
         """The longest step in [0, 1] that keeps α, C − α, λ and μ non-negative."""
-        t = 1.0
-        for v, dv in ((self.alpha, da), (self.s, -da), (self.lam, dlam), (self.mu, dmu)):
-            neg = dv < 0
-            if neg.any():
-                t = min(t, float(np.min(-v[neg] / dv[neg])))
-        return t
+        return min(1.0, longest_step(self.alpha, da), longest_step(self.s, -da),
+                   longest_step(self.lam, dlam), longest_step(self.mu, dmu))
+
+
+# The rows come in the layout i⁺ for every point, then i⁻, with signs +1 and −1.
+def _signed(v: Array) -> Array:
+    """A per-point vector on the 2N rows, each row's sign times it: (v, −v)."""
+    return np.concatenate([v, -v])
+
+
+def _rows(v: Array) -> Array:
+    """Σ over each point's two rows of sign · v: v⁺ − v⁻."""
+    n = len(v) // 2
+    return v[:n] - v[n:]
