@@ -172,7 +172,6 @@ class _Step:
             M = syrk(1.0, block, beta=1.0, c=M, trans=1, lower=0, overwrite_c=1)
         self.factor = scipy.linalg.cho_factor(M, lower=False)
 
-
     def direction(self, t_lam: Array | float, t_mu: Array | float
                   ) -> tuple[Array, Array, Array, float]:
         """Δα, Δλ, Δμ and Δb towards the complementarity targets λα = t_lam, μ(C − α) = t_mu."""
