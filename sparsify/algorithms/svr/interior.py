@@ -111,7 +111,7 @@ def interior_point(Phi: Array, y: Array, epsilon: float, C: Array, tol: float,
     # its best iterate, not in a floating-point error (callers may raise on those)
     with np.errstate(all="ignore"):
         for _ in range(max_iter):
-            nu = alpha[:N] - alpha[N:]
+            nu = _rows(alpha)  # ν = α⁺ − α⁻
             u = Phi.T @ nu
             f = Phi @ u + b
             wnorm2 = float(u @ u)
