@@ -13,7 +13,8 @@ bit (a change that should only make the fit faster).
 Usage::
 
     python benchmarks/svr_speed.py --data-dir ../shared/data --out docs/results \
-        --hyperparameters docs/results/regression.csv --before BEFORE.csv
+        --hyperparameters docs/results/regression.csv --before BEFORE.csv \
+        --before-label "the same command at COMMIT"
 
 writes ``svr_speed.md`` and ``svr_speed.csv``.
 """
@@ -88,8 +89,8 @@ def one_set(data_dir: Path, name: str, nz: int, max_iter: int, repeats: int,
     return rows
 
 
-def report(rows: list[dict[str, Any]], before: list[dict[str, Any]], wall: float,
-           command: str) -> str:
+def report(rows: list[dict[str, Any]], before: list[dict[str, Any]], before_label: str,
+           wall: float, command: str) -> str:
     lines = harness.table("set", "N", "Nz", "method", "fit s (median)", "W", "test RMSE",
                           "peak MB", "C, ε, γ (α)")
     for r in rows:
@@ -100,7 +101,7 @@ def report(rows: list[dict[str, Any]], before: list[dict[str, Any]], wall: float
                                  f"{r['test_rmse']:.4f}", f"{r['peak_mb']:.0f}", hp))
     body = ["## Fit time at equal Nz", "", *lines]
     if before:
-        body += ["", "## Against the earlier commit", "",
+        body += ["", f"## Against {before_label}", "",
                  *harness.table("set", "fit s before", "fit s now", "now / before",
                                 "W the same to the last bit")]
         for r in (r for r in rows if r["method"] == "SparseSVR"):
@@ -133,6 +134,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--hyperparameters", type=Path,
                         help="the regression page's CSV: its cross-validated settings")
     parser.add_argument("--before", type=Path, help="this benchmark's CSV from an earlier run")
+    parser.add_argument("--before-label", default="the earlier commit",
+                        help="what --before is, for the page (e.g. the same command at d35192c)")
     args = parser.parse_args(argv)
     names = args.sets or regression_sets(args.data_dir)
     check_sets(parser, args.data_dir, names)
@@ -149,7 +152,7 @@ def main(argv: list[str] | None = None) -> int:
     start = time.perf_counter()
     rows = [r for name in names
             for r in one_set(args.data_dir, name, args.nz, args.max_iter, args.repeats, table)]
-    page = report(rows, before, time.perf_counter() - start, args.command)
+    page = report(rows, before, args.before_label, time.perf_counter() - start, args.command)
     harness.write_results(args.out, "svr_speed", page, rows)
     return 0
 
