@@ -7,7 +7,9 @@ the set has none):
 1. **C × γ**: `SparseSearchCV` and scikit-learn's `GridSearchCV`, both over the same estimator
    ``SparseSVC(Nz)``, the same 5 × 5 grid (C = 10⁻¹ … 10³, γ = {1/9, 1/3, 1, 3, 9}/(d·Var X))
    and the same 3 stratified folds, on ``--splits`` splits: the searches' time (refit
-   included), the chosen settings and their test errors.
+   included), the chosen settings and their test errors. Where SparseSearchCV halves
+   (``halving="auto"``: folds of at least 5000 training points, a9a's), its rounds and
+   the same search without halving beside it.
 2. **The expansion path**: SparseSearchCV over Nz = 1, 2, 4, …, ``--largest`` at the chosen C
    and γ on the same folds, against cross-validating the largest Nz alone (from scratch, as
    ``cross_val_score`` would, with the estimator's own stopping rule and with the path's); the
@@ -104,8 +106,18 @@ def one_set(data_dir: Path, name: str, args: Any, out: Path) -> list[dict[str, A
         grid_search, grid_s = harness.timed(partial(GridSearchCV(base, grid, cv=cv).fit, X, y))
         grid_mb = (harness.peak_rss() - base_kb) / 1024
         base_kb = harness.reset_peak_rss()
-        ours, ours_s = harness.timed(partial(SparseSearchCV(base, grid, cv=cv).fit, X, y))
+        ours, ours_s = harness.timed(partial(SparseSearchCV(base, grid, cv=cv,
+                                                            random_state=args.seed).fit, X, y))
         ours_mb = (harness.peak_rss() - base_kb) / 1024
+        rounds, whole_s = "", float("nan")
+        if "iter" in ours.cv_results_:
+            results = ours.cv_results_
+            rounds = " → ".join(
+                f"{int(np.sum(results['iter'] >= r))} × "
+                f"{int(results['n_resources'][results['iter'] == r].max())}"
+                for r in range(int(results["iter"].max()) + 1))
+            _, whole_s = harness.timed(partial(SparseSearchCV(base, grid, cv=cv,
+                                                              halving=False).fit, X, y))
         for label, search, seconds, peak_mb in (("GridSearchCV", grid_search, grid_s, grid_mb),
                                                 ("SparseSearchCV", ours, ours_s, ours_mb)):
             rows.append({**common, "part": "C x gamma", "method": label, "Nz": nz,
@@ -113,6 +125,7 @@ def one_set(data_dir: Path, name: str, args: Any, out: Path) -> list[dict[str, A
                          "gamma": search.best_params_["gamma"],
                          "cv_error": 1 - search.best_score_,
                          "test_error": 1 - search.score(X_test, y_test)})
+        rows[-1].update(rounds=rounds, no_halving_seconds=whole_s)
         # how GridSearchCV's fits rank SparseSearchCV's choice, from its own folds
         i = grid_search.cv_results_["params"].index(ours.best_params_)
         rows[-1]["grid_cv_error_of_choice"] = 1 - grid_search.cv_results_["mean_test_score"][i]
@@ -228,8 +241,23 @@ def report(rows: list[dict[str, Any]], wall: float, command: str) -> str:
     lines += ["", f"All sets: GridSearchCV {total_g:.0f} s, SparseSearchCV {total_s:.0f} s "
               f"({total_s / total_g:.2f} of its time). Targets: time ≤ {TIME_FRACTION:g} of "
               f"GridSearchCV's: met on {met_time} of {len(sets)} sets; test error within "
-              f"{ERROR_POINTS:g} points: met on {met_error} of {len(sets)}.", "",
-              "## The expansion path", "",
+              f"{ERROR_POINTS:g} points: met on {met_error} of {len(sets)}.", ""]
+    halved = [r for r in rows if r["method"] == "SparseSearchCV" and r.get("rounds")]
+    if halved:
+        lines += ["Successive halving (`halving=\"auto\"`, where the folds train on at least "
+                  "5000 points): its rounds (settings × training points per fold, the last "
+                  "round on all of them), and the same warm search without halving "
+                  "(`halving=False`), per split.", "",
+                  "| set | split | rounds | SparseSearchCV s | halving=False s | GridSearchCV s "
+                  "| time ratio without halving |", "|---|---|---|---|---|---|---|"]
+        for r in halved:
+            g = next(a for a in rows if a["set"] == r["set"] and a["split"] == r["split"]
+                     and a["method"] == "GridSearchCV")
+            lines.append(f"| {r['set']} | {r['split']} | {r['rounds']} | {r['seconds']:.1f} | "
+                         f"{r['no_halving_seconds']:.1f} | {g['seconds']:.1f} | "
+                         f"{r['no_halving_seconds'] / g['seconds']:.2f} |")
+        lines.append("")
+    lines += ["## The expansion path", "",
               "| set | sizes | path s (3 folds, every size) | largest Nz alone s (estimator's "
               "rule) | largest alone s (the path's rule) | path / alone | chosen Nz | its CV "
               "error % | its test error % |", "|---|---|---|---|---|---|---|---|---|"]
@@ -255,7 +283,8 @@ def report(rows: list[dict[str, Any]], wall: float, command: str) -> str:
                              f"{100 * full['test_error']:.2f} ({full['Nz']}) |")
     lines += ["", *[f"![{name}](search_{name}.png)" for name in sets], ""]
     shows = ("How fast sparsify chooses Nz, C and γ and how good the choice is: SparseSearchCV "
-             "(warm starts, the sampling plateau in the folds) against GridSearchCV over the "
+             "(warm starts, the sampling plateau in the folds, successive halving on large "
+             "folds) against GridSearchCV over the "
              "same SparseSVC, grid and folds on every two-class set of the data folder; the "
              "expansion path Nz = 1 … 64 against cross-validating the largest Nz alone; and "
              "the test error against Nz of SLMC, Nyström and random features beside the full "

@@ -18,6 +18,17 @@ cross-validated score is within one standard error of the best (Hastie, Tibshira
 Friedman, *The Elements of Statistical Learning*, §7.10): a sparse model is chosen for
 its cost, and a larger one whose score is not distinguishable from it buys nothing;
 ``select="best"`` takes the best score instead.
+
+Where every fold trains on many points (``halving="auto"``: at least
+`sparsify.core.optimize.PLATEAU_FROM`), the grid holds no ``n_expansion`` and the
+estimator takes ``sample_weight``, the settings are first compared on samples of the
+folds' training points: successive halving (Jamieson & Talwalkar 2016; scikit-learn's
+``HalvingGridSearchCV``). Each round fits the remaining settings on a nested sample
+``factor`` times larger than the last's, each point weighing its share of the fold,
+scores them on the whole validation part, and keeps the best 1/``factor`` of them; the
+last round trains on every point. The ranking of the settings is what a round needs,
+not their final models, and a sample ranks them for a fraction of the cost (measured
+in docs/theory.md, "The smallest good model").
 """
 
 from __future__ import annotations
@@ -39,15 +50,15 @@ from sklearn.exceptions import FitFailedWarning
 from sklearn.metrics import check_scoring
 from sklearn.model_selection import ParameterGrid, check_cv
 from sklearn.model_selection._search import BaseSearchCV
-from sklearn.utils import _safe_indexing
+from sklearn.utils import _safe_indexing, check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
-from sklearn.utils.validation import indexable
+from sklearn.utils.validation import has_fit_parameter, indexable
 
-from sparsify.core.optimize import PLATEAU_WINDOW
+from sparsify.core.optimize import PLATEAU_FROM, PLATEAU_WINDOW
 from sparsify.persistence import VersionedPickleMixin
 from sparsify.validation import is_dask_collection
 
-__all__ = ["SearchStep", "SparseSearchCV", "expansion_sizes", "warm_plan"]
+__all__ = ["SearchStep", "SparseSearchCV", "expansion_sizes", "halving_rounds", "warm_plan"]
 
 #: Parameters whose neighbouring values share XVs well; a grid that varies any other
 #: parameter warm-starts only between settings equal in it.
@@ -72,6 +83,53 @@ def expansion_sizes(largest: int) -> list[int]:
     if sizes[-1] != largest:
         sizes.append(largest)
     return sizes
+
+
+def halving_rounds(n_candidates: int, n_train: int, factor: int,
+                   min_resources: int) -> list[tuple[int, int]]:
+    """Successive halving's rounds: (settings fitted, training points per fold) in each.
+
+    As many rounds as keeping the best ``ceil(n / factor)`` of ``n`` settings
+    takes to leave at most ``factor`` of them (scikit-learn's
+    ``HalvingGridSearchCV``), fewer where the first round would train on fewer
+    than ``min_resources`` points; each round trains on ``factor`` times the
+    last's points, the last on all ``n_train``. One round is no halving.
+
+    Examples
+    --------
+    >>> halving_rounds(25, 6667, 3, 500)
+    [(25, 741), (9, 2223), (3, 6667)]
+    >>> halving_rounds(25, 2000, 3, 500)  # a ninth would be under 500 points
+    [(25, 667), (9, 2000)]
+    >>> halving_rounds(25, 1000, 3, 500)
+    [(25, 1000)]
+    """
+    n_rounds = 1
+    while factor ** n_rounds <= n_candidates:
+        n_rounds += 1
+    while n_rounds > 1 and n_train < min_resources * factor ** (n_rounds - 1):
+        n_rounds -= 1
+    rounds, n = [], n_candidates
+    for r in range(n_rounds):
+        rounds.append((n, -(-n_train // factor ** (n_rounds - 1 - r))))
+        n = -(-n // factor)
+    return rounds
+
+
+def _nested_sample(train: NDArray[np.intp], y: Any, stratify: bool,
+                   rng: np.random.RandomState) -> NDArray[np.intp]:
+    """``train`` in an order whose every prefix is a random sample of it (stratified by
+    ``y`` for a classifier: each class spread evenly along the order)."""
+    order = rng.permutation(len(train))
+    if not stratify or y is None:
+        return np.asarray(train)[order]
+    labels = np.asarray(_safe_indexing(y, train))[order]
+    _, codes, counts = np.unique(labels, return_inverse=True, return_counts=True)
+    position = np.empty(len(train))
+    for c, count in enumerate(counts):
+        where = np.flatnonzero(codes == c)
+        position[where] = (np.arange(count) + 0.5) / count
+    return np.asarray(train)[order[np.argsort(position, kind="stable")]]
 
 
 def _ranks(candidates: Sequence[dict[str, Any]]) -> dict[str, dict[Any, int]]:
@@ -162,6 +220,10 @@ class SearchStep:
         Seconds its fit took.
     warm : bool
         Whether it started from a neighbour's fit.
+    round : int, default=0
+        The successive halving round (from 0; always 0 without halving).
+    n_resources : int or None, default=None
+        The training points of this fit (the round's sample of the fold).
     """
 
     fold: int
@@ -172,6 +234,8 @@ class SearchStep:
     score: float
     fit_time: float
     warm: bool
+    round: int = 0
+    n_resources: int | None = None
 
 
 def _score(scorer: Any, estimator: Any, X: Any, y: Any,
@@ -189,23 +253,33 @@ def _fold_path(base: BaseEstimator, X: Any, y: Any, train: NDArray[np.intp],
                order: Sequence[int], parent: Sequence[int | None], scorer: Any,
                fit_params: dict[str, Any], score_weights: Any, error_score: Any,
                return_train_score: bool, warm: bool, plateau: int | None,
-               report: Callable[[int, dict[str, Any]], None] | None = None
-               ) -> list[dict[str, Any]]:
+               report: Callable[[int, dict[str, Any]], None] | None = None,
+               starts: Sequence[BaseEstimator | None] | None = None, keep: bool = False,
+               weigh: float = 1.0) -> list[dict[str, Any]]:
     """Fit one fold's candidates in ``order``, each from its parent's fit; their records.
 
     ``plateau`` is the fits' ``n_iter_no_change`` (None: the estimator's own);
     ``score_weights`` (per sample, or None) weigh the scores, as GridSearchCV's
-    ``sample_weight`` does where the scorer takes it.
+    ``sample_weight`` does where the scorer takes it. ``starts``: per candidate, a
+    fit to start from where it has no parent (its own on a halving round's smaller
+    sample); ``keep``: each record holds its fitted estimator as ``"model"``;
+    ``weigh``: each training point's ``sample_weight`` (1 where none) times it.
     """
     X_train, X_test = _safe_indexing(X, train), _safe_indexing(X, test)
     y_train = None if y is None else _safe_indexing(y, train)
     y_test = None if y is None else _safe_indexing(y, test)
     params = {k: _safe_indexing(v, train) if _per_sample(v, X) else v
               for k, v in fit_params.items()}
+    if weigh != 1.0:
+        weights = params.get("sample_weight")
+        params["sample_weight"] = weigh * (np.ones(len(train)) if weights is None
+                                           else np.asarray(weights, dtype=float))
     fitted: dict[int, BaseEstimator] = {}
     records: list[dict[str, Any]] = [{} for _ in candidates]
     for i in order:
         source = fitted.get(parent[i]) if warm and parent[i] is not None else None
+        if source is None and warm and starts is not None:
+            source = starts[i]
         estimator = copy.deepcopy(source) if source is not None else clone(base)
         if warm:
             estimator.set_params(warm_start=source is not None)
@@ -238,6 +312,8 @@ def _fold_path(base: BaseEstimator, X: Any, y: Any, train: NDArray[np.intp],
                            if return_train_score else {})
         record["failed"] = False
         fitted[i] = estimator
+        if keep:
+            record["model"] = estimator
         records[i] = record
         if report is not None:
             report(i, record)
@@ -303,12 +379,39 @@ class SparseSearchCV(VersionedPickleMixin, BaseSearchCV):
     callback : callable or None, default=None
         Called with a `SearchStep` after each fit (per fold, in fold order when
         ``n_jobs`` runs folds in parallel).
+    halving : "auto" or bool, default="auto"
+        Successive halving over samples of each fold's training points
+        (`halving_rounds`): each round fits the remaining settings on a nested
+        sample ``factor`` times the last's and keeps the best 1/``factor`` of
+        them for the next; the last trains on every point. Each point of a
+        sample weighs its fold's points per sample point (times its own
+        ``sample_weight``), so that the sample's objective estimates the fold's
+        at the same C. "auto" halves where every fold trains on at least
+        `sparsify.core.optimize.PLATEAU_FROM` points, the grid holds no
+        ``n_expansion`` (the one-standard-error rule compares every size on all
+        points) and the estimator's ``fit`` takes ``sample_weight``; True
+        wherever the folds hold enough points for two rounds (unweighted where
+        ``fit`` takes no weights: a sample then favours stronger
+        regularisation); False fits every setting on every point.
+    factor : int, default=4
+        With halving: each round's sample grows, and its settings shrink, by
+        this factor (4 rather than ``HalvingGridSearchCV``'s 3: on a9a it chose
+        as well in 0.6 of the time, docs/theory.md).
+    min_resources : int, default=400
+        With halving: the fewest training points per fold of the first round
+        (a 5 × 5 grid on folds of 6400 points or more: three rounds, 25, 7
+        and 2 settings).
+    random_state : int, RandomState instance or None, default=None
+        With halving: draws the samples (nested, stratified for a classifier).
 
     Attributes
     ----------
     cv_results_ : dict of numpy (masked) ndarrays
         As GridSearchCV's, plus ``warm_start`` (the fraction of folds where the
-        setting started from a neighbour).
+        setting started from a neighbour), and with halving ``iter`` (the last
+        round each setting was fitted in) and ``n_resources`` (that round's
+        training points per fold): its scores are that round's, and the ranks
+        put every setting of a later round first, as ``HalvingGridSearchCV``'s.
     best_estimator_ : estimator
         The chosen setting refitted on all data (where ``refit``).
     best_score_ : float
@@ -340,6 +443,10 @@ class SparseSearchCV(VersionedPickleMixin, BaseSearchCV):
         "warm_start": ["boolean"],
         "n_iter_no_change": [Interval(numbers.Integral, 1, None, closed="left"), None],
         "callback": [callable, None],
+        "halving": [StrOptions({"auto"}), "boolean"],
+        "factor": [Interval(numbers.Integral, 2, None, closed="left")],
+        "min_resources": [Interval(numbers.Integral, 1, None, closed="left")],
+        "random_state": ["random_state"],
     }
 
     def __init__(self, estimator: BaseEstimator, param_grid: dict[str, Any] | list[Any], *,
@@ -348,7 +455,9 @@ class SparseSearchCV(VersionedPickleMixin, BaseSearchCV):
                  error_score: Any = np.nan, return_train_score: bool = False,
                  select: str = "one_standard_error", warm_start: bool = True,
                  n_iter_no_change: int | None = PLATEAU_WINDOW,
-                 callback: Callable[[SearchStep], Any] | None = None) -> None:
+                 callback: Callable[[SearchStep], Any] | None = None,
+                 halving: str | bool = "auto", factor: int = 4, min_resources: int = 400,
+                 random_state: Any = None) -> None:
         super().__init__(estimator=estimator, scoring=scoring, n_jobs=n_jobs, refit=refit,
                          cv=cv, verbose=verbose, pre_dispatch=pre_dispatch,
                          error_score=error_score, return_train_score=return_train_score)
@@ -357,6 +466,10 @@ class SparseSearchCV(VersionedPickleMixin, BaseSearchCV):
         self.warm_start = warm_start
         self.n_iter_no_change = n_iter_no_change
         self.callback = callback
+        self.halving = halving
+        self.factor = factor
+        self.min_resources = min_resources
+        self.random_state = random_state
 
     def _run_search(self, evaluate_candidates: Callable[..., Any], **kwargs: Any) -> None:
         """BaseSearchCV's cold evaluation of the grid (`fit` warm-starts instead)."""
@@ -398,10 +511,12 @@ class SparseSearchCV(VersionedPickleMixin, BaseSearchCV):
         self.scorer_ = check_scoring(self.estimator, self.scoring)
         refit_metric = self._refit_metric()
         warm = self.warm_start and "warm_start" in self.estimator.get_params()
-        order, parent = warm_plan(candidates)
-        records = self._run_folds(X, y, splits, candidates, order, parent, warm, params,
-                                  refit_metric)
+        rounds = self._halving_rounds(candidates, splits)
+        records = self._run_rounds(X, y, splits, candidates, rounds, warm, params,
+                                   refit_metric)
         self.cv_results_ = self._results(candidates, records)
+        if len(rounds) > 1:
+            self._halving_results(records, refit_metric)
         if self.refit is not False or not self.multimetric_:
             self.best_index_ = self._best_index(candidates, refit_metric)
             self.best_params_ = candidates[self.best_index_]
@@ -410,6 +525,83 @@ class SparseSearchCV(VersionedPickleMixin, BaseSearchCV):
         if self.refit is not False:
             self._refit(X, y, params)
         return self
+
+    # ------------------------------------------------------------------ the rounds
+
+    def _halving_rounds(self, candidates: list[dict[str, Any]],
+                        splits: list[tuple[Any, Any]]) -> list[tuple[int, int]]:
+        """(settings, training points of the smallest fold) per round; one round: none."""
+        n_train = min(len(train) for train, _ in splits)
+        whole = [(len(candidates), n_train)]
+        if self.halving is False or (self.halving == "auto" and (
+                n_train < PLATEAU_FROM or any("n_expansion" in c for c in candidates)
+                or not has_fit_parameter(self.estimator, "sample_weight"))):
+            return whole
+        return halving_rounds(len(candidates), n_train, self.factor, self.min_resources)
+
+    def _run_rounds(self, X: Any, y: Any, splits: list[tuple[Any, Any]],
+                    candidates: list[dict[str, Any]], rounds: list[tuple[int, int]],
+                    warm: bool, fit_params: dict[str, Any], metric: str
+                    ) -> list[list[dict[str, Any]]]:
+        """Each fold's records (one per candidate). Under halving each is the candidate's
+        last round's, with the round (``"round"``) and its training points
+        (``"n_resources"``) added."""
+        if len(rounds) == 1:
+            order, parent = warm_plan(candidates)
+            return self._run_folds(X, y, splits, candidates, order, parent, warm,
+                                   fit_params, metric)
+        rng = check_random_state(self.random_state)
+        stratify = is_classifier(self.estimator)
+        nested = [_nested_sample(train, y, stratify, rng) for train, _ in splits]
+        # a sample's points weigh its fold's points per sample point, so that its objective
+        # estimates the fold's at the same C (unweighted, a sample favours stronger
+        # regularisation: measured in docs/theory.md), where the estimator takes weights
+        weighs = has_fit_parameter(self.estimator, "sample_weight")
+        records: list[list[dict[str, Any]]] = [[{} for _ in candidates] for _ in splits]
+        models: list[dict[int, BaseEstimator]] = [{} for _ in splits]
+        alive = list(range(len(candidates)))
+        for r in range(len(rounds)):
+            shrink = self.factor ** (len(rounds) - 1 - r)  # each fold's points over the round's
+            sample = [(np.sort(order[:-(-len(order) // shrink)]) if shrink > 1 else train, test)
+                      for order, (train, test) in zip(nested, splits, strict=True)]
+            subset = [candidates[i] for i in alive]
+            plan_order, parent = warm_plan(subset)
+            # a setting with no fitted neighbour in this round starts from its own fit on
+            # the last round's sample (a cold start otherwise: measured in docs/theory.md)
+            starts = [[fold.get(i) for i in alive] for fold in models]
+            last = r + 1 == len(rounds)
+            out = self._run_folds(X, y, sample, subset, plan_order, parent, warm, fit_params,
+                                  metric, alive, r, len(candidates), starts, not last,
+                                  shrink if weighs else 1)
+            for k, fold in enumerate(out):
+                models[k] = {j: record.pop("model") for j, record in zip(alive, fold,
+                                                                          strict=True)
+                             if "model" in record}
+                for j, record in zip(alive, fold, strict=True):
+                    records[k][j] = {**record, "round": r, "n_resources": len(sample[k][0])}
+            if r + 1 < len(rounds):
+                mean = np.array([np.mean([f[j]["test"].get(metric, np.nan)
+                                          if not f[j]["failed"] else self.error_score
+                                          for f in out]) for j in range(len(alive))],
+                                dtype=float)
+                best = np.argsort(-np.nan_to_num(mean, nan=-np.inf), kind="stable")
+                alive = sorted(alive[j] for j in best[:rounds[r + 1][0]])
+        return records
+
+    def _halving_results(self, records: list[list[dict[str, Any]]], metric: str) -> None:
+        """``iter``, ``n_resources`` and the ranks of ``cv_results_`` under halving."""
+        results = self.cv_results_
+        last = np.array([r["round"] for r in records[0]])
+        results["iter"] = last
+        results["n_resources"] = np.array([max(fold[i]["n_resources"] for fold in records)
+                                           for i in range(len(last))])
+        for key in [k for k in results if k.startswith("rank_test_")]:
+            mean = np.nan_to_num(np.asarray(results[f"mean_test_{key[10:]}"], dtype=float),
+                                 nan=-np.inf)
+            # later rounds first, then the score; ties share the smallest rank
+            keys = list(zip(-last, -mean, strict=True))
+            results[key] = np.array([1 + sum(other < mine for other in keys) for mine in keys],
+                                    dtype=np.int32)
 
     # ------------------------------------------------------------------ the folds
 
@@ -429,11 +621,22 @@ class SparseSearchCV(VersionedPickleMixin, BaseSearchCV):
     def _run_folds(self, X: Any, y: Any, splits: list[tuple[Any, Any]],
                    candidates: list[dict[str, Any]], order: list[int],
                    parent: list[int | None], warm: bool, fit_params: dict[str, Any],
-                   metric: str) -> list[list[dict[str, Any]]]:
-        """Each fold's records (one per candidate), folds in parallel with ``n_jobs``."""
-        n = len(candidates)
+                   metric: str, index: list[int] | None = None, round_: int = 0,
+                   n_all: int | None = None,
+                   starts: list[list[BaseEstimator | None]] | None = None, keep: bool = False,
+                   weigh: float = 1.0) -> list[list[dict[str, Any]]]:
+        """Each fold's records (one per candidate), folds in parallel with ``n_jobs``.
+
+        A halving round's subset: ``index``, the candidates' indices among all ``n_all``
+        of the grid (for the callback), ``round_`` the round, ``starts`` (per fold),
+        ``keep`` and ``weigh`` as `_fold_path` takes them.
+        """
+        index = list(range(len(candidates))) if index is None else index
+        n = len(candidates) if n_all is None else n_all
 
         def report(fold: int) -> Callable[[int, dict[str, Any]], None]:
+            n_points = len(splits[fold][0])
+
             def heard(i: int, record: dict[str, Any]) -> None:
                 score = record["test"].get(metric, float("nan"))
                 if self.verbose >= 2:
@@ -441,26 +644,30 @@ class SparseSearchCV(VersionedPickleMixin, BaseSearchCV):
                           f"{candidates[i]}: score {score:.4g}, {record['fit_time']:.2f} s"
                           f"{' (warm)' if record['warm'] else ''}", flush=True)
                 if self.callback is not None:
-                    self.callback(SearchStep(fold, len(splits), i, n, candidates[i], score,
-                                             record["fit_time"], record["warm"]))
+                    self.callback(SearchStep(fold, len(splits), index[i], n, candidates[i],
+                                             score, record["fit_time"], record["warm"],
+                                             round_, n_points))
             return heard
 
         args = (candidates, order, parent, self.scorer_, fit_params, self._score_weights(
             fit_params), self.error_score, self.return_train_score, warm, self.n_iter_no_change)
+        starts = starts or [None] * len(splits)  # type: ignore[list-item]
         if self.n_jobs in (None, 1) or len(splits) == 1:
             out = []
             for fold, (train, test) in enumerate(splits):
-                out.append(_fold_path(self.estimator, X, y, train, test, *args, report(fold)))
-                self._fold_line(fold, len(splits), out[-1])
+                out.append(_fold_path(self.estimator, X, y, train, test, *args, report(fold),
+                                      starts[fold], keep, weigh))
+                self._fold_line(fold, len(splits), out[-1], len(train))
             return out
         out = Parallel(n_jobs=self.n_jobs, pre_dispatch=self.pre_dispatch)(
-            delayed(_fold_path)(self.estimator, X, y, train, test, *args)
-            for train, test in splits)
+            delayed(_fold_path)(self.estimator, X, y, train, test, *args, None, starts[fold],
+                                keep, weigh)
+            for fold, (train, test) in enumerate(splits))
         for fold, records in enumerate(out):
             heard = report(fold)
             for i in order:
                 heard(i, records[i])
-            self._fold_line(fold, len(splits), records)
+            self._fold_line(fold, len(splits), records, len(splits[fold][0]))
         return list(out)
 
     def _score_weights(self, fit_params: dict[str, Any]) -> Any:
@@ -472,12 +679,13 @@ class SparseSearchCV(VersionedPickleMixin, BaseSearchCV):
             return None
         return np.asarray(weights)
 
-    def _fold_line(self, fold: int, n_folds: int, records: list[dict[str, Any]]) -> None:
+    def _fold_line(self, fold: int, n_folds: int, records: list[dict[str, Any]],
+                   n_points: int) -> None:
         if self.verbose >= 1:
             seconds = sum(r["fit_time"] for r in records)
             warm = sum(r["warm"] for r in records)
             print(f"[SparseSearchCV] fold {fold + 1}/{n_folds}: {len(records)} fits "
-                  f"({warm} warm) in {seconds:.1f} s", flush=True)
+                  f"({warm} warm) on {n_points} points in {seconds:.1f} s", flush=True)
 
     def _results(self, candidates: list[dict[str, Any]],
                  records: list[list[dict[str, Any]]]) -> dict[str, Any]:
@@ -541,11 +749,14 @@ class SparseSearchCV(VersionedPickleMixin, BaseSearchCV):
             return int(index)
         mean = np.nan_to_num(np.asarray(results[f"mean_test_{metric}"], dtype=float),
                              nan=-np.inf)
+        if "iter" in results:  # halving: only the last round's settings trained on all points
+            mean[results["iter"] < results["iter"].max()] = -np.inf
         best = int(np.argmax(mean))
         if self.select == "best" or not any("n_expansion" in c for c in candidates):
             return best
         se = float(results[f"std_test_{metric}"][best]) / np.sqrt(self.n_splits_)
-        eligible = [i for i in range(len(candidates)) if mean[i] >= mean[best] - se]
+        eligible = [i for i in range(len(candidates))
+                    if np.isfinite(mean[i]) and mean[i] >= mean[best] - se]
         size = {i: _size(candidates[i].get("n_expansion")) for i in eligible}
         smallest = min(size.values())
         return max((i for i in eligible if size[i] == smallest), key=lambda i: mean[i])

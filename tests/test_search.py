@@ -11,7 +11,7 @@ from sklearn.model_selection import GridSearchCV, StratifiedKFold
 
 from sparsify import RBF, SparseKernelRidge, SparseSearchCV, SparseSVC
 from sparsify.core.warm import grow, previous_problems, resize, shrink
-from sparsify.model_selection import expansion_sizes, warm_plan
+from sparsify.model_selection import _nested_sample, expansion_sizes, halving_rounds, warm_plan
 
 
 @pytest.fixture(scope="module")
@@ -264,3 +264,145 @@ def test_dask_collections_are_refused_not_gathered(moons: tuple) -> None:
     X, y = moons
     with pytest.raises(ValueError, match="does not take dask collections"):
         SparseSearchCV(SparseSVC(4), {"C": [1.0]}, cv=3).fit(da.from_array(X, chunks=50), y)
+
+
+def test_halving_rounds_shrink_the_settings_and_grow_the_sample() -> None:
+    assert halving_rounds(25, 6667, 3, 500) == [(25, 741), (9, 2223), (3, 6667)]
+    assert halving_rounds(25, 6667, 4, 400) == [(25, 417), (7, 1667), (2, 6667)]
+    assert halving_rounds(2, 10_000, 3, 500) == [(2, 10_000)]  # fewer settings than factor
+    assert halving_rounds(100, 3000, 3, 500) == [(100, 1000), (34, 3000)]
+    assert halving_rounds(100, 1400, 3, 500) == [(100, 1400)]
+
+
+def test_a_nested_sample_is_stratified_in_every_prefix() -> None:
+    y = np.r_[np.zeros(900, int), np.ones(100, int)]
+    train = np.arange(1000)
+    order = _nested_sample(train, y, True, np.random.RandomState(0))
+    assert sorted(order.tolist()) == train.tolist()
+    for m in (10, 100, 333, 1000):
+        assert abs(y[order[:m]].sum() - m / 10) <= 1  # one in ten from the rare class
+    plain = _nested_sample(train, y, False, np.random.RandomState(0))
+    assert sorted(plain.tolist()) == train.tolist() and not np.array_equal(plain, train)
+
+
+@pytest.fixture(scope="module")
+def many_moons() -> tuple[np.ndarray, np.ndarray]:
+    return make_moons(1500, noise=0.3, random_state=0)
+
+
+def test_halving_fits_fewer_settings_on_larger_samples(many_moons: tuple) -> None:
+    X, y = many_moons
+    grid = {"C": [0.1, 1.0, 10.0, 100.0], "gamma": [0.3, 1.0, 3.0]}
+    cv = StratifiedKFold(3, shuffle=True, random_state=0)
+    steps: list = []
+    search = SparseSearchCV(SparseSVC(4, random_state=0, max_iter=30), grid, cv=cv,
+                            halving=True, factor=3, min_resources=100, random_state=0,
+                            callback=steps.append).fit(X, y)
+    rounds = halving_rounds(12, 1000, 3, 100)
+    assert rounds == [(12, 112), (4, 334), (2, 1000)]
+    results = search.cv_results_
+    for r, (n_settings, n_points) in enumerate(rounds):
+        fits = [s for s in steps if s.round == r]
+        assert len(fits) == 3 * n_settings
+        assert {s.n_resources for s in fits} == {n_points}
+        # the settings of a round are the best of the last round's by its mean score
+        if r > 0:
+            earlier: dict[int, list[float]] = {}
+            for s in steps:
+                if s.round == r - 1:
+                    earlier.setdefault(s.candidate, []).append(s.score)
+            kept = {s.candidate for s in fits}
+            dropped = set(earlier) - kept
+            assert kept <= set(earlier) and len(kept) == n_settings
+            assert (min(np.mean(earlier[i]) for i in kept)
+                    >= max(np.mean(earlier[i]) for i in dropped))
+            for i in dropped:  # they keep that round's scores
+                assert results["iter"][i] == r - 1
+                assert results["mean_test_score"][i] == pytest.approx(np.mean(earlier[i]))
+    assert results["iter"].tolist().count(2) == 2
+    assert set(results["n_resources"][results["iter"] == 2]) == {1000}
+    # the choice is the best of the last round, which ranks first
+    last = np.flatnonzero(results["iter"] == 2)
+    assert search.best_index_ == last[np.argmax(results["mean_test_score"][last])]
+    assert results["rank_test_score"][search.best_index_] == 1
+    assert set(results["rank_test_score"][last]) <= {1, 2}
+    # after the first round every fit starts warm: from a neighbour or its own earlier fit
+    assert all(s.warm for s in steps if s.round > 0)
+
+
+def test_the_last_round_of_a_cold_halving_is_gridsearchcvs_fits(many_moons: tuple) -> None:
+    X, y = many_moons
+    grid = {"C": [0.1, 1.0, 10.0], "gamma": [0.3, 3.0]}
+    cv = StratifiedKFold(3, shuffle=True, random_state=0)
+    base = SparseSVC(4, random_state=0, max_iter=20)
+    ours = SparseSearchCV(base, grid, cv=cv, halving=True, min_resources=100, warm_start=False,
+                          n_iter_no_change=None, random_state=0).fit(X, y)
+    theirs = GridSearchCV(base, grid, cv=cv).fit(X, y)
+    last = np.flatnonzero(ours.cv_results_["iter"] == ours.cv_results_["iter"].max())
+    assert 0 < len(last) < len(ours.cv_results_["params"])
+    np.testing.assert_allclose(ours.cv_results_["mean_test_score"][last],
+                               theirs.cv_results_["mean_test_score"][last], rtol=1e-12)
+
+
+def test_a_rounds_sample_is_fitted_with_each_point_weighing_its_share(
+        many_moons: tuple) -> None:
+    from sklearn.utils import check_random_state
+
+    X, y = many_moons
+    grid = {"C": [0.1, 1.0, 10.0, 100.0], "gamma": [0.3, 3.0]}
+    cv = StratifiedKFold(3, shuffle=True, random_state=0)
+    base = SparseSVC(4, random_state=0, max_iter=20)
+    ours = SparseSearchCV(base, grid, cv=cv, halving=True, min_resources=100, warm_start=False,
+                          n_iter_no_change=None, random_state=0).fit(X, y)
+    assert halving_rounds(8, 1000, 4, 100) == [(8, 250), (2, 1000)]
+    # the first round, by hand: the same nested samples, each point weighing 4
+    rng = check_random_state(0)
+    first = [(np.sort(_nested_sample(train, y, True, rng)[:250]), test)
+             for train, test in cv.split(X, y)]
+    dropped = np.flatnonzero(ours.cv_results_["iter"] == 0)
+    assert len(dropped) == 6
+    weighted = GridSearchCV(base, grid, cv=first).fit(X, y, sample_weight=np.full(len(X), 4.0))
+    np.testing.assert_allclose(ours.cv_results_["mean_test_score"][dropped],
+                               weighted.cv_results_["mean_test_score"][dropped], rtol=1e-12)
+    plain = GridSearchCV(base, grid, cv=first).fit(X, y)
+    assert not np.allclose(ours.cv_results_["mean_test_score"][dropped],
+                           plain.cv_results_["mean_test_score"][dropped])
+
+
+def test_halving_auto_is_for_many_points_and_no_expansion_path(many_moons: tuple,
+                                                               monkeypatch) -> None:
+    import sparsify.model_selection as model_selection
+
+    X, y = many_moons
+    base = SparseSVC(3, random_state=0, max_iter=10)
+    grid = {"C": [0.1, 1.0, 10.0], "gamma": [0.3, 3.0]}
+    # 1000 training points a fold: under PLATEAU_FROM, every setting on every point
+    assert "iter" not in SparseSearchCV(base, grid, cv=3).fit(X, y).cv_results_
+    monkeypatch.setattr(model_selection, "PLATEAU_FROM", 1000)
+    assert "iter" in SparseSearchCV(base, grid, cv=3, min_resources=100).fit(X, y).cv_results_
+    path = SparseSearchCV(base, {**grid, "n_expansion": [1, 2]}, cv=3, min_resources=100)
+    assert "iter" not in path.fit(X, y).cv_results_
+    # kernel ridge regression takes no sample_weight: its samples could not stand for the fold
+    ridge = SparseSearchCV(SparseKernelRidge(3, random_state=0, max_iter=10),
+                           {"alpha": [0.01, 0.1, 1.0], "gamma": [0.3, 3.0]}, cv=3,
+                           min_resources=100)
+    assert "iter" not in ridge.fit(X, y.astype(float)).cv_results_
+    assert "iter" in ridge.set_params(halving=True).fit(X, y.astype(float)).cv_results_
+    assert "iter" not in SparseSearchCV(base, grid, cv=3, halving=False).fit(X, y).cv_results_
+    with pytest.raises(ValueError, match="factor"):
+        SparseSearchCV(base, grid, cv=3, factor=1).fit(X, y)
+
+
+def test_halving_over_parallel_folds_is_the_same_search(many_moons: tuple) -> None:
+    X, y = many_moons
+    grid = {"C": [0.1, 1.0, 10.0], "gamma": [0.3, 3.0]}
+    kwargs = {"cv": 3, "halving": True, "factor": 2, "min_resources": 100, "random_state": 0}
+    base = SparseSVC(3, random_state=0, max_iter=15)
+    one = SparseSearchCV(base, grid, **kwargs).fit(X, y)
+    two = SparseSearchCV(base, grid, n_jobs=2, **kwargs).fit(X, y)
+    assert one.cv_results_["iter"].max() >= 1
+    # the later rounds started from the earlier rounds' fits carried back from the workers
+    assert one.cv_results_["warm_start"][one.cv_results_["iter"] >= 1].min() == 1.0
+    for key in ("iter", "n_resources", "mean_test_score", "rank_test_score", "warm_start"):
+        np.testing.assert_array_equal(one.cv_results_[key], two.cv_results_[key], err_msg=key)
+    assert one.best_params_ == two.best_params_

@@ -15,6 +15,30 @@ from tests.benchmark_helpers import load_benchmark, write_plain_set, write_set
 pytestmark = pytest.mark.slow
 
 
+def test_search_shows_the_halving_rounds_where_the_search_halves(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import sparsify.model_selection as model_selection
+
+    X, y = make_moons(150, noise=0.25, random_state=0)
+    write_set(tmp_path, "moons", X, 2 * y - 1, n_train=90, n_splits=1)
+    # halve these 60-point folds: "auto" from 1 point, two rounds of 20 and 60 points
+    monkeypatch.setattr(model_selection, "PLATEAU_FROM", 1)
+    monkeypatch.setattr(model_selection, "halving_rounds",
+                        lambda n, n_train, factor, least: [(n, -(-n_train // 3)),
+                                                           (-(-n // 3), n_train)])
+    bench = load_benchmark("search")
+    monkeypatch.setattr(sys, "argv", ["search.py"])
+    out = tmp_path / "out"
+    assert bench.main(["--data-dir", str(tmp_path), "--out", str(out), "--nz", "3",
+                       "--largest", "4", "--peer-seeds", "1", "--splits", "1"]) == 0
+    text = (out / "search.md").read_text()
+    assert "Successive halving" in text
+    assert "| moons | 1 | 25 × 20 → 9 × 60 |" in text
+    rows = list(csv.DictReader((out / "search.csv").open()))
+    ours = next(r for r in rows if r["method"] == "SparseSearchCV")
+    assert ours["rounds"] == "25 × 20 → 9 × 60" and float(ours["no_halving_seconds"]) > 0
+
+
 def test_search_compares_both_searches_and_draws_each_set(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     X, y = make_moons(150, noise=0.25, random_state=0)
@@ -36,6 +60,7 @@ def test_search_compares_both_searches_and_draws_each_set(
         assert (out / f"search_{name}.png").read_bytes()[:4] == b"\x89PNG"
         assert f"| {name} | 90 | 4 | 2 |" in text or f"| {name} | 80 | 4 | 2 |" in text
     assert "## The expansion path" in text and "| moons | 1–8 |" in text
+    assert "Successive halving" not in text  # folds of under 5000 points: none
     assert not list(out.glob("*.tmp"))
 
 
