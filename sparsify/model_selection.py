@@ -384,9 +384,10 @@ class SparseSearchCV(VersionedPickleMixin, BaseSearchCV):
         (`halving_rounds`): each round fits the remaining settings on a nested
         sample ``factor`` times the last's and keeps the best 1/``factor`` of
         them for the next; the last trains on every point. Each point of a
-        sample weighs its fold's points per sample point (times its own
-        ``sample_weight``), so that the sample's objective estimates the fold's
-        at the same C. "auto" halves where every fold trains on at least
+        sample weighs the fold's points per sample point (``factor`` to the
+        power of the rounds left, times its own ``sample_weight``), so that the
+        sample's objective estimates the fold's at the same C. "auto" halves
+        where every fold trains on at least
         `sparsify.core.optimize.PLATEAU_FROM` points, the grid holds no
         ``n_expansion`` (the one-standard-error rule compares every size on all
         points) and the estimator's ``fit`` takes ``sample_weight``; True

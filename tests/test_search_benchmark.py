@@ -21,11 +21,11 @@ def test_search_shows_the_halving_rounds_where_the_search_halves(
 
     X, y = make_moons(150, noise=0.25, random_state=0)
     write_set(tmp_path, "moons", X, 2 * y - 1, n_train=90, n_splits=1)
-    # halve these 60-point folds: "auto" from 1 point, two rounds of 20 and 60 points
+    # halve these 60-point folds: "auto" from 1 point, two rounds of 15 and 60 points
     monkeypatch.setattr(model_selection, "PLATEAU_FROM", 1)
     monkeypatch.setattr(model_selection, "halving_rounds",
-                        lambda n, n_train, factor, least: [(n, -(-n_train // 3)),
-                                                           (-(-n // 3), n_train)])
+                        lambda n, n_train, factor, least: [(n, -(-n_train // factor)),
+                                                           (-(-n // factor), n_train)])
     bench = load_benchmark("search")
     monkeypatch.setattr(sys, "argv", ["search.py"])
     out = tmp_path / "out"
@@ -33,10 +33,10 @@ def test_search_shows_the_halving_rounds_where_the_search_halves(
                        "--largest", "4", "--peer-seeds", "1", "--splits", "1"]) == 0
     text = (out / "search.md").read_text()
     assert "Successive halving" in text
-    assert "| moons | 1 | 25 × 20 → 9 × 60 |" in text
+    assert "| moons | 1 | 25 × 15 → 7 × 60 |" in text
     rows = list(csv.DictReader((out / "search.csv").open()))
     ours = next(r for r in rows if r["method"] == "SparseSearchCV")
-    assert ours["rounds"] == "25 × 20 → 9 × 60" and float(ours["no_halving_seconds"]) > 0
+    assert ours["rounds"] == "25 × 15 → 7 × 60" and float(ours["no_halving_seconds"]) > 0
 
 
 def test_search_compares_both_searches_and_draws_each_set(
