@@ -119,16 +119,17 @@ def halving_rounds(n_candidates: int, n_train: int, factor: int,
 def _nested_sample(train: NDArray[np.intp], y: Any, stratify: bool,
                    rng: np.random.RandomState) -> NDArray[np.intp]:
     """``train`` in an order whose every prefix is a random sample of it (stratified by
-    ``y`` for a classifier: each class spread evenly along the order)."""
+    ``y`` for a classifier with one output: each class spread evenly along the order, and
+    one point of every class first, so that a sample lacks no class)."""
     order = rng.permutation(len(train))
-    if not stratify or y is None:
+    if not stratify or y is None or np.ndim(y) != 1:
         return np.asarray(train)[order]
     labels = np.asarray(_safe_indexing(y, train))[order]
     _, codes, counts = np.unique(labels, return_inverse=True, return_counts=True)
     position = np.empty(len(train))
     for c, count in enumerate(counts):
         where = np.flatnonzero(codes == c)
-        position[where] = (np.arange(count) + 0.5) / count
+        position[where] = np.arange(count) / count
     return np.asarray(train)[order[np.argsort(position, kind="stable")]]
 
 

@@ -283,6 +283,13 @@ def test_a_nested_sample_is_stratified_in_every_prefix() -> None:
         assert abs(y[order[:m]].sum() - m / 10) <= 1  # one in ten from the rare class
     plain = _nested_sample(train, y, False, np.random.RandomState(0))
     assert sorted(plain.tolist()) == train.tolist() and not np.array_equal(plain, train)
+    # a class of three points among a thousand is in every sample of three points or more
+    rare = np.r_[np.zeros(997, int), np.full(3, 2)]
+    order = _nested_sample(np.arange(1000), rare, True, np.random.RandomState(1))
+    assert 2 in rare[order[:2]]
+    # several outputs: not stratified, still every point once
+    both = np.c_[y, y]
+    assert sorted(_nested_sample(train, both, True, np.random.RandomState(0))) == train.tolist()
 
 
 @pytest.fixture(scope="module")
