@@ -601,9 +601,9 @@ class SparseSearchCV(VersionedPickleMixin, BaseSearchCV):
             mean = np.nan_to_num(np.asarray(results[f"mean_test_{key[10:]}"], dtype=float),
                                  nan=-np.inf)
             # later rounds first, then the score; ties share the smallest rank
-            keys = list(zip(-last, -mean, strict=True))
-            results[key] = np.array([1 + sum(other < mine for other in keys) for mine in keys],
-                                    dtype=np.int32)
+            _, tie, count = np.unique(np.c_[-last, -mean], axis=0, return_inverse=True,
+                                      return_counts=True)
+            results[key] = (np.cumsum(count) - count + 1)[tie.ravel()].astype(np.int32)
 
     # ------------------------------------------------------------------ the folds
 

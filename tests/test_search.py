@@ -333,6 +333,9 @@ def test_halving_fits_fewer_settings_on_larger_samples(many_moons: tuple) -> Non
     assert search.best_index_ == last[np.argmax(results["mean_test_score"][last])]
     assert results["rank_test_score"][search.best_index_] == 1
     assert set(results["rank_test_score"][last]) <= {1, 2}
+    rank = results["rank_test_score"]
+    for r in (0, 1):  # a later round's settings rank above an earlier round's
+        assert rank[results["iter"] == r].min() > rank[results["iter"] > r].max()
     # after the first round every fit starts warm: from a neighbour or its own earlier fit
     assert all(s.warm for s in steps if s.round > 0)
 
