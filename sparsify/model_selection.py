@@ -321,6 +321,21 @@ def _fold_path(base: BaseEstimator, X: Any, y: Any, train: NDArray[np.intp],
     return records
 
 
+def _table(records: list[list[dict[str, Any]]], key: str, metric: str | None,
+           error_score: Any) -> NDArray[np.float64]:
+    """A record field per candidate (rows) and fold (columns): ``key``'s value, or its
+    ``metric`` where ``key`` holds scores (``error_score`` where the fit failed)."""
+    out = np.empty((len(records[0]), len(records)))
+    for k, fold in enumerate(records):
+        for i, r in enumerate(fold):
+            if metric is None:
+                out[i, k] = r[key]
+            else:
+                out[i, k] = (r[key].get(metric, float("nan")) if not r["failed"]
+                             else float(error_score))
+    return out
+
+
 def _per_sample(value: Any, X: Any) -> bool:
     """Whether a fit parameter has one entry per sample (split with the folds)."""
     return hasattr(value, "__len__") and not isinstance(value, str | dict) and (
@@ -582,10 +597,7 @@ class SparseSearchCV(VersionedPickleMixin, BaseSearchCV):
                 for j, record in zip(alive, fold, strict=True):
                     records[k][j] = {**record, "round": r, "n_resources": len(sample[k][0])}
             if r + 1 < len(rounds):
-                mean = np.array([np.mean([f[j]["test"].get(metric, np.nan)
-                                          if not f[j]["failed"] else self.error_score
-                                          for f in out]) for j in range(len(alive))],
-                                dtype=float)
+                mean = _table(out, "test", metric, self.error_score).mean(axis=1)
                 best = np.argsort(-np.nan_to_num(mean, nan=-np.inf), kind="stable")
                 alive = sorted(alive[j] for j in best[:rounds[r + 1][0]])
         return records
@@ -653,17 +665,16 @@ class SparseSearchCV(VersionedPickleMixin, BaseSearchCV):
 
         args = (candidates, order, parent, self.scorer_, fit_params, self._score_weights(
             fit_params), self.error_score, self.return_train_score, warm, self.n_iter_no_change)
-        starts = starts or [None] * len(splits)  # type: ignore[list-item]
         if self.n_jobs in (None, 1) or len(splits) == 1:
             out = []
             for fold, (train, test) in enumerate(splits):
                 out.append(_fold_path(self.estimator, X, y, train, test, *args, report(fold),
-                                      starts[fold], keep, weigh))
+                                      starts and starts[fold], keep, weigh))
                 self._fold_line(fold, len(splits), out[-1], len(train))
             return out
         out = Parallel(n_jobs=self.n_jobs, pre_dispatch=self.pre_dispatch)(
-            delayed(_fold_path)(self.estimator, X, y, train, test, *args, None, starts[fold],
-                                keep, weigh)
+            delayed(_fold_path)(self.estimator, X, y, train, test, *args, None,
+                                starts and starts[fold], keep, weigh)
             for fold, (train, test) in enumerate(splits))
         for fold, records in enumerate(out):
             heard = report(fold)
@@ -708,15 +719,7 @@ class SparseSearchCV(VersionedPickleMixin, BaseSearchCV):
                 results[f"rank_{name}"] = rankdata(-filled, method="min").astype(np.int32)
 
         def table(key: str, metric: str | None = None) -> NDArray[np.float64]:
-            out = np.empty((len(candidates), n_folds))
-            for k, fold in enumerate(records):
-                for i, r in enumerate(fold):
-                    if metric is None:
-                        out[i, k] = r[key]
-                    else:
-                        out[i, k] = (r[key].get(metric, float("nan")) if not r["failed"]
-                                     else float(self.error_score))
-            return out
+            return _table(records, key, metric, self.error_score)
 
         store("fit_time", table("fit_time"), False, False)
         store("score_time", table("score_time"), False, False)
