@@ -54,6 +54,7 @@ from sklearn.utils import _safe_indexing, check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import has_fit_parameter, indexable
 
+from sparsify.core.continuation import nested_sample
 from sparsify.core.optimize import PLATEAU_FROM, PLATEAU_WINDOW
 from sparsify.persistence import VersionedPickleMixin
 from sparsify.validation import is_dask_collection
@@ -118,19 +119,11 @@ def halving_rounds(n_candidates: int, n_train: int, factor: int,
 
 def _nested_sample(train: NDArray[np.intp], y: Any, stratify: bool,
                    rng: np.random.RandomState) -> NDArray[np.intp]:
-    """``train`` in an order whose every prefix is a random sample of it (stratified by
-    ``y`` for a classifier with one output: each class spread evenly along the order, and
-    one point of every class first, so that a sample lacks no class)."""
-    order = rng.permutation(len(train))
-    if not stratify or y is None or np.ndim(y) != 1:
-        return np.asarray(train)[order]
-    labels = np.asarray(_safe_indexing(y, train))[order]
-    _, codes, counts = np.unique(labels, return_inverse=True, return_counts=True)
-    position = np.empty(len(train))
-    for c, count in enumerate(counts):
-        where = np.flatnonzero(codes == c)
-        position[where] = np.arange(count) / count
-    return np.asarray(train)[order[np.argsort(position, kind="stable")]]
+    """``train`` in an order whose every prefix is a random sample of it, stratified by
+    ``y`` for a classifier with one output (`sparsify.core.continuation.nested_sample`)."""
+    labels = (np.asarray(_safe_indexing(y, train)) if stratify and y is not None
+              and np.ndim(y) == 1 else None)
+    return nested_sample(train, labels, rng)
 
 
 def _ranks(candidates: Sequence[dict[str, Any]]) -> dict[str, dict[Any, int]]:

@@ -30,6 +30,7 @@ from sklearn.utils._param_validation import Interval, RealNotInt, StrOptions
 from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
 
 from sparsify.core.conic import make_marginal
+from sparsify.core.continuation import nested_sample, sample_plateau, strata
 from sparsify.core.data_source import (
     DataSource,
     InMemoryRows,
@@ -381,6 +382,7 @@ class SparseKernelEstimator(KernelMachineMixin, BaseEstimator):
         "n_init": [Interval(Integral, 1, MAX_N_INIT, closed="both")],
         "warm_start": ["boolean"],
         "n_iter_no_change": N_ITER_NO_CHANGE_CONSTRAINT,
+        "continuation": [Interval(RealNotInt, 0.0, 1.0, closed="neither"), None],
         "solver": [str],
         "max_iter": [Interval(Integral, 0, None, closed="left")],
         "tol": [Interval(Real, 0.0, None, closed="left")],
@@ -530,7 +532,8 @@ class SparseKernelEstimator(KernelMachineMixin, BaseEstimator):
                       formulation: Formulation, kernel: Kernel, sizes: list[int],
                       init: str | Array,
                       names: list[str], rng: np.random.RandomState,
-                      previous: list[tuple[Array, Array, Any]] | None = None
+                      previous: list[tuple[Array, Array, Any]] | None = None,
+                      plateau: tuple[int, float] | None = None, warn: bool = True
                       ) -> list[dict[str, Any]]:
         """Fit every (problem, start) pair; the best start of each.
 
@@ -539,13 +542,15 @@ class SparseKernelEstimator(KernelMachineMixin, BaseEstimator):
         problems in progress lines and warnings; the starts are named after them.
         ``previous`` holds each problem's (Z, β, b) of the last fit, a warm start
         (`sparsify.core.warm`): one start from its XVs, resized to the problem's
-        Nz. Warns once for the problems ``max_iter`` stopped.
+        Nz. ``plateau`` replaces the estimator's plateau test (`_plateau`). With
+        ``warn``, warns once for the problems ``max_iter`` stopped.
         """
         n_init = 1 if previous is not None or not isinstance(init, str) else self.n_init
         seeds = rng.randint(np.iinfo(np.int32).max, size=(len(targets), n_init))
         starts = [[", ".join(p for p in (names[k], f"start {j + 1}" if n_init > 1 else "") if p)
                    for j in range(n_init)] for k in range(len(targets))]
-        plateau = self._plateau(source.n_samples)
+        if plateau is None:
+            plateau = self._plateau(source.n_samples)
         if isinstance(source, RowBlocks):
             inits = ([init] * len(targets) if previous is None
                      else [Z for Z, _, _ in previous])  # over blocks: the XVs only
@@ -576,6 +581,8 @@ class SparseKernelEstimator(KernelMachineMixin, BaseEstimator):
             )
         fits = [min(runs[k * n_init:(k + 1) * n_init], key=lambda run: run["value"])
                 for k in range(len(targets))]
+        if not warn:
+            return fits
         warn_if_not_converged(type(self).__name__, [(f["problem"], f["result"]) for f in fits],
                               self.max_iter)
         warn_if_no_step(type(self).__name__, [(f["problem"], f["result"]) for f in fits])
@@ -681,13 +688,51 @@ class SparseKernelEstimator(KernelMachineMixin, BaseEstimator):
             resolved = Parallel(n_jobs=self.n_jobs if len(targets) > 1 else None)(
                 delayed(self._resolve_n_expansion)(X, t, kernel, weights) for t in targets)
         rng = check_random_state(self.random_state) if rng is None else rng
-        fits = self._run_problems(source, targets, formulation, kernel,
-                                  [nz for nz, _ in resolved],
-                                  self.init if init is None else init,
-                                  names or [""] * len(targets), rng, previous)
+        sizes, init = [nz for nz, _ in resolved], self.init if init is None else init
+        names = names or [""] * len(targets)
+        sampled = None
+        if getattr(self, "continuation", None) is not None and previous is None:
+            sampled = self._fit_sample(source, targets, weights, groups, kernel, sizes, init,
+                                       names, rng)
+            previous = [(fit["Z"], fit["coef"], fit["intercept"]) for fit in sampled]
+        fits = self._run_problems(source, targets, formulation, kernel, sizes, init, names, rng,
+                                  previous)
+        for fit, first in zip(fits, sampled or (), strict=False):
+            fit["n_iter"] += first["n_iter"]
+            fit["history"] = np.concatenate([first["history"], fit["history"]])
         nsv = [n for _, n in resolved]
         self._set_expansions(kernel, fits, None if nsv[0] is None else np.array(nsv))
         return kernel
+
+    def _fit_sample(self, source: DataSource, targets: Sequence[Any], weights: Array | None,
+                    groups: NDArray[np.intp] | None, kernel: Kernel, sizes: list[int],
+                    init: str | Array, names: list[str], rng: np.random.RandomState
+                    ) -> list[dict[str, Any]]:
+        """The first phase of ``continuation`` (`sparsify.core.continuation`): every problem
+        fitted on a sample of the rows, each weight times N / m where the formulation weighs
+        its points, to W's plateau on the sample; its best start per problem."""
+        if not isinstance(source, InMemoryRows):
+            raise ValueError(f"{type(self).__name__}.fit on dask collections does not take "
+                             f"continuation={self.continuation!r}: its sample is drawn from "
+                             "rows in memory. Fit with continuation=None, or on numpy arrays.")
+        n = source.n_samples
+        m = round(float(self.continuation) * n)
+        rows = np.sort(nested_sample(np.arange(n), strata(targets), rng)[:m])
+        if not has_distinct(source.X[rows], max(sizes)):
+            raise ValueError(
+                f"continuation={self.continuation} samples {m} of the {n} training points, "
+                f"fewer distinct ones than n_expansion={max(sizes)}: raise continuation, or "
+                "fit with continuation=None.")
+        weighs = self.weighted_points or self._formulation_type().weighted
+        formulation = self._make_formulation(
+            (np.ones(n) if weights is None else weights)[rows] * (n / m) if weighs else None)
+        if groups is not None:
+            formulation = formulation.group(groups[rows])
+        named = [", ".join(p for p in (name, f"sample of {m} points") if p) for name in names]
+        return self._run_problems(
+            InMemoryRows(source.X[rows]), [None if t is None else t[rows] for t in targets],
+            formulation, kernel, sizes, init, named, rng,
+            plateau=sample_plateau(m, getattr(self, "n_iter_no_change", None)), warn=False)
 
     def _previous_problems(self, source: DataSource, n_problems: int
                            ) -> list[tuple[Array, Array, Any]] | None:

@@ -87,6 +87,16 @@ SHARED: dict[str, SharedParameter] = {
         "lowered W by less than 1/√N of it, W's own sampling error: W has\n"
         "levelled off (`sparsify.core.optimize.sampling_plateau`). \"auto\" is 3\n"
         "iterations from N = 5000 points on and no such test below; None never."),
+    "continuation": SharedParameter(
+        "float | None", None, "float in (0, 1) or None",
+        "Continuation over the data: fit first on a random sample of this\n"
+        "fraction of the training points (stratified by class, each weight\n"
+        "times 1 / continuation where the formulation weighs its points) until\n"
+        "W levels off on it, then on all points from its XVs and solution\n"
+        "(`sparsify.core.continuation`). It pays where a fit takes many costly\n"
+        "iterations: a declared formulation at 10⁵ points. ``max_iter`` bounds\n"
+        "each phase, ``n_iter_`` counts both. None: all points from the start;\n"
+        "a warm start skips the sample."),
     "solver_tol": SharedParameter("float", 1e-8, "float", "Accuracy of each convex solve."),
     "random_state": SharedParameter(
         "int | np.random.RandomState | None", None, "int, RandomState instance or None",

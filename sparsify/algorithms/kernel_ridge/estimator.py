@@ -42,6 +42,15 @@ class SparseKernelRidge(SparseKernelRegressor):
         unlike a classifier's error, the test RMSE still improves past that
         plateau (protein, N = 41 157, Nz = 200: 10 iterations fit 2.4× faster
         with a 1.2 % higher RMSE; docs/theory.md).
+    continuation : float in (0, 1) or None, default=None
+        Continuation over the data: fit first on a random sample of this
+        fraction of the training points (stratified by class, each weight times
+        1 / continuation where the formulation weighs its points) until W levels
+        off on it, then on all points from its XVs and solution
+        (`sparsify.core.continuation`). It pays where a fit takes many costly
+        iterations: a declared formulation at 10⁵ points. ``max_iter`` bounds
+        each phase, ``n_iter_`` counts both. None: all points from the start; a
+        warm start skips the sample.
     kernel : str or Kernel, default="rbf"
         "rbf", "poly", "linear", a plugin's kernel, names joined by "+" for a
         sum, or a `sparsify.Kernel` instance.
@@ -127,6 +136,7 @@ class SparseKernelRidge(SparseKernelRegressor):
         *,
         alpha: float = 1.0,
         n_iter_no_change: int | str | None = None,
+        continuation: float | None = None,
         kernel: str | Kernel = "rbf",
         gamma: float | str = "scale",
         degree: int = 3,
@@ -146,6 +156,7 @@ class SparseKernelRidge(SparseKernelRegressor):
         self.n_expansion = n_expansion
         self.alpha = alpha
         self.n_iter_no_change = n_iter_no_change
+        self.continuation = continuation
         self.kernel = kernel
         self.gamma = gamma
         self.degree = degree

@@ -107,6 +107,15 @@ class SparseKFD(SparseKernelClassifier):
         W by less than 1/√N of it, W's own sampling error: W has levelled off
         (`sparsify.core.optimize.sampling_plateau`). "auto" is 10 from N = 10⁴
         points on and no such test below; None never.
+    continuation : float in (0, 1) or None, default=None
+        Continuation over the data: fit first on a random sample of this
+        fraction of the training points (stratified by class, each weight times
+        1 / continuation where the formulation weighs its points) until W levels
+        off on it, then on all points from its XVs and solution
+        (`sparsify.core.continuation`). It pays where a fit takes many costly
+        iterations: a declared formulation at 10⁵ points. ``max_iter`` bounds
+        each phase, ``n_iter_`` counts both. None: all points from the start; a
+        warm start skips the sample.
     solver_tol : float, default=1e-8
         Accuracy of each convex solve.
     random_state : int, RandomState instance or None, default=None
@@ -181,6 +190,7 @@ class SparseKFD(SparseKernelClassifier):
         max_iter: int = 200,
         tol: float = 1e-6,
         n_iter_no_change: int | str | None = None,
+        continuation: float | None = None,
         solver_tol: float = 1e-8,
         random_state: int | np.random.RandomState | None = None,
         n_jobs: int | None = None,
@@ -202,6 +212,7 @@ class SparseKFD(SparseKernelClassifier):
         self.max_iter = max_iter
         self.tol = tol
         self.n_iter_no_change = n_iter_no_change
+        self.continuation = continuation
         self.solver_tol = solver_tol
         self.random_state = random_state
         self.n_jobs = n_jobs

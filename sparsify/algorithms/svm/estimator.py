@@ -62,6 +62,15 @@ class SparseSVC(SparseKernelClassifier):
         lowered W by less than 1/√N of it, W's own sampling error: W has
         levelled off (`sparsify.core.optimize.sampling_plateau`). "auto" is 3
         iterations from N = 5000 points on and no such test below; None never.
+    continuation : float in (0, 1) or None, default=None
+        Continuation over the data: fit first on a random sample of this
+        fraction of the training points (stratified by class, each weight times
+        1 / continuation where the formulation weighs its points) until W levels
+        off on it, then on all points from its XVs and solution
+        (`sparsify.core.continuation`). It pays where a fit takes many costly
+        iterations: a declared formulation at 10⁵ points. ``max_iter`` bounds
+        each phase, ``n_iter_`` counts both. None: all points from the start; a
+        warm start skips the sample.
     kernel : str or Kernel, default="rbf"
         "rbf", "poly", "linear", a plugin's kernel, names joined by "+" for a
         sum, or a `sparsify.Kernel` instance.
@@ -188,6 +197,7 @@ class SparseSVC(SparseKernelClassifier):
         class_weight: dict[Any, float] | str | None = None,
         probability: bool = False,
         n_iter_no_change: int | str | None = "auto",
+        continuation: float | None = None,
         kernel: str | Kernel = "rbf",
         gamma: float | str = "scale",
         degree: int = 3,
@@ -210,6 +220,7 @@ class SparseSVC(SparseKernelClassifier):
         self.class_weight = class_weight
         self.probability = probability
         self.n_iter_no_change = n_iter_no_change
+        self.continuation = continuation
         self.kernel = kernel
         self.gamma = gamma
         self.degree = degree
