@@ -139,6 +139,15 @@ def test_a_sample_too_small_for_the_xvs_is_refused_before_any_fit() -> None:
         SparseSVC(20, continuation=0.05).fit(X, y)
 
 
+def test_a_fit_over_row_blocks_refuses_it() -> None:
+    # (the gate every fit on dask collections passes before its first evaluation)
+    with pytest.raises(ValueError, match=r"on dask collections does not take "
+                                         r"continuation=0.5 \(its sample is drawn from rows in "
+                                         r"memory; use continuation=None\)"):
+        SparseSVC(3, continuation=0.5)._refuse_on_blocks({})
+    SparseSVC(3)._refuse_on_blocks({})
+
+
 def test_clone_and_get_params_carry_it() -> None:
     est = SparseSVC(4, continuation=0.25)
     assert clone(est).get_params()["continuation"] == 0.25

@@ -630,6 +630,8 @@ class SparseKernelEstimator(KernelMachineMixin, BaseEstimator):
             "use solver='auto')": self.solver != "auto",
             f"init={self.init!r} (k-means needs every row in one place; use init='random' or "
             "'balanced')": self.init == "kmeans" and isinstance(self.n_expansion, Integral),
+            f"continuation={getattr(self, 'continuation', None)!r} (its sample is drawn from rows "
+            "in memory; use continuation=None)": getattr(self, "continuation", None) is not None,
             **refused,
         }
         used = [why for why, on in reasons.items() if on]
@@ -711,10 +713,7 @@ class SparseKernelEstimator(KernelMachineMixin, BaseEstimator):
         """The first phase of ``continuation`` (`sparsify.core.continuation`): every problem
         fitted on a sample of the rows, each weight times N / m where the formulation weighs
         its points, to W's plateau on the sample; its best start per problem."""
-        if not isinstance(source, InMemoryRows):
-            raise ValueError(f"{type(self).__name__}.fit on dask collections does not take "
-                             f"continuation={self.continuation!r}: its sample is drawn from "
-                             "rows in memory. Fit with continuation=None, or on numpy arrays.")
+        assert isinstance(source, InMemoryRows)  # over row blocks `_refuse_on_blocks` refused it
         n = source.n_samples
         m = round(float(self.continuation) * n)
         rows = np.sort(nested_sample(np.arange(n), strata(targets), rng)[:m])
