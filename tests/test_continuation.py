@@ -113,6 +113,16 @@ def test_a_warm_start_skips_the_sample(monkeypatch: pytest.MonkeyPatch) -> None:
     assert len(orders) == 1
 
 
+def test_the_starts_run_on_the_sample_and_the_best_goes_on() -> None:
+    X, y = make_moons(600, noise=0.25, random_state=0)
+    seen: list[str] = []
+    SparseSVC(5, gamma=2.0, n_init=3, random_state=0, continuation=0.5,
+              callback=lambda info: seen.append(info.problem)).fit(X, y)
+    assert {p for p in seen if p.startswith("sample")} == {
+        f"sample of 300 points, start {j}" for j in (1, 2, 3)}
+    assert {p for p in seen if not p.startswith("sample")} == {""}
+
+
 def test_the_regressors_and_one_vs_rest_fit_with_it() -> None:
     X, y = make_classification(900, n_classes=3, n_informative=4, random_state=0)
     clf = SparseSVC(5, random_state=0, continuation=0.3).fit(X, y)

@@ -16,6 +16,9 @@ Wu, *Math. Prog.* 2012). The estimators' ``continuation`` parameter
    `sparsify.core.warm`), under the fit's own stopping rule, so that the model
    kept is a minimum of the whole set's W as without continuation.
 
+``n_init`` starts run on the sample, and the best of them (lowest W on the sample) goes on
+to all points; a warm start (``warm_start=True`` with a last fit) has no sample phase.
+
 Measured in docs/results/declared_fit.md: the declared ε-SVR at N = 10⁵, Nz = 100
 with ``continuation=0.125``; docs/theory.md says when it pays.
 """
