@@ -3,7 +3,9 @@ a fit's first phase on a weighted sample of the points, then all points from its
 
 from __future__ import annotations
 
+import sys
 import warnings
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -13,6 +15,7 @@ from sklearn.datasets import make_classification, make_moons
 import sparsify.core.estimator as driver
 from sparsify import SparseKernelPCA, SparseKernelRidge, SparseSVC, SparseSVR
 from sparsify.core.continuation import nested_sample, sample_plateau, strata
+from sparsify.core.estimator import estimator_for
 
 
 def _recording_sample(monkeypatch: pytest.MonkeyPatch) -> list[np.ndarray]:
@@ -27,10 +30,23 @@ def _recording_sample(monkeypatch: pytest.MonkeyPatch) -> list[np.ndarray]:
     return orders
 
 
+def _declared_svr(c: float | None) -> object:
+    """The declared ε-SVR of examples/declared_formulations.py as a regressor, structured."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "examples"))
+    from declared_formulations import EpsilonSVR
+
+    task = type("ContinuationEpsilonSVR", (EpsilonSVR,), {"task": "regressor",
+                                                         "name": "continuation_eps_svr"})
+    cls, _ = estimator_for(task)
+    return cls(4, C=3.0, epsilon=0.1, gamma=0.5, solver="structured", n_iter_no_change=3,
+               max_iter=15, continuation=c)
+
+
 @pytest.mark.parametrize("make", [
     lambda c: SparseSVC(6, C=3.0, gamma=2.0, n_iter_no_change=3, continuation=c),
     lambda c: SparseSVR(6, C=3.0, gamma=0.5, n_iter_no_change=3, continuation=c),
-], ids=["SparseSVC", "SparseSVR"])
+    _declared_svr,
+], ids=["SparseSVC", "SparseSVR", "declared eps-SVR"])
 def test_the_two_phases_are_a_weighted_sample_fit_then_a_warm_start_on_all_points(
         make, monkeypatch: pytest.MonkeyPatch) -> None:
     rng = np.random.default_rng(0)
