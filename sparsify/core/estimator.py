@@ -717,19 +717,20 @@ class SparseKernelEstimator(KernelMachineMixin, BaseEstimator):
         n = source.n_samples
         m = round(float(self.continuation) * n)
         rows = np.sort(nested_sample(np.arange(n), strata(targets), rng)[:m])
-        if not has_distinct(source.X[rows], max(sizes)):
+        X = source.X[rows]
+        if not has_distinct(X, max(sizes)):
             raise ValueError(
                 f"continuation={self.continuation} samples {m} of the {n} training points, "
                 f"fewer distinct ones than n_expansion={max(sizes)}: raise continuation, or "
                 "fit with continuation=None.")
         weighs = self.weighted_points or self._formulation_type().weighted
-        formulation = self._make_formulation(
-            (np.ones(n) if weights is None else weights)[rows] * (n / m) if weighs else None)
+        sample_weights = (np.ones(m) if weights is None else weights[rows]) * (n / m)
+        formulation = self._make_formulation(sample_weights if weighs else None)
         if groups is not None:
             formulation = formulation.group(groups[rows])
         named = [", ".join(p for p in (name, f"sample of {m} points") if p) for name in names]
         return self._run_problems(
-            InMemoryRows(source.X[rows]), [None if t is None else t[rows] for t in targets],
+            InMemoryRows(X), [None if t is None else t[rows] for t in targets],
             formulation, kernel, sizes, init, named, rng,
             plateau=sample_plateau(m, getattr(self, "n_iter_no_change", None)), warn=False)
 
