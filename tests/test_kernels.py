@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 from sklearn.metrics.pairwise import linear_kernel, polynomial_kernel, rbf_kernel
 
+from sparsify.core import kernel_blocks
 from sparsify.kernels import (
     RBF,
     Kernel,
@@ -67,6 +68,23 @@ def test_vjp_never_builds_n_by_nz_by_d_tensors() -> None:
     Z = np.zeros((300, 100))
     G = np.ones((20000, 300))
     assert RBF(1e-3).vjp_z(X, Z, G).shape == (300, 100)
+
+
+@pytest.mark.parametrize("kernel", KERNELS, ids=repr)
+@pytest.mark.parametrize("share", [0.03, 0.5, 0.95])
+def test_link_gradient_sums_the_rows_of_nonzero_multipliers(
+        kernel: Kernel, share: float, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Against the K_XZ term in one product over every row: the rows of ν = 0 that the sum
+    # skips (below ACTIVE_SHARE) add nothing, over several row blocks and two outputs.
+    monkeypatch.setattr(kernel_blocks, "BLOCK_ROWS", 64)
+    X, Z = rng.normal(size=(300, 3)), rng.normal(size=(4, 3))
+    nu = rng.normal(size=(300, 2))
+    nu[rng.permutation(300)[:round((1 - share) * 300)]] = 0.0  # the share of rows kept
+    beta = rng.normal(size=(4, 2))
+    K_xz = kernel(X, Z)
+    expected = kernel.vjp_z(X, Z, -nu @ beta.T, K_xz)
+    got = kernel_blocks.link_gradient_xz(kernel, X, Z, K_xz, nu, beta)
+    np.testing.assert_allclose(got, expected, rtol=1e-12, atol=1e-12 * np.abs(expected).max())
 
 
 def test_make_kernel_sum_and_errors() -> None:

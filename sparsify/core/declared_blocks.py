@@ -41,7 +41,7 @@ from sparsify.core.data_source import (
 from sparsify.core.declared import declare, formulation_label, n_outputs, solution_variables
 from sparsify.core.errors import SolverError
 from sparsify.core.formulation import Formulation
-from sparsify.core.kernel_blocks import BLOCK_ROWS, diagonal_scale, whitening
+from sparsify.core.kernel_blocks import diagonal_scale, link_gradient_xz, whitening
 from sparsify.core.marginal import Evaluation, Marginal, check_expansion_vectors
 from sparsify.core.memory import check_memory
 from sparsify.core.structured.ipm import IPMSettings, interior_point
@@ -129,12 +129,7 @@ class BlockActor:
 
     def gradient(self, Z: Array, B: Array) -> Array:
         """The block's K_XZ term of Lemma 1: ∂W/∂K_XZ = −ν βᵀ through the kernel."""
-        V = self._nu()
-        gradient = np.zeros_like(Z)
-        for start in range(0, len(self.X), BLOCK_ROWS):
-            rows = slice(start, start + BLOCK_ROWS)
-            gradient += self.kernel.vjp_z(self.X[rows], Z, -V[rows] @ B.T, self.K_xz[rows])
-        return gradient
+        return link_gradient_xz(self.kernel, self.X, Z, self.K_xz, self._nu(), B)
 
     def diagonal_sum(self) -> float:
         """Σ k(x, x) over the block: the jitter is relative to their mean."""

@@ -26,6 +26,7 @@ __all__ = [
     "expansion_factor",
     "kernel_blocks",
     "link_gradient",
+    "link_gradient_xz",
     "row_blocks",
     "triangular_whitening",
     "whitened_rows",
@@ -37,6 +38,9 @@ Array = NDArray[np.float64]
 #: Rows of X per piece where an N × Nz array is computed piecewise: the kernel's and the
 #: gradient's temporaries stay at a few MB whatever N is.
 BLOCK_ROWS = 4096
+#: `link_gradient_xz` sums over the points of nonzero multipliers alone where they are at
+#: most this share of the points (gathering their rows costs less than the products saved).
+ACTIVE_SHARE = 0.9
 
 
 def row_blocks(n_rows: int) -> range:
@@ -131,10 +135,41 @@ def link_gradient(kernel: Kernel, X: Array, Z: Array, K_xz: Array, K_zz: Array, 
     (2, 3)
     """
     B = np.asarray(beta, dtype=float).reshape(len(Z), -1)
-    V = np.asarray(nu, dtype=float).reshape(len(X), -1)
     gradient = kernel.vjp_zz(Z, (B * c) @ B.T, K_zz)
-    for start in row_blocks(len(X)):
-        rows = slice(start, start + BLOCK_ROWS)
+    gradient += link_gradient_xz(kernel, X, Z, K_xz, nu, B)
+    return gradient
+
+
+def link_gradient_xz(kernel: Kernel, X: Array, Z: Array, K_xz: Array, nu: Array,
+                     beta: Array) -> Array:
+    """The K_XZ term of `link_gradient`, ∂W/∂K_XZ = −ν βᵀ through the kernel, alone.
+
+    For a share of the rows (a row block of a distributed fit) as for all of them:
+    summed `BLOCK_ROWS` rows at a time, over the rows of nonzero ν alone where they
+    are at most `ACTIVE_SHARE` of them. A row whose ν is 0 (a hinge's point outside
+    the margin) adds exactly 0; on USPS's one-vs-rest fits 2 % of the points are
+    left, and the term's products go with them.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sparsify import RBF
+    >>> X, Z = np.eye(3), np.eye(3)[:2]
+    >>> K_xz = RBF(1.0)(X, Z)
+    >>> nu = np.array([1.0, 0.0, 0.0])
+    >>> np.allclose(link_gradient_xz(RBF(1.0), X, Z, K_xz, nu, np.ones(2)),
+    ...             link_gradient_xz(RBF(1.0), X[:1], Z, K_xz[:1], nu[:1], np.ones(2)))
+    True
+    """
+    B = np.asarray(beta, dtype=float).reshape(len(Z), -1)
+    V = np.asarray(nu, dtype=float).reshape(len(X), -1)
+    active = np.flatnonzero(V.any(axis=1))
+    pieces: list[slice] | list[NDArray[np.intp]] = (
+        [active[start:start + BLOCK_ROWS] for start in row_blocks(len(active))]
+        if len(active) <= ACTIVE_SHARE * len(X)
+        else [slice(start, start + BLOCK_ROWS) for start in row_blocks(len(X))])
+    gradient = np.zeros_like(Z, dtype=float)
+    for rows in pieces:
         gradient += kernel.vjp_z(X[rows], Z, -V[rows] @ B.T, K_xz[rows])
     return gradient
 

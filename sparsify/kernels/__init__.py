@@ -89,8 +89,13 @@ class Kernel(ABC):
 
 
 def _sqdist(A: Array, B: Array) -> Array:
-    d = (A * A).sum(1)[:, None] + (B * B).sum(1)[None, :] - 2.0 * (A @ B.T)
-    return np.maximum(d, 0.0)
+    # in place on the product, and the squared norms without an N × d temporary: on USPS
+    # (d = 256, Nz = 55) that temporary cost a fifth of the kernel's time
+    d = A @ B.T
+    d *= -2.0
+    d += np.einsum("ij,ij->i", A, A)[:, None]
+    d += np.einsum("ij,ij->i", B, B)[None, :]
+    return np.maximum(d, 0.0, out=d)
 
 
 @dataclass(frozen=True)
@@ -109,7 +114,9 @@ class RBF(Kernel):
     name = "rbf"
 
     def __call__(self, A: Array, B: Array) -> Array:
-        return np.exp(-self.gamma * _sqdist(A, B))
+        d = _sqdist(A, B)
+        d *= -self.gamma
+        return np.exp(d, out=d)
 
     def diag(self, A: Array) -> Array:
         return np.ones(len(A))

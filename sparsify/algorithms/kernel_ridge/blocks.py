@@ -24,7 +24,7 @@ from sparsify.core.data_source import (
     check_worker_memory,
     draw_rows,
 )
-from sparsify.core.kernel_blocks import BLOCK_ROWS, diagonal_scale, whitening
+from sparsify.core.kernel_blocks import diagonal_scale, link_gradient_xz, whitening
 from sparsify.core.marginal import Evaluation, Marginal, check_expansion_vectors
 from sparsify.kernels import Kernel
 
@@ -62,12 +62,7 @@ def _settle(rows: _Rows, Z: Array, gamma: Array, beta: Array, F_mean: Array, y_m
     r = rows.y - y_mean - (rows.F - F_mean) @ gamma
     if not grad:
         return float(r @ r), None
-    gradient = np.zeros_like(Z)
-    for start in range(0, len(r), BLOCK_ROWS):
-        part = slice(start, start + BLOCK_ROWS)
-        gradient += kernel.vjp_z(rows.X[part], Z, -np.outer(2.0 * r[part], beta),
-                                 rows.K_xz[part])
-    return float(r @ r), gradient
+    return float(r @ r), link_gradient_xz(kernel, rows.X, Z, rows.K_xz, 2.0 * r, beta)
 
 
 def _diagonal_sum(rows: _Rows, kernel: Kernel) -> float:

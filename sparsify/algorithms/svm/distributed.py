@@ -49,9 +49,9 @@ from sparsify.core.data_source import (
 )
 from sparsify.core.errors import SolverError
 from sparsify.core.kernel_blocks import (
-    BLOCK_ROWS,
     diagonal_scale,
     kernel_blocks,
+    link_gradient_xz,
     triangular_whitening,
     whitened_rows,
 )
@@ -196,12 +196,7 @@ def _settle_rows(rows: _Rows, u: Array, b: float, Z: Array, beta: Array, kernel:
     assert rows.B is not None and rows.K_xz is not None
     rows.alpha[index] = alpha
     loss = float(rows.C @ np.maximum(0.0, 1.0 - rows.B @ u - rows.y * b))
-    grad = np.zeros_like(Z)
-    nu = rows.alpha * rows.y
-    for start in range(0, len(rows.y), BLOCK_ROWS):
-        part = slice(start, start + BLOCK_ROWS)
-        grad += kernel.vjp_z(rows.X[part], Z, -np.outer(nu[part], beta), rows.K_xz[part])
-    return loss, grad
+    return loss, link_gradient_xz(kernel, rows.X, Z, rows.K_xz, rows.alpha * rows.y, beta)
 
 
 def _free_rows(rows: _Rows) -> int:

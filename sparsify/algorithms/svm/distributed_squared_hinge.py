@@ -36,7 +36,7 @@ from sparsify.algorithms.svm.block_line_search import line_search_over_blocks
 from sparsify.algorithms.svm.distributed import DistributedSVMMarginal, _Rows
 from sparsify.algorithms.svm.squared_hinge import BLOCK, MAX_NEWTON
 from sparsify.core.errors import SolverError
-from sparsify.core.kernel_blocks import BLOCK_ROWS
+from sparsify.core.kernel_blocks import link_gradient_xz
 
 __all__ = ["DistributedSquaredHingeMarginal"]
 
@@ -97,11 +97,7 @@ def _settle(rows: _Rows, u: Array, b: float, Z: Array, beta: Array, kernel: Any
     slack = np.maximum(0.0, 1.0 - rows.B @ u - rows.y * b)
     rows.alpha = 2.0 * rows.C * slack
     rows.slack = rows.delta = rows.on = None  # N-sized scratch: not kept between evaluations
-    grad = np.zeros_like(Z)
-    nu = rows.alpha * rows.y
-    for start in range(0, len(rows.y), BLOCK_ROWS):
-        part = slice(start, start + BLOCK_ROWS)
-        grad += kernel.vjp_z(rows.X[part], Z, -np.outer(nu[part], beta), rows.K_xz[part])
+    grad = link_gradient_xz(kernel, rows.X, Z, rows.K_xz, rows.alpha * rows.y, beta)
     return float(rows.C @ slack**2), grad
 
 
