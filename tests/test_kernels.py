@@ -76,7 +76,7 @@ def test_link_gradient_sums_the_rows_of_nonzero_multipliers(
         kernel: Kernel, share: float, monkeypatch: pytest.MonkeyPatch) -> None:
     # Against the K_XZ term in one product over every row: the rows of ν = 0 that the sum
     # skips (below ACTIVE_SHARE) add nothing, over several row blocks and two outputs.
-    monkeypatch.setattr(kernel_blocks, "BLOCK_ROWS", 64)
+    monkeypatch.setattr(kernel_blocks, "BLOCK_ROWS", 16)
     X, Z = rng.normal(size=(300, 3)), rng.normal(size=(4, 3))
     nu = rng.normal(size=(300, 2))
     nu[rng.permutation(300)[:round((1 - share) * 300)]] = 0.0  # the share of rows kept
