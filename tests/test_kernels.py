@@ -44,6 +44,17 @@ def test_values_match_scikit_learn() -> None:
 
 
 @pytest.mark.parametrize("kernel", KERNELS, ids=repr)
+def test_integer_and_float32_inputs(kernel: Kernel) -> None:
+    # the squared distances are formed in place: integer inputs still give float values,
+    # and float32 ones stay float32
+    ints = np.array([[1, 2], [0, -1], [3, 0]])
+    np.testing.assert_allclose(kernel(ints, ints[:2]), kernel(ints * 1.0, ints[:2] * 1.0),
+                               rtol=1e-12)
+    single = A.astype(np.float32)
+    assert kernel(single, single[:2]).dtype == np.float32
+
+
+@pytest.mark.parametrize("kernel", KERNELS, ids=repr)
 def test_vjp_against_finite_differences(kernel: Kernel) -> None:
     assert check_kernel_vjp(kernel, A, B) < 1e-6
 

@@ -92,6 +92,8 @@ def _sqdist(A: Array, B: Array) -> Array:
     # in place on the product, and the squared norms without an N × d temporary: on USPS
     # (d = 256, Nz = 55) that temporary cost a fifth of the kernel's time
     d = A @ B.T
+    if d.dtype.kind != "f":  # integer inputs: the in-place steps below need a float array
+        d = d.astype(float)
     d *= -2.0
     d += np.einsum("ij,ij->i", A, A)[:, None]
     d += np.einsum("ij,ij->i", B, B)[None, :]
