@@ -423,10 +423,15 @@ class SparseKernelEstimator(KernelMachineMixin, BaseEstimator):
         check_positive_weight(weights)
         return weights
 
+    def _weighs_points(self) -> bool:
+        """Whether this fit weighs its points: the estimator itself (`weighted_points`) or
+        its formulation (`Formulation.weighted`)."""
+        return bool(self.weighted_points or self._formulation_type().weighted)
+
     def _check_takes_weights(self) -> None:
         """Refuse per-point weights, with the reason, where the formulation cannot weigh."""
-        form = self._formulation_type()
-        if not (self.weighted_points or form.weighted):
+        if not self._weighs_points():
+            form = self._formulation_type()
             raise ValueError(
                 f"{type(self).__name__}.fit does not take sample_weight: the "
                 f"{form.name or form.__name__!r} formulation does not weigh its points' "
@@ -723,9 +728,8 @@ class SparseKernelEstimator(KernelMachineMixin, BaseEstimator):
                 f"continuation={self.continuation} samples {m} of the {n} training points, "
                 f"fewer distinct ones than n_expansion={max(sizes)}: raise continuation, or "
                 "fit with continuation=None.")
-        weighs = self.weighted_points or self._formulation_type().weighted
         sample_weights = (np.ones(m) if weights is None else weights[rows]) * (n / m)
-        formulation = self._make_formulation(sample_weights if weighs else None)
+        formulation = self._make_formulation(sample_weights if self._weighs_points() else None)
         if groups is not None:
             formulation = formulation.group(groups[rows])
         named = [", ".join(p for p in (name, f"sample of {m} points") if p) for name in names]
